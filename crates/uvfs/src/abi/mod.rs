@@ -1,0 +1,15 @@
+//! The Linux ABI: error numbers, flag sets, limits and the structures calls return. No logic.
+
+pub mod dirent;
+pub mod errno;
+pub mod flags;
+pub mod limits;
+pub mod mode;
+pub mod stat;
+
+pub use dirent::Dirent;
+pub use errno::{Errno, Result};
+pub use flags::*;
+pub use limits::*;
+pub use mode::*;
+pub use stat::*;

@@ -1,0 +1,3 @@
+//! Filesystems built into uvfs.
+
+pub mod tmpfs;

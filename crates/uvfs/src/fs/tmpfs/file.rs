@@ -1,0 +1,241 @@
+//! tmpfs regular files: sparse pages, read, write, truncate, `SEEK_DATA`/`SEEK_HOLE`,
+//! `fallocate`.
+
+use std::collections::BTreeMap;
+
+use parking_lot::RwLock;
+
+use super::{Counters, Kind, Node};
+use crate::abi::{Errno, FallocFlags, Result, Whence, BLOCK_UNIT, MAX_LFS_FILESIZE, PAGE_SIZE};
+use crate::vfs::inode::Inode;
+use crate::vfs::ops::{generic_llseek, FileOps, WritePos};
+use crate::vfs::FileDescription;
+
+const PAGE: usize = PAGE_SIZE as usize;
+const BLOCKS_PER_PAGE: u64 = PAGE_SIZE / BLOCK_UNIT;
+
+type Page = Box<[u8; PAGE]>;
+
+fn zeroed_page() -> Page {
+    vec![0u8; PAGE].into_boxed_slice().try_into().expect("a PAGE-long slice converts to a PAGE array")
+}
+
+/// The pages of a tmpfs file; a missing page is a hole.
+#[derive(Default)]
+pub(crate) struct RegData {
+    /// Protects: the page map and, with the attribute lock, `size` and `blocks` of the inode
+    /// (Linux: `i_rwsem` of a shmem file). Shared for reads, exclusive for writes and resizes.
+    /// Order: after the inode lock and `FileDescription::pos`; before the attribute lock.
+    pages: RwLock<BTreeMap<u64, Page>>,
+}
+
+impl RegData {
+    /// Drops every page; returns how many there were.
+    pub(crate) fn release_all(&self) -> u64 {
+        let mut p = self.pages.write();
+        let n = p.len() as u64;
+        p.clear();
+        n
+    }
+
+    /// Sets the size to `new`, dropping pages past it and zeroing the tail of the last one.
+    /// Returns false if the size was already `new`.
+    pub(crate) fn resize(&self, inode: &Inode, counters: &Counters, new: u64) -> Result<bool> {
+        let mut pages = self.pages.write();
+        let old = inode.size();
+        if new == old {
+            return Ok(false);
+        }
+        if new < old {
+            let first_dropped = new.div_ceil(PAGE_SIZE);
+            let dropped = pages.split_off(&first_dropped);
+            counters.free_blocks(dropped.len() as u64);
+            let tail = (new % PAGE_SIZE) as usize;
+            if tail != 0 {
+                if let Some(p) = pages.get_mut(&(new / PAGE_SIZE)) {
+                    p[tail..].fill(0);
+                }
+            }
+        }
+        let n = pages.len() as u64;
+        inode.write_attrs(|w| {
+            w.set_size(new);
+            w.set_blocks(n * BLOCKS_PER_PAGE);
+        });
+        Ok(true)
+    }
+}
+
+fn reg(file: &FileDescription) -> Result<(&Node, &RegData)> {
+    let node = Node::of(file.inode()).ok_or(Errno::EINVAL)?;
+    match &node.kind {
+        Kind::Reg(r) => Ok((node, r)),
+        _ => Err(Errno::EINVAL),
+    }
+}
+
+/// An open tmpfs regular file.
+pub(crate) struct RegFile;
+
+impl FileOps for RegFile {
+    #[inline]
+    fn read(&self, file: &FileDescription, buf: &mut [u8], pos: u64) -> Result<usize> {
+        let (_, r) = reg(file)?;
+        let inode = file.inode();
+        let pages = r.pages.read();
+        let size = inode.size();
+        if pos >= size {
+            return Ok(0);
+        }
+        let n = (buf.len() as u64).min(size - pos) as usize;
+        let mut done = 0;
+        while done < n {
+            let off = pos + done as u64;
+            let in_page = (off % PAGE_SIZE) as usize;
+            let chunk = (PAGE - in_page).min(n - done);
+            let dst = &mut buf[done..done + chunk];
+            match pages.get(&(off / PAGE_SIZE)) {
+                Some(p) => dst.copy_from_slice(&p[in_page..in_page + chunk]),
+                None => dst.fill(0),
+            }
+            done += chunk;
+        }
+        Ok(n)
+    }
+
+    #[inline]
+    fn write(&self, file: &FileDescription, buf: &[u8], pos: WritePos) -> Result<(usize, u64)> {
+        let (node, r) = reg(file)?;
+        let inode = file.inode();
+        let mut pages = r.pages.write();
+        let start = match pos {
+            WritePos::At(p) => p,
+            WritePos::Append => inode.size(),
+        };
+        if buf.is_empty() {
+            return Ok((0, start));
+        }
+        if start >= MAX_LFS_FILESIZE as u64 {
+            return Err(Errno::EFBIG);
+        }
+        let len = (buf.len() as u64).min(MAX_LFS_FILESIZE as u64 - start) as usize;
+        let mut done = 0;
+        let mut new_pages = 0u64;
+        while done < len {
+            let off = start + done as u64;
+            let in_page = (off % PAGE_SIZE) as usize;
+            let chunk = (PAGE - in_page).min(len - done);
+            let idx = off / PAGE_SIZE;
+            let page = match pages.entry(idx) {
+                std::collections::btree_map::Entry::Occupied(e) => e.into_mut(),
+                std::collections::btree_map::Entry::Vacant(e) => {
+                    if node.counters.alloc_blocks(1).is_err() {
+                        break;
+                    }
+                    new_pages += 1;
+                    e.insert(zeroed_page())
+                }
+            };
+            page[in_page..in_page + chunk].copy_from_slice(&buf[done..done + chunk]);
+            done += chunk;
+        }
+        if done == 0 {
+            return Err(Errno::ENOSPC);
+        }
+        let end = start + done as u64;
+        if end > inode.size() || new_pages != 0 {
+            let n = pages.len() as u64;
+            inode.write_attrs(|w| {
+                if end > inode.size() {
+                    w.set_size(end);
+                }
+                w.set_blocks(n * BLOCKS_PER_PAGE);
+            });
+        }
+        inode.update_mtime_ctime();
+        Ok((done, end))
+    }
+
+    fn llseek(&self, file: &FileDescription, offset: i64, whence: Whence, cur: u64) -> Result<u64> {
+        if whence != Whence::DATA && whence != Whence::HOLE {
+            return generic_llseek(file.inode().size(), offset, whence, cur);
+        }
+        if offset < 0 {
+            return Err(Errno::ENXIO);
+        }
+        let (_, r) = reg(file)?;
+        let pages = r.pages.read();
+        let size = file.inode().size();
+        let off = offset as u64;
+        if off >= size {
+            return Err(Errno::ENXIO);
+        }
+        let first = off / PAGE_SIZE;
+        if whence == Whence::DATA {
+            match pages.range(first..).next() {
+                Some((&idx, _)) if idx * PAGE_SIZE < size => Ok(off.max(idx * PAGE_SIZE)),
+                _ => Err(Errno::ENXIO),
+            }
+        } else {
+            let mut idx = first;
+            for (&k, _) in pages.range(first..) {
+                if k != idx {
+                    break;
+                }
+                idx += 1;
+            }
+            Ok(off.max(idx * PAGE_SIZE).min(size))
+        }
+    }
+
+    fn fallocate(&self, file: &FileDescription, mode: FallocFlags, offset: u64, len: u64) -> Result<()> {
+        let (node, r) = reg(file)?;
+        let inode = file.inode();
+        let mut pages = r.pages.write();
+        let end = offset + len;
+        if mode.contains(FallocFlags::PUNCH_HOLE) {
+            let first_full = offset.div_ceil(PAGE_SIZE);
+            let last_full = end / PAGE_SIZE;
+            let doomed: Vec<u64> = pages.range(first_full..last_full.max(first_full)).map(|(&k, _)| k).collect();
+            for k in &doomed {
+                pages.remove(k);
+            }
+            node.counters.free_blocks(doomed.len() as u64);
+            for (idx, from, to) in [
+                (offset / PAGE_SIZE, offset % PAGE_SIZE, if offset / PAGE_SIZE == end / PAGE_SIZE { end % PAGE_SIZE } else { PAGE_SIZE }),
+                (end / PAGE_SIZE, 0, end % PAGE_SIZE),
+            ] {
+                if from < to {
+                    if let Some(p) = pages.get_mut(&idx) {
+                        p[from as usize..to as usize].fill(0);
+                    }
+                }
+            }
+        } else {
+            let first = offset / PAGE_SIZE;
+            let last = end.div_ceil(PAGE_SIZE);
+            let missing: Vec<u64> = (first..last).filter(|i| !pages.contains_key(i)).collect();
+            node.counters.alloc_blocks(missing.len() as u64)?;
+            for i in missing {
+                pages.insert(i, zeroed_page());
+            }
+        }
+        let n = pages.len() as u64;
+        let grow = !mode.contains(FallocFlags::KEEP_SIZE) && end > inode.size();
+        inode.write_attrs(|w| {
+            if grow {
+                w.set_size(end);
+            }
+            w.set_blocks(n * BLOCKS_PER_PAGE);
+        });
+        drop(pages);
+        inode.update_mtime_ctime();
+        Ok(())
+    }
+
+    fn release(&self, file: &FileDescription) {
+        if let Some(n) = Node::of(file.inode()) {
+            n.closed(file.inode());
+        }
+    }
+}

@@ -1,0 +1,489 @@
+//! tmpfs: a filesystem whose files live in memory. Linux: mm/shmem.c.
+//!
+//! Directories keep their own entry maps with stable offsets for `getdents64` (Linux:
+//! `simple_offset` in fs/libfs.c); the dcache caches lookups on top of them. Regular files keep
+//! sparse 4 KiB pages. Limits (`size=`, `nr_inodes=`) are charged when a page or an inode is
+//! allocated and released when the last link and the last open file are gone.
+
+mod dir;
+mod file;
+mod options;
+
+pub use options::{total_ram_bytes, TmpfsOptions};
+
+use std::any::Any;
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
+use std::sync::Arc;
+
+use parking_lot::Mutex;
+
+use crate::abi::{
+    Errno, FileType, OpenFlags, RenameFlags, Result, StatFs, XattrFlags, NAME_MAX, PAGE_SIZE, TMPFS_MAGIC,
+};
+use crate::vfs::inode::{Inode, InodeInit, SetAttr, Stamp};
+use crate::vfs::ops::{FileOps, InodeOps, NewInode, SuperOps};
+use crate::vfs::{Dentry, SuperBlock};
+
+use dir::DirData;
+use file::RegData;
+
+/// Size a directory reports per entry (Linux: `BOGO_DIRENT_SIZE`).
+pub(crate) const BOGO_DIRENT_SIZE: u64 = 20;
+/// Symlink targets up to this length use no data page (Linux: `SHORT_SYMLINK_LEN`).
+const SHORT_SYMLINK_LEN: usize = 128;
+
+/// Space and inode accounting of one tmpfs instance.
+#[derive(Debug, Default)]
+pub(crate) struct Counters {
+    max_blocks: AtomicU64,
+    used_blocks: AtomicU64,
+    max_inodes: AtomicU64,
+    used_inodes: AtomicU64,
+}
+
+fn reserve(used: &AtomicU64, max: &AtomicU64, n: u64) -> Result<()> {
+    let limit = max.load(Ordering::Relaxed);
+    if limit == 0 {
+        used.fetch_add(n, Ordering::Relaxed);
+        return Ok(());
+    }
+    used.fetch_update(Ordering::Relaxed, Ordering::Relaxed, |u| u.checked_add(n).filter(|&v| v <= limit))
+        .map(|_| ())
+        .map_err(|_| Errno::ENOSPC)
+}
+
+impl Counters {
+    pub(crate) fn alloc_blocks(&self, n: u64) -> Result<()> {
+        reserve(&self.used_blocks, &self.max_blocks, n)
+    }
+    pub(crate) fn free_blocks(&self, n: u64) {
+        self.used_blocks.fetch_sub(n, Ordering::Relaxed);
+    }
+    pub(crate) fn alloc_inode(&self) -> Result<()> {
+        reserve(&self.used_inodes, &self.max_inodes, 1)
+    }
+    pub(crate) fn free_inode(&self) {
+        self.used_inodes.fetch_sub(1, Ordering::Relaxed);
+    }
+}
+
+/// The tmpfs superblock operations.
+pub struct Tmpfs {
+    counters: Arc<Counters>,
+}
+
+impl Tmpfs {
+    /// Creates a tmpfs instance with `options` and returns its superblock and root dentry.
+    /// The root belongs to `uid`/`gid` and has mode 1777 unless the options say otherwise.
+    ///
+    /// # Errors
+    /// `EINVAL` for bad options.
+    pub fn new_instance(options: &TmpfsOptions, uid: u32, gid: u32) -> Result<(Arc<SuperBlock>, Arc<Dentry>)> {
+        let ram_pages = total_ram_bytes() / PAGE_SIZE;
+        let counters = Arc::new(Counters::default());
+        counters.max_blocks.store(options.max_blocks.unwrap_or(ram_pages / 2), Ordering::Relaxed);
+        counters.max_inodes.store(options.max_inodes.unwrap_or(ram_pages / 2), Ordering::Relaxed);
+        let sb = SuperBlock::new(Box::new(Tmpfs { counters: counters.clone() }));
+        counters.alloc_inode()?;
+        let init = InodeInit {
+            ino: sb.alloc_ino(),
+            file_type: FileType::Directory,
+            perm: options.mode.unwrap_or(0o1777),
+            uid: options.uid.unwrap_or(uid),
+            gid: options.gid.unwrap_or(gid),
+            rdev: 0,
+            nlink: 2,
+        };
+        let root = Inode::new(&sb, init, Box::new(Node::new(counters, Kind::Dir(DirData::default()))));
+        root.write_attrs(|w| w.set_size(2 * BOGO_DIRENT_SIZE));
+        Ok((sb.clone(), Dentry::new_root(root)))
+    }
+}
+
+impl SuperOps for Tmpfs {
+    fn fs_name(&self) -> &'static str {
+        "tmpfs"
+    }
+
+    fn statfs(&self, sb: &SuperBlock) -> Result<StatFs> {
+        let c = &self.counters;
+        let mut s = StatFs {
+            f_type: TMPFS_MAGIC,
+            bsize: PAGE_SIZE as i64,
+            namelen: NAME_MAX as i64,
+            frsize: PAGE_SIZE as i64,
+            fsid: [sb.dev() as i32, (sb.dev() >> 32) as i32],
+            ..StatFs::default()
+        };
+        let mb = c.max_blocks.load(Ordering::Relaxed);
+        if mb != 0 {
+            s.blocks = mb;
+            s.bfree = mb.saturating_sub(c.used_blocks.load(Ordering::Relaxed));
+            s.bavail = s.bfree;
+        }
+        let mi = c.max_inodes.load(Ordering::Relaxed);
+        if mi != 0 {
+            s.files = mi;
+            s.ffree = mi.saturating_sub(c.used_inodes.load(Ordering::Relaxed));
+        }
+        Ok(s)
+    }
+
+    fn remount(&self, _sb: &SuperBlock, data: Option<&str>) -> Result<()> {
+        let o = TmpfsOptions::parse(data)?;
+        let c = &self.counters;
+        // Linux refuses to shrink a limit below what is in use, and to turn an unlimited
+        // instance limited.
+        if let Some(mb) = o.max_blocks {
+            let cur = c.max_blocks.load(Ordering::Relaxed);
+            if (mb != 0 && c.used_blocks.load(Ordering::Relaxed) > mb) || (mb != 0 && cur == 0) {
+                return Err(Errno::EINVAL);
+            }
+        }
+        if let Some(mi) = o.max_inodes {
+            let cur = c.max_inodes.load(Ordering::Relaxed);
+            if (mi != 0 && c.used_inodes.load(Ordering::Relaxed) > mi) || (mi != 0 && cur == 0) {
+                return Err(Errno::EINVAL);
+            }
+        }
+        if let Some(mb) = o.max_blocks {
+            c.max_blocks.store(mb, Ordering::Relaxed);
+        }
+        if let Some(mi) = o.max_inodes {
+            c.max_inodes.store(mi, Ordering::Relaxed);
+        }
+        Ok(())
+    }
+
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+}
+
+/// What kind of tmpfs inode this is, with its contents.
+pub(crate) enum Kind {
+    Dir(DirData),
+    Reg(RegData),
+    Symlink(Arc<[u8]>),
+    /// FIFO, socket or device node: no contents.
+    Special,
+}
+
+/// The private part of every tmpfs inode.
+pub(crate) struct Node {
+    counters: Arc<Counters>,
+    /// Open file descriptions of this inode (the inode's space is kept while any is open).
+    opens: AtomicU32,
+    /// The inode's charge (one inode, its pages) was returned to the instance.
+    released: AtomicBool,
+    /// Protects: the extended attributes. Order: innermost.
+    xattrs: Mutex<BTreeMap<Vec<u8>, Vec<u8>>>,
+    pub(crate) kind: Kind,
+}
+
+impl Node {
+    fn new(counters: Arc<Counters>, kind: Kind) -> Node {
+        Node {
+            counters,
+            opens: AtomicU32::new(0),
+            released: AtomicBool::new(false),
+            xattrs: Mutex::new(BTreeMap::new()),
+            kind,
+        }
+    }
+
+    /// The tmpfs node of a VFS inode, if it is one.
+    pub(crate) fn of(inode: &Inode) -> Option<&Node> {
+        inode.ops().as_any().downcast_ref::<Node>()
+    }
+
+    fn dir(&self) -> Result<&DirData> {
+        match &self.kind {
+            Kind::Dir(d) => Ok(d),
+            _ => Err(Errno::ENOTDIR),
+        }
+    }
+
+    /// Returns the inode's charge once it has no link and no open file (Linux:
+    /// `shmem_evict_inode()` at the last `iput()`).
+    pub(crate) fn maybe_release(&self, inode: &Inode) {
+        if inode.nlink() == 0 && self.opens.load(Ordering::Acquire) == 0 && !self.released.swap(true, Ordering::AcqRel)
+        {
+            if let Kind::Reg(r) = &self.kind {
+                let pages = r.release_all();
+                self.counters.free_blocks(pages);
+                inode.write_attrs(|w| w.set_blocks(0));
+            }
+            if let Kind::Symlink(t) = &self.kind {
+                if t.len() > SHORT_SYMLINK_LEN {
+                    self.counters.free_blocks(1);
+                }
+            }
+            self.counters.free_inode();
+        }
+    }
+
+    pub(crate) fn opened(&self) {
+        self.opens.fetch_add(1, Ordering::AcqRel);
+    }
+
+    pub(crate) fn closed(&self, inode: &Inode) {
+        self.opens.fetch_sub(1, Ordering::AcqRel);
+        self.maybe_release(inode);
+    }
+
+    /// Allocates and initialises a new inode of this instance (Linux: `shmem_get_inode()`).
+    fn new_inode(&self, dir: &Inode, new: &NewInode<'_>, kind: Kind) -> Result<Arc<Inode>> {
+        self.counters.alloc_inode()?;
+        let file_type = FileType::from_mode(new.mode).ok_or(Errno::EINVAL)?;
+        let nlink = if file_type == FileType::Directory { 2 } else { 1 };
+        let init = InodeInit {
+            ino: dir.sb().alloc_ino(),
+            file_type,
+            perm: new.mode,
+            uid: new.uid,
+            gid: new.gid,
+            rdev: new.rdev,
+            nlink,
+        };
+        let inode = Inode::new(dir.sb(), init, Box::new(Node::new(self.counters.clone(), kind)));
+        if file_type == FileType::Directory {
+            inode.write_attrs(|w| w.set_size(2 * BOGO_DIRENT_SIZE));
+        }
+        Ok(inode)
+    }
+
+    /// Creates and links a new inode named `name` in this directory.
+    fn create_entry(&self, dir: &Inode, name: &[u8], new: &NewInode<'_>, kind: Kind) -> Result<Arc<Inode>> {
+        let d = self.dir()?;
+        let is_dir = matches!(kind, Kind::Dir(_));
+        let inode = self.new_inode(dir, new, kind)?;
+        d.add(name, inode.clone());
+        let now = dir.current_time();
+        let delta = if is_dir { 1 } else { 0 };
+        dir.write_attrs(|w| {
+            w.add_nlink(delta);
+            w.set_size(dir.size() + BOGO_DIRENT_SIZE);
+            w.set_mtime(now);
+            w.set_ctime(now);
+        });
+        inode.write_attrs(|w| {
+            w.set_atime(now);
+            w.set_mtime(now);
+            w.set_ctime(now);
+        });
+        Ok(inode)
+    }
+
+    fn remove_entry(&self, dir: &Inode, name: &[u8], victim: &Inode, dir_delta: i32) {
+        if let Ok(d) = self.dir() {
+            d.remove(name);
+        }
+        let now = dir.current_time();
+        dir.write_attrs(|w| {
+            w.add_nlink(dir_delta);
+            w.set_size(dir.size().saturating_sub(BOGO_DIRENT_SIZE));
+            w.set_mtime(now);
+            w.set_ctime(now);
+        });
+        let _ = now;
+        victim.touch_ctime(Stamp::Ctime);
+    }
+}
+
+impl Drop for Node {
+    fn drop(&mut self) {
+        if !self.released.load(Ordering::Relaxed) {
+            if let Kind::Reg(r) = &self.kind {
+                self.counters.free_blocks(r.release_all());
+            }
+            self.counters.free_inode();
+        }
+    }
+}
+
+impl InodeOps for Node {
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+
+    fn lookup(&self, _dir: &Inode, name: &[u8]) -> Result<Option<Arc<Inode>>> {
+        Ok(self.dir()?.get(name))
+    }
+
+    fn create(&self, dir: &Inode, name: &[u8], new: &NewInode<'_>) -> Result<Arc<Inode>> {
+        self.create_entry(dir, name, new, Kind::Reg(RegData::default()))
+    }
+
+    fn mkdir(&self, dir: &Inode, name: &[u8], new: &NewInode<'_>) -> Result<Arc<Inode>> {
+        if dir.nlink() == u32::MAX {
+            return Err(Errno::EMLINK);
+        }
+        self.create_entry(dir, name, new, Kind::Dir(DirData::default()))
+    }
+
+    fn mknod(&self, dir: &Inode, name: &[u8], new: &NewInode<'_>) -> Result<Arc<Inode>> {
+        let kind = match FileType::from_mode(new.mode) {
+            Some(FileType::Regular) => Kind::Reg(RegData::default()),
+            _ => Kind::Special,
+        };
+        self.create_entry(dir, name, new, kind)
+    }
+
+    fn symlink(&self, dir: &Inode, name: &[u8], target: &[u8], new: &NewInode<'_>) -> Result<Arc<Inode>> {
+        let long = target.len() > SHORT_SYMLINK_LEN;
+        if long {
+            self.counters.alloc_blocks(1)?;
+        }
+        let r = self.create_entry(dir, name, new, Kind::Symlink(Arc::from(target)));
+        match &r {
+            Ok(inode) => inode.write_attrs(|w| {
+                w.set_size(target.len() as u64);
+                if long {
+                    w.set_blocks(PAGE_SIZE / 512);
+                }
+            }),
+            Err(_) if long => self.counters.free_blocks(1),
+            Err(_) => {}
+        }
+        r
+    }
+
+    fn tmpfile(&self, dir: &Inode, new: &NewInode<'_>) -> Result<Arc<Inode>> {
+        self.dir()?;
+        let inode = self.new_inode(dir, new, Kind::Reg(RegData::default()))?;
+        inode.write_attrs(|w| w.set_nlink(0));
+        Ok(inode)
+    }
+
+    fn link(&self, dir: &Inode, name: &[u8], target: &Arc<Inode>) -> Result<()> {
+        let d = self.dir()?;
+        if target.nlink() == u32::MAX {
+            return Err(Errno::EMLINK);
+        }
+        // Every extra link of a tmpfs inode is charged as an inode (Linux: `shmem_link()`);
+        // linking an O_TMPFILE inode (no links yet) reuses its own charge.
+        if target.nlink() > 0 {
+            self.counters.alloc_inode()?;
+        }
+        if let Some(n) = Node::of(target) {
+            // A linked O_TMPFILE inode is live again.
+            n.released.store(false, Ordering::Release);
+        }
+        d.add(name, target.clone());
+        let now = dir.current_time();
+        dir.write_attrs(|w| {
+            w.set_size(dir.size() + BOGO_DIRENT_SIZE);
+            w.set_mtime(now);
+            w.set_ctime(now);
+        });
+        target.write_attrs(|w| {
+            w.add_nlink(1);
+            w.set_ctime(now);
+        });
+        Ok(())
+    }
+
+    fn unlink(&self, dir: &Inode, name: &[u8], victim: &Inode) -> Result<()> {
+        if victim.nlink() > 1 {
+            self.counters.free_inode();
+        }
+        self.remove_entry(dir, name, victim, 0);
+        victim.write_attrs(|w| w.add_nlink(-1));
+        if let Some(n) = Node::of(victim) {
+            n.maybe_release(victim);
+        }
+        Ok(())
+    }
+
+    fn rmdir(&self, dir: &Inode, name: &[u8], victim: &Inode) -> Result<()> {
+        let vn = Node::of(victim).ok_or(Errno::EXDEV)?;
+        if !vn.dir()?.is_empty() {
+            return Err(Errno::ENOTEMPTY);
+        }
+        self.remove_entry(dir, name, victim, -1);
+        victim.write_attrs(|w| w.set_nlink(0));
+        vn.maybe_release(victim);
+        Ok(())
+    }
+
+    fn rename(
+        &self,
+        old_dir: &Inode,
+        old_name: &[u8],
+        new_dir: &Inode,
+        new_name: &[u8],
+        flags: RenameFlags,
+    ) -> Result<()> {
+        dir::rename(self, old_dir, old_name, new_dir, new_name, flags)
+    }
+
+    fn get_link(&self, _inode: &Inode) -> Result<Arc<[u8]>> {
+        match &self.kind {
+            Kind::Symlink(t) => Ok(t.clone()),
+            _ => Err(Errno::EINVAL),
+        }
+    }
+
+    fn setattr(&self, inode: &Inode, attr: &SetAttr) -> Result<()> {
+        let mut attr = *attr;
+        if let (Some(size), Kind::Reg(r)) = (attr.size, &self.kind) {
+            if r.resize(inode, &self.counters, size)? {
+                attr.ctime = true;
+                if attr.mtime.is_none() {
+                    attr.mtime = Some(crate::vfs::TimeSet::Now);
+                }
+            }
+            attr.size = None;
+        }
+        attr.apply(inode);
+        Ok(())
+    }
+
+    fn open(&self, _inode: &Arc<Inode>, _flags: OpenFlags) -> Result<Box<dyn FileOps>> {
+        match &self.kind {
+            Kind::Reg(_) => {
+                self.opened();
+                Ok(Box::new(file::RegFile))
+            }
+            Kind::Dir(_) => {
+                self.opened();
+                Ok(Box::new(dir::DirFile))
+            }
+            Kind::Symlink(_) => Err(Errno::ELOOP),
+            Kind::Special => Err(Errno::ENXIO),
+        }
+    }
+
+    fn getxattr(&self, _inode: &Inode, name: &[u8]) -> Result<Vec<u8>> {
+        self.xattrs.lock().get(name).cloned().ok_or(Errno::ENODATA)
+    }
+
+    fn setxattr(&self, inode: &Inode, name: &[u8], value: &[u8], flags: XattrFlags) -> Result<()> {
+        {
+            let mut x = self.xattrs.lock();
+            let exists = x.contains_key(name);
+            if flags.contains(XattrFlags::CREATE) && exists {
+                return Err(Errno::EEXIST);
+            }
+            if flags.contains(XattrFlags::REPLACE) && !exists {
+                return Err(Errno::ENODATA);
+            }
+            x.insert(name.to_vec(), value.to_vec());
+        }
+        inode.touch_ctime(Stamp::Ctime);
+        Ok(())
+    }
+
+    fn listxattr(&self, _inode: &Inode) -> Result<Vec<Vec<u8>>> {
+        Ok(self.xattrs.lock().keys().cloned().collect())
+    }
+
+    fn removexattr(&self, inode: &Inode, name: &[u8]) -> Result<()> {
+        self.xattrs.lock().remove(name).ok_or(Errno::ENODATA)?;
+        inode.touch_ctime(Stamp::Ctime);
+        Ok(())
+    }
+}
+

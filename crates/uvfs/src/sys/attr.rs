@@ -1,0 +1,329 @@
+//! Attribute changes and checks: `fchmodat`, `fchownat`, `utimensat`, `faccessat2`,
+//! `truncate`, `ftruncate`. Linux: fs/open.c (`chmod_common()`, `chown_common()`,
+//! `do_faccessat()`, `vfs_truncate()`, `do_sys_ftruncate()`), fs/utimes.c, fs/attr.c
+//! (`setattr_prepare()`, `notify_change()`).
+
+use std::sync::Arc;
+
+use super::EmptyPath;
+use crate::abi::{
+    Access, AtFlags, Errno, FileType, ResolveFlags, Result, Timespec, MAX_LFS_FILESIZE, S_IALLUGO, S_ISGID, S_ISUID,
+    S_IXGRP, UTIME_NOW, UTIME_OMIT,
+};
+use crate::vfs::cred::{Capabilities, Cred};
+use crate::vfs::inode::{Inode, SetAttr, TimeSet};
+use crate::vfs::mount::{MntFlags, Mount};
+use crate::vfs::namei::FollowLast;
+use crate::vfs::permission::{inode_permission, owner_or_capable};
+use crate::vfs::{Task, VfsPath};
+
+fn follow_of(flags: AtFlags) -> FollowLast {
+    if flags.contains(AtFlags::SYMLINK_NOFOLLOW) {
+        FollowLast::No
+    } else {
+        FollowLast::Yes
+    }
+}
+
+/// Adds set-id clearing to a truncate by a caller without `CAP_FSETID` (Linux:
+/// `dentry_needs_remove_privs()` in `do_truncate()`).
+pub(crate) fn kill_privs_on_truncate(cred: &Cred, inode: &Inode, attr: &mut SetAttr) {
+    let mode = inode.mode();
+    let mut kill = 0;
+    if mode & S_ISUID != 0 {
+        kill |= S_ISUID;
+    }
+    if mode & (S_ISGID | S_IXGRP) == (S_ISGID | S_IXGRP) {
+        kill |= S_ISGID;
+    }
+    if kill != 0 && !cred.capable(Capabilities::FSETID) {
+        attr.perm = Some(mode & S_IALLUGO & !kill);
+        attr.ctime = true;
+    }
+}
+
+fn nsec_valid(t: &Timespec) -> bool {
+    (0..1_000_000_000).contains(&t.nsec) || t.nsec == UTIME_NOW || t.nsec == UTIME_OMIT
+}
+
+impl Task {
+    fn resolve(&self, dirfd: i32, path: &[u8], flags: AtFlags) -> Result<VfsPath> {
+        let empty = if flags.contains(AtFlags::EMPTY_PATH) { EmptyPath::Allow } else { EmptyPath::Reject };
+        self.with_path(dirfd, path, empty, ResolveFlags::empty(), |w, s| Ok(w.lookup(s, path, follow_of(flags))?.to_path()))
+    }
+
+    /// `fchmodat2(2)` (`fchmodat` with flags): sets the permission bits.
+    ///
+    /// # Errors
+    /// `EINVAL` for unknown flags; path errors; `EROFS`; `EOPNOTSUPP` for a symlink with
+    /// `AT_SYMLINK_NOFOLLOW`; `EPERM` for a non-owner without `CAP_FOWNER`.
+    pub fn fchmodat(&self, dirfd: i32, path: impl AsRef<[u8]>, mode: u32, flags: AtFlags) -> Result<()> {
+        if !(flags - (AtFlags::SYMLINK_NOFOLLOW | AtFlags::EMPTY_PATH)).is_empty() {
+            return Err(Errno::EINVAL);
+        }
+        let p = self.resolve(dirfd, path.as_ref(), flags)?;
+        self.chmod_common(&p.mnt, p.dentry.inode().ok_or(Errno::ENOENT)?, mode)
+    }
+
+    /// `fchmod(2)`.
+    ///
+    /// # Errors
+    /// `EBADF` (also for `O_PATH`); as [`Task::fchmodat`].
+    pub fn fchmod(&self, fd: i32, mode: u32) -> Result<()> {
+        let file = self.files.get(fd)?;
+        if file.fmode().path_only {
+            return Err(Errno::EBADF);
+        }
+        self.chmod_common(&file.path().mnt, file.inode(), mode)
+    }
+
+    fn chmod_common(&self, mnt: &Mount, inode: &Arc<Inode>, mode: u32) -> Result<()> {
+        if mnt.is_rdonly() {
+            return Err(Errno::EROFS);
+        }
+        let _g = inode.lock.write();
+        if inode.file_type() == FileType::Symlink {
+            return Err(Errno::EOPNOTSUPP);
+        }
+        let cred = self.cred.borrow();
+        if !owner_or_capable(&cred, inode) {
+            return Err(Errno::EPERM);
+        }
+        let mut perm = mode & S_IALLUGO;
+        if perm & S_ISGID != 0 && !cred.in_group(inode.gid()) && !cred.capable(Capabilities::FSETID) {
+            perm &= !S_ISGID;
+        }
+        inode.ops().setattr(inode, &SetAttr { perm: Some(perm), ctime: true, ..SetAttr::default() })
+    }
+
+    /// `fchownat(2)`: `None` leaves that id unchanged (`-1`).
+    ///
+    /// # Errors
+    /// `EINVAL` for unknown flags; path errors; `EROFS`; `EPERM` unless the caller has
+    /// `CAP_CHOWN`, or owns the file, keeps the owner and picks one of its groups.
+    pub fn fchownat(&self, dirfd: i32, path: impl AsRef<[u8]>, uid: Option<u32>, gid: Option<u32>, flags: AtFlags) -> Result<()> {
+        if !(flags - (AtFlags::SYMLINK_NOFOLLOW | AtFlags::EMPTY_PATH)).is_empty() {
+            return Err(Errno::EINVAL);
+        }
+        let p = self.resolve(dirfd, path.as_ref(), flags)?;
+        self.chown_common(&p.mnt, p.dentry.inode().ok_or(Errno::ENOENT)?, uid, gid)
+    }
+
+    /// `fchown(2)`.
+    ///
+    /// # Errors
+    /// `EBADF` (also for `O_PATH`); as [`Task::fchownat`].
+    pub fn fchown(&self, fd: i32, uid: Option<u32>, gid: Option<u32>) -> Result<()> {
+        let file = self.files.get(fd)?;
+        if file.fmode().path_only {
+            return Err(Errno::EBADF);
+        }
+        self.chown_common(&file.path().mnt, file.inode(), uid, gid)
+    }
+
+    fn chown_common(&self, mnt: &Mount, inode: &Arc<Inode>, uid: Option<u32>, gid: Option<u32>) -> Result<()> {
+        if mnt.is_rdonly() {
+            return Err(Errno::EROFS);
+        }
+        let _g = inode.lock.write();
+        let cred = self.cred.borrow();
+        let owner = cred.fsuid == inode.uid();
+        if let Some(u) = uid {
+            let ok = (owner && u == inode.uid()) || cred.capable(Capabilities::CHOWN);
+            if !ok {
+                return Err(Errno::EPERM);
+            }
+        }
+        if let Some(g) = gid {
+            let ok = (owner && (g == inode.gid() || cred.in_group(g))) || cred.capable(Capabilities::CHOWN);
+            if !ok {
+                return Err(Errno::EPERM);
+            }
+        }
+        let mut attr = SetAttr { uid, gid, ctime: true, ..SetAttr::default() };
+        if !inode.is_dir() {
+            let mode = inode.mode();
+            let mut kill = 0;
+            if mode & S_ISUID != 0 {
+                kill |= S_ISUID;
+            }
+            // Linux: `setattr_should_drop_sgid()`.
+            if mode & S_ISGID != 0
+                && (mode & S_IXGRP != 0 || (!cred.in_group(gid.unwrap_or(inode.gid())) && !cred.capable(Capabilities::FSETID)))
+            {
+                kill |= S_ISGID;
+            }
+            if kill != 0 {
+                attr.perm = Some(mode & S_IALLUGO & !kill);
+            }
+        }
+        inode.ops().setattr(inode, &attr)
+    }
+
+    /// `utimensat(2)`: `path == None` acts on `dirfd` itself (`futimens`); `times == None`
+    /// sets both to now. `UTIME_NOW` and `UTIME_OMIT` are honoured per timestamp.
+    ///
+    /// # Errors
+    /// `EINVAL` for a bad nanosecond value or unknown flags; path errors; `EROFS`; `EACCES`
+    /// (setting now without owning or write access); `EPERM` (explicit times without owning).
+    pub fn utimensat(&self, dirfd: i32, path: Option<&[u8]>, times: Option<[Timespec; 2]>, flags: AtFlags) -> Result<()> {
+        if let Some(t) = &times {
+            if !nsec_valid(&t[0]) || !nsec_valid(&t[1]) {
+                return Err(Errno::EINVAL);
+            }
+            if t[0].nsec == UTIME_OMIT && t[1].nsec == UTIME_OMIT {
+                return Ok(());
+            }
+        }
+        if !(flags - (AtFlags::SYMLINK_NOFOLLOW | AtFlags::EMPTY_PATH)).is_empty() {
+            return Err(Errno::EINVAL);
+        }
+        let (mnt, inode) = match path {
+            Some(p) => {
+                let vp = self.resolve(dirfd, p, flags)?;
+                let i = vp.dentry.inode().ok_or(Errno::ENOENT)?.clone();
+                (vp.mnt, i)
+            }
+            None => {
+                let file = self.files.get(dirfd)?;
+                if file.fmode().path_only {
+                    return Err(Errno::EBADF);
+                }
+                (file.path().mnt.clone(), file.inode().clone())
+            }
+        };
+        if mnt.is_rdonly() {
+            return Err(Errno::EROFS);
+        }
+        let times = times.filter(|t| !(t[0].nsec == UTIME_NOW && t[1].nsec == UTIME_NOW));
+        let _g = inode.lock.write();
+        let cred = self.cred.borrow();
+        let to_set = |t: &Timespec| match t.nsec {
+            UTIME_OMIT => None,
+            UTIME_NOW => Some(TimeSet::Now),
+            _ => Some(TimeSet::At(*t)),
+        };
+        let attr = match &times {
+            None => {
+                if !owner_or_capable(&cred, &inode) {
+                    inode_permission(&cred, &inode, Access::WRITE)?;
+                }
+                SetAttr { atime: Some(TimeSet::Now), mtime: Some(TimeSet::Now), ctime: true, ..SetAttr::default() }
+            }
+            Some(t) => {
+                if !owner_or_capable(&cred, &inode) {
+                    return Err(Errno::EPERM);
+                }
+                SetAttr { atime: to_set(&t[0]), mtime: to_set(&t[1]), ctime: true, ..SetAttr::default() }
+            }
+        };
+        inode.ops().setattr(&inode, &attr)
+    }
+
+    /// `faccessat2(2)`: checks `mode` (`R_OK|W_OK|X_OK`, or empty for existence) with the real
+    /// ids, or with the effective ids under `AT_EACCESS`.
+    ///
+    /// # Errors
+    /// `EINVAL` for a bad mode or flags; path errors; `EACCES`; `EROFS` for `W_OK` on a
+    /// read-only mount.
+    pub fn faccessat2(&self, dirfd: i32, path: impl AsRef<[u8]>, mode: u32, flags: AtFlags) -> Result<()> {
+        if mode & !7 != 0 {
+            return Err(Errno::EINVAL);
+        }
+        if !(flags - (AtFlags::EACCESS | AtFlags::SYMLINK_NOFOLLOW | AtFlags::EMPTY_PATH)).is_empty() {
+            return Err(Errno::EINVAL);
+        }
+        let real = {
+            let c = self.cred.borrow();
+            if flags.contains(AtFlags::EACCESS) {
+                c.clone()
+            } else {
+                let mut o = c.clone();
+                o.fsuid = o.uid;
+                o.fsgid = o.gid;
+                o.caps = if o.uid == 0 { Capabilities::all() } else { Capabilities::empty() };
+                o
+            }
+        };
+        let old = self.cred.replace(real);
+        let r = self.access_check(dirfd, path.as_ref(), mode, flags);
+        *self.cred.borrow_mut() = old;
+        r
+    }
+
+    fn access_check(&self, dirfd: i32, path: &[u8], mode: u32, flags: AtFlags) -> Result<()> {
+        let p = self.resolve(dirfd, path, flags)?;
+        let inode = p.dentry.inode().ok_or(Errno::ENOENT)?;
+        let acc = Access::from_bits_truncate(mode);
+        let cred = self.cred.borrow();
+        if acc.contains(Access::EXEC) && inode.file_type() == FileType::Regular && p.mnt.flags().contains(MntFlags::NOEXEC) {
+            return Err(Errno::EACCES);
+        }
+        inode_permission(&cred, inode, acc)?;
+        if acc.contains(Access::WRITE)
+            && matches!(inode.file_type(), FileType::Regular | FileType::Directory | FileType::Symlink)
+            && p.mnt.is_rdonly()
+        {
+            return Err(Errno::EROFS);
+        }
+        Ok(())
+    }
+
+    /// `truncate(2)`.
+    ///
+    /// # Errors
+    /// `EINVAL` for a negative length or a non-regular file, `EISDIR`, path errors, `EROFS`,
+    /// `EACCES`, `EFBIG`.
+    pub fn truncate(&self, path: impl AsRef<[u8]>, length: i64) -> Result<()> {
+        if length < 0 {
+            return Err(Errno::EINVAL);
+        }
+        let p = self.resolve(crate::abi::AT_FDCWD, path.as_ref(), AtFlags::empty())?;
+        let inode = p.dentry.inode().ok_or(Errno::ENOENT)?;
+        match inode.file_type() {
+            FileType::Directory => return Err(Errno::EISDIR),
+            FileType::Regular => {}
+            _ => return Err(Errno::EINVAL),
+        }
+        if p.mnt.is_rdonly() {
+            return Err(Errno::EROFS);
+        }
+        let cred = self.cred.borrow();
+        inode_permission(&cred, inode, Access::WRITE)?;
+        do_truncate(&cred, inode, length, false)
+    }
+
+    /// `ftruncate(2)`.
+    ///
+    /// # Errors
+    /// `EINVAL` for a negative length, a non-regular file or a file not open for writing;
+    /// `EBADF`; `EFBIG`.
+    pub fn ftruncate(&self, fd: i32, length: i64) -> Result<()> {
+        if length < 0 {
+            return Err(Errno::EINVAL);
+        }
+        let file = self.fget(fd)?;
+        if file.fmode().path_only {
+            return Err(Errno::EBADF);
+        }
+        if file.inode().file_type() != FileType::Regular || !file.fmode().write {
+            return Err(Errno::EINVAL);
+        }
+        let cred = self.cred.borrow();
+        do_truncate(&cred, file.inode(), length, true)
+    }
+}
+
+fn do_truncate(cred: &Cred, inode: &Arc<Inode>, length: i64, stamp: bool) -> Result<()> {
+    if length > MAX_LFS_FILESIZE {
+        return Err(Errno::EFBIG);
+    }
+    let _g = inode.lock.write();
+    let mut attr = SetAttr { size: Some(length as u64), ..SetAttr::default() };
+    if stamp {
+        attr.mtime = Some(TimeSet::Now);
+        attr.ctime = true;
+    }
+    kill_privs_on_truncate(cred, inode, &mut attr);
+    inode.ops().setattr(inode, &attr)
+}

@@ -1,0 +1,172 @@
+//! The syscall-shaped API: methods of [`Task`] named after the Linux system calls, one family
+//! per file. Each follows the Linux call's argument checks and error order.
+
+mod attr;
+mod dir;
+mod fd;
+mod mount;
+mod namespace;
+mod open;
+mod rw;
+mod stat;
+mod xattr;
+
+pub use mount::FsKind;
+pub use stat::{STATX_ATTR_MOUNT_ROOT, STATX_SUPPORTED_ATTRIBUTES};
+
+use std::sync::Arc;
+
+use crate::abi::{Errno, ResolveFlags, Result, AT_FDCWD, PATH_MAX, S_ISGID, S_IXGRP};
+use crate::fs::tmpfs::{Tmpfs, TmpfsOptions};
+use crate::vfs::cred::{Capabilities, Cred};
+use crate::vfs::dcache::rcu_read;
+use crate::vfs::dentry::Dentry;
+use crate::vfs::inode::Inode;
+use crate::vfs::mount::{MntFlags, Mount, MountNamespace};
+use crate::vfs::namei::{Pos, Walker};
+use crate::vfs::Task;
+
+/// A mount namespace with a tmpfs root: the entry point of the library.
+#[derive(Clone)]
+pub struct Vfs {
+    ns: Arc<MountNamespace>,
+}
+
+impl Default for Vfs {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl Vfs {
+    /// A namespace whose root is a tmpfs with Linux's defaults (mode 1777, half of RAM).
+    pub fn new() -> Vfs {
+        Self::with_root_options(None).expect("default tmpfs options are valid")
+    }
+
+    /// A namespace whose root is a tmpfs mounted with `options` (`"size=1m,mode=755"`).
+    ///
+    /// # Errors
+    /// `EINVAL` for bad options.
+    pub fn with_root_options(options: Option<&str>) -> Result<Vfs> {
+        let opts = TmpfsOptions::parse(options)?;
+        let (sb, root) = Tmpfs::new_instance(&opts, 0, 0)?;
+        let mnt = Mount::new(sb, root, MntFlags::RELATIME);
+        Ok(Vfs { ns: MountNamespace::new(mnt) })
+    }
+
+    /// A new task in this namespace at its root, with `cred` and umask 022.
+    pub fn task(&self, cred: Cred) -> Task {
+        Task::new(self.ns.clone(), cred)
+    }
+
+    /// The namespace.
+    pub fn namespace(&self) -> &Arc<MountNamespace> {
+        &self.ns
+    }
+}
+
+/// Whether an empty path names the `dirfd` itself (`AT_EMPTY_PATH`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum EmptyPath {
+    /// Empty path is `ENOENT`.
+    Reject,
+    /// Empty path names `dirfd`.
+    Allow,
+}
+
+/// Checks a path argument as Linux's `getname()` does.
+///
+/// # Errors
+/// `ENOENT` for an empty path (unless allowed), `ENAMETOOLONG` at `PATH_MAX`, `EINVAL` for an
+/// interior NUL (uvfs takes byte slices; see docs/divergences.md).
+pub(crate) fn check_path(path: &[u8], empty: EmptyPath) -> Result<()> {
+    if path.len() >= PATH_MAX {
+        return Err(Errno::ENAMETOOLONG);
+    }
+    if path.contains(&0) {
+        return Err(Errno::EINVAL);
+    }
+    if path.is_empty() && empty == EmptyPath::Reject {
+        return Err(Errno::ENOENT);
+    }
+    Ok(())
+}
+
+impl Task {
+    /// Runs `f` with a walker and the position a relative `path` starts from (Linux:
+    /// `path_init()`): the cwd for `AT_FDCWD`, else the directory open at `dirfd`. With
+    /// `RESOLVE_BENEATH`/`RESOLVE_IN_ROOT` the start is also the walk's root.
+    ///
+    /// # Errors
+    /// As [`check_path`]; `EBADF` for a bad `dirfd`; `ENOTDIR` if a relative path starts at a
+    /// non-directory; what `f` returns.
+    pub(crate) fn with_path<R>(
+        &self,
+        dirfd: i32,
+        path: &[u8],
+        empty: EmptyPath,
+        resolve: ResolveFlags,
+        f: impl for<'w> FnOnce(&mut Walker<'w>, Pos<'w>) -> Result<R>,
+    ) -> Result<R> {
+        check_path(path, empty)?;
+        let guard = rcu_read();
+        let cred = self.cred.borrow();
+        let fs = self.fs.borrow();
+        let scoped = resolve.intersects(ResolveFlags::BENEATH | ResolveFlags::IN_ROOT);
+        let absolute = path.first() == Some(&b'/');
+        let file;
+        let start = if absolute && !scoped {
+            Pos::borrowed(&fs.root)
+        } else if dirfd == AT_FDCWD {
+            Pos::borrowed(&fs.cwd)
+        } else {
+            file = self.files.get(dirfd)?;
+            if !path.is_empty() && !file.inode().is_dir() {
+                return Err(Errno::ENOTDIR);
+            }
+            Pos::borrowed(file.path())
+        };
+        let root = if scoped { start.clone() } else { Pos::borrowed(&fs.root) };
+        let mut w = Walker::new(&guard, &cred, &self.ns, root, resolve);
+        f(&mut w, start)
+    }
+}
+
+/// Owner, group and mode of a new inode (Linux: `inode_init_owner()` and `mode_strip_sgid()`).
+pub(crate) fn init_owner(cred: &Cred, dir: &Inode, mut mode: u32) -> (u32, u32, u32) {
+    let is_dir = crate::abi::FileType::from_mode(mode) == Some(crate::abi::FileType::Directory);
+    if dir.mode() & S_ISGID != 0 {
+        if is_dir {
+            mode |= S_ISGID;
+        } else if mode & (S_ISGID | S_IXGRP) == (S_ISGID | S_IXGRP)
+            && !cred.in_group(dir.gid())
+            && !cred.capable(Capabilities::FSETID)
+        {
+            mode &= !S_ISGID;
+        }
+        (cred.fsuid, dir.gid(), mode)
+    } else {
+        (cred.fsuid, cred.fsgid, mode)
+    }
+}
+
+/// Looks up `name` in `dir` while the caller holds `dir`'s inode lock exclusive; caches the
+/// answer. Linux: `lookup_one_qstr_excl()`.
+///
+/// # Errors
+/// `ENOENT` if `dir` was removed; `ENAMETOOLONG`; what the filesystem returns.
+pub(crate) fn lookup_locked(dir: &Arc<Dentry>, name: &[u8]) -> Result<Arc<Dentry>> {
+    if name.len() > crate::abi::NAME_MAX {
+        return Err(Errno::ENAMETOOLONG);
+    }
+    if dir.is_dead() {
+        return Err(Errno::ENOENT);
+    }
+    if let Some(d) = dir.cached_child(name) {
+        return Ok(d);
+    }
+    let inode = dir.inode().ok_or(Errno::ENOENT)?;
+    let found = inode.ops().lookup(inode, name)?;
+    Ok(dir.d_add(name, found))
+}

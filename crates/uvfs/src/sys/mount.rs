@@ -1,0 +1,203 @@
+//! `mount` and `umount2`. Linux: fs/namespace.c (`path_mount()`, `do_new_mount()`,
+//! `do_loopback()`, `do_remount()`, `do_reconfigure_mnt()`, `do_move_mount_old()`,
+//! `do_umount()`).
+
+use std::sync::Arc;
+
+use super::EmptyPath;
+use crate::abi::{Errno, MountFlags, ResolveFlags, Result, UmountFlags};
+use crate::fs::tmpfs::{Tmpfs, TmpfsOptions};
+use crate::vfs::cred::Capabilities;
+use crate::vfs::mount::{BusyCheck, MntFlags, Mount};
+use crate::vfs::namei::FollowLast;
+use crate::vfs::{Task, VfsPath};
+
+/// Filesystem types `mount` can create.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum FsKind {
+    /// `"tmpfs"`.
+    Tmpfs,
+}
+
+impl FsKind {
+    /// The type named by `mount(2)`'s `filesystemtype`.
+    ///
+    /// # Errors
+    /// `ENODEV` for an unknown type.
+    pub fn from_name(name: &str) -> Result<FsKind> {
+        match name {
+            "tmpfs" | "shmem" => Ok(FsKind::Tmpfs),
+            _ => Err(Errno::ENODEV),
+        }
+    }
+}
+
+/// Per-mount flags from `mount(2)` flags (Linux: the `mnt_flags` computation in `path_mount()`).
+fn mnt_flags_of(flags: MountFlags) -> MntFlags {
+    let mut m = MntFlags::empty();
+    if !flags.contains(MountFlags::NOATIME) {
+        m |= MntFlags::RELATIME;
+    }
+    for (f, mf) in [
+        (MountFlags::NOSUID, MntFlags::NOSUID),
+        (MountFlags::NODEV, MntFlags::NODEV),
+        (MountFlags::NOEXEC, MntFlags::NOEXEC),
+        (MountFlags::NOATIME, MntFlags::NOATIME),
+        (MountFlags::NODIRATIME, MntFlags::NODIRATIME),
+        (MountFlags::RDONLY, MntFlags::RDONLY),
+        (MountFlags::NOSYMFOLLOW, MntFlags::NOSYMFOLLOW),
+    ] {
+        if flags.contains(f) {
+            m |= mf;
+        }
+    }
+    if flags.contains(MountFlags::STRICTATIME) {
+        m -= MntFlags::RELATIME | MntFlags::NOATIME;
+    }
+    m
+}
+
+const ATIME_FLAGS: MntFlags = MntFlags::RELATIME.union(MntFlags::NOATIME).union(MntFlags::NODIRATIME);
+
+impl Task {
+    fn mount_point(&self, path: &[u8], follow: FollowLast) -> Result<VfsPath> {
+        self.with_path(crate::abi::AT_FDCWD, path, EmptyPath::Reject, ResolveFlags::empty(), |w, s| {
+            Ok(w.lookup(s, path, follow)?.to_path())
+        })
+    }
+
+    /// `mount(2)`: a new tmpfs (`size=`, `nr_inodes=`, `mode=`, `uid=`, `gid=`), a bind mount
+    /// (`MS_BIND`, recursive with `MS_REC`), a remount (`MS_REMOUNT`, of the mount only with
+    /// `MS_BIND`), or a move (`MS_MOVE`). Propagation flags are accepted and have no effect:
+    /// every mount is private (docs/divergences.md).
+    ///
+    /// # Errors
+    /// `EPERM` without `CAP_SYS_ADMIN`; path errors; `ENODEV` (unknown type); `ENOTDIR`
+    /// (tmpfs over a non-directory); `EINVAL` (bad options, remount or move of a non-mount,
+    /// move into itself).
+    pub fn mount(
+        &self,
+        source: Option<&[u8]>,
+        target: impl AsRef<[u8]>,
+        fstype: Option<&str>,
+        flags: MountFlags,
+        data: Option<&str>,
+    ) -> Result<()> {
+        if !self.cred.borrow().capable(Capabilities::SYS_ADMIN) {
+            return Err(Errno::EPERM);
+        }
+        let target = self.mount_point(target.as_ref(), FollowLast::Yes)?;
+        let prop = MountFlags::SHARED | MountFlags::PRIVATE | MountFlags::SLAVE | MountFlags::from_bits_retain(1 << 17);
+        if flags.contains(MountFlags::REMOUNT) {
+            if !Arc::ptr_eq(&target.dentry, target.mnt.root()) {
+                return Err(Errno::EINVAL);
+            }
+            let mut mf = mnt_flags_of(flags);
+            if !flags.intersects(MountFlags::NOATIME | MountFlags::NODIRATIME | MountFlags::RELATIME | MountFlags::STRICTATIME) {
+                mf = (mf - ATIME_FLAGS) | (target.mnt.flags() & ATIME_FLAGS);
+            }
+            if !flags.contains(MountFlags::BIND) {
+                target.mnt.sb().ops().remount(target.mnt.sb(), data)?;
+                target.mnt.sb().set_rdonly(flags.contains(MountFlags::RDONLY));
+            }
+            target.mnt.set_flags(mf);
+            return Ok(());
+        }
+        if flags.contains(MountFlags::BIND) {
+            let src = source.ok_or(Errno::EFAULT)?;
+            let src = self.mount_point(src, FollowLast::Yes)?;
+            if src.dentry.inode().is_some_and(|i| i.is_dir()) != target.dentry.inode().is_some_and(|i| i.is_dir()) {
+                return Err(if target.dentry.inode().is_some_and(|i| i.is_dir()) { Errno::ENOTDIR } else { Errno::EISDIR });
+            }
+            let m = Mount::new(src.mnt.sb().clone(), src.dentry.clone(), src.mnt.flags());
+            self.ns.attach(&m, &target);
+            if flags.contains(MountFlags::REC) {
+                self.copy_submounts(&src.mnt, &src.dentry, &m);
+            }
+            return Ok(());
+        }
+        if flags.contains(MountFlags::MOVE) {
+            let src = self.mount_point(source.ok_or(Errno::EFAULT)?, FollowLast::Yes)?;
+            if !Arc::ptr_eq(&src.dentry, src.mnt.root()) || src.mnt.parent().is_none() {
+                return Err(Errno::EINVAL);
+            }
+            if self.is_under(&target, &src.mnt) {
+                return Err(Errno::ELOOP);
+            }
+            let m = src.mnt.clone();
+            drop(src);
+            self.ns.detach(&m, BusyCheck::Lazy, 0)?;
+            self.ns.attach(&m, &target);
+            return Ok(());
+        }
+        if flags.intersects(prop) {
+            return Ok(());
+        }
+        let kind = FsKind::from_name(fstype.ok_or(Errno::EINVAL)?)?;
+        if !target.dentry.inode().is_some_and(|i| i.is_dir()) {
+            return Err(Errno::ENOTDIR);
+        }
+        let (sb, root) = match kind {
+            FsKind::Tmpfs => {
+                let c = self.cred.borrow();
+                Tmpfs::new_instance(&TmpfsOptions::parse(data)?, c.fsuid, c.fsgid)?
+            }
+        };
+        if flags.contains(MountFlags::RDONLY) {
+            sb.set_rdonly(true);
+        }
+        let m = Mount::new(sb, root, mnt_flags_of(flags));
+        self.ns.attach(&m, &target);
+        Ok(())
+    }
+
+    fn copy_submounts(&self, src_mnt: &Arc<Mount>, src_root: &Arc<crate::vfs::Dentry>, dst: &Arc<Mount>) {
+        for child in self.ns.children(src_mnt) {
+            let Some((_, point)) = child.parent() else { continue };
+            if !src_root.is_ancestor_of(&point) {
+                continue;
+            }
+            let copy = Mount::new(child.sb().clone(), child.root().clone(), child.flags());
+            self.ns.attach(&copy, &VfsPath { mnt: dst.clone(), dentry: point });
+            self.copy_submounts(&child, child.root(), &copy);
+        }
+    }
+
+    fn is_under(&self, p: &VfsPath, m: &Arc<Mount>) -> bool {
+        let mut cur = Some(p.mnt.clone());
+        while let Some(c) = cur {
+            if Arc::ptr_eq(&c, m) {
+                return true;
+            }
+            cur = c.parent().map(|(pm, _)| pm);
+        }
+        false
+    }
+
+    /// `umount2(2)`.
+    ///
+    /// # Errors
+    /// `EINVAL` (flags; `MNT_EXPIRE` with `FORCE`/`DETACH`; not a mount root; the namespace
+    /// root); `EPERM` without `CAP_SYS_ADMIN`; path errors; `EBUSY` (open files, cwd or root
+    /// inside, or mounts below; not with `MNT_DETACH`).
+    pub fn umount2(&self, target: impl AsRef<[u8]>, flags: UmountFlags) -> Result<()> {
+        if !UmountFlags::all().contains(flags) {
+            return Err(Errno::EINVAL);
+        }
+        if flags.contains(UmountFlags::EXPIRE) && flags.intersects(UmountFlags::FORCE | UmountFlags::DETACH) {
+            return Err(Errno::EINVAL);
+        }
+        if !self.cred.borrow().capable(Capabilities::SYS_ADMIN) {
+            return Err(Errno::EPERM);
+        }
+        let follow = if flags.contains(UmountFlags::NOFOLLOW) { FollowLast::No } else { FollowLast::Yes };
+        let p = self.mount_point(target.as_ref(), follow)?;
+        if !Arc::ptr_eq(&p.dentry, p.mnt.root()) || p.mnt.parent().is_none() {
+            return Err(Errno::EINVAL);
+        }
+        let m = p.mnt.clone();
+        drop(p);
+        let busy = if flags.contains(UmountFlags::DETACH) { BusyCheck::Lazy } else { BusyCheck::Busy };
+        self.ns.detach(&m, busy, 1)
+    }
+}

@@ -1,0 +1,317 @@
+//! `openat`, `openat2`, `close`. Linux: fs/open.c (`build_open_flags()`, `do_sys_openat2()`),
+//! fs/namei.c (`path_openat()`, `open_last_lookups()`, `do_open()`, `may_open()`).
+
+use std::borrow::Cow;
+use std::sync::Arc;
+
+use super::{init_owner, lookup_locked, EmptyPath};
+use crate::abi::{
+    Access, AccessMode, Errno, FileType, OpenFlags, OpenHow, ResolveFlags, Result, S_IALLUGO, S_IFMT,
+};
+use crate::vfs::file::{FileDescription, PathOnly};
+use crate::vfs::inode::{SetAttr, TimeSet};
+use crate::vfs::mount::MntFlags;
+use crate::vfs::namei::{Last, LastKind, Pos, Walker};
+use crate::vfs::ops::NewInode;
+use crate::vfs::permission::{inode_permission, may_create, owner_or_capable};
+use crate::vfs::{Task, VfsPath};
+
+/// Every flag `openat2` accepts (Linux: `VALID_OPEN_FLAGS`).
+const VALID_OPEN_FLAGS: u64 = (OpenFlags::RDONLY.bits()
+    | OpenFlags::WRONLY.bits()
+    | OpenFlags::RDWR.bits()
+    | OpenFlags::CREAT.bits()
+    | OpenFlags::EXCL.bits()
+    | OpenFlags::NOCTTY.bits()
+    | OpenFlags::TRUNC.bits()
+    | OpenFlags::APPEND.bits()
+    | OpenFlags::NONBLOCK.bits()
+    | OpenFlags::DSYNC.bits()
+    | OpenFlags::ASYNC.bits()
+    | OpenFlags::DIRECT.bits()
+    | OpenFlags::LARGEFILE.bits()
+    | OpenFlags::DIRECTORY.bits()
+    | OpenFlags::NOFOLLOW.bits()
+    | OpenFlags::NOATIME.bits()
+    | OpenFlags::CLOEXEC.bits()
+    | OpenFlags::SYNC.bits()
+    | OpenFlags::PATH.bits()
+    | OpenFlags::TMPFILE.bits()) as u64;
+
+/// Flags that survive `O_PATH` (Linux: `O_PATH_FLAGS`).
+const O_PATH_FLAGS: u32 =
+    OpenFlags::DIRECTORY.bits() | OpenFlags::NOFOLLOW.bits() | OpenFlags::PATH.bits() | OpenFlags::CLOEXEC.bits();
+
+/// The `__O_TMPFILE` bit alone.
+const O_TMPFILE_BIT: u32 = OpenFlags::TMPFILE.bits() & !OpenFlags::DIRECTORY.bits();
+
+/// A checked open request (Linux: `struct open_flags`).
+#[derive(Clone, Copy, Debug)]
+struct OpenReq {
+    flags: OpenFlags,
+    /// Creation mode, type bits included.
+    mode: u32,
+    acc: Access,
+    resolve: ResolveFlags,
+}
+
+fn build_open_flags(flags: OpenFlags, mode: u32, resolve: ResolveFlags) -> Result<OpenReq> {
+    let mut flags = OpenFlags::from_bits_retain(flags.bits() & OpenFlags::VALID | flags.bits() & OpenFlags::ACCMODE);
+    let creating = flags.contains(OpenFlags::CREAT) || flags.bits() & O_TMPFILE_BIT != 0;
+    let mode = if creating { (mode & S_IALLUGO) | FileType::Regular.mode_bits() } else { 0 };
+    if flags.bits() & O_TMPFILE_BIT != 0 {
+        if !flags.contains(OpenFlags::TMPFILE) || flags.contains(OpenFlags::CREAT) {
+            return Err(Errno::EINVAL);
+        }
+        if flags.access() == AccessMode::ReadOnly {
+            return Err(Errno::EINVAL);
+        }
+    } else if flags.contains(OpenFlags::CREAT) && flags.contains(OpenFlags::DIRECTORY) {
+        return Err(Errno::EINVAL);
+    }
+    if flags.contains(OpenFlags::PATH) {
+        flags = OpenFlags::from_bits_retain(flags.bits() & O_PATH_FLAGS);
+        return Ok(OpenReq { flags, mode: 0, acc: Access::empty(), resolve });
+    }
+    let mut acc = match flags.access() {
+        AccessMode::ReadOnly => Access::READ,
+        AccessMode::WriteOnly => Access::WRITE,
+        AccessMode::ReadWrite | AccessMode::Neither => Access::READ | Access::WRITE,
+    };
+    if flags.contains(OpenFlags::TRUNC) {
+        acc |= Access::WRITE;
+    }
+    if flags.contains(OpenFlags::SYNC) {
+        flags |= OpenFlags::DSYNC;
+    }
+    if flags.contains(OpenFlags::CREAT) && flags.contains(OpenFlags::EXCL) {
+        flags |= OpenFlags::NOFOLLOW;
+    }
+    // 64-bit Linux forces O_LARGEFILE (`force_o_largefile()`).
+    flags |= OpenFlags::LARGEFILE;
+    Ok(OpenReq { flags, mode, acc, resolve })
+}
+
+/// What the last step of an open produced.
+struct Opened {
+    path: VfsPath,
+    created: bool,
+}
+
+impl Task {
+    /// `openat(2)`: opens (and with `O_CREAT` creates) `path` relative to `dirfd`; returns the
+    /// lowest free fd. Unknown flag bits are ignored, as Linux does for `openat`.
+    ///
+    /// # Errors
+    /// `EMFILE`, then path errors (`ENOENT`, `ENOTDIR`, `EACCES`, `ELOOP`, `ENAMETOOLONG`),
+    /// `EEXIST` (`O_CREAT|O_EXCL`), `EISDIR`, `EROFS`, `ENOSPC`, `EINVAL` for bad flag
+    /// combinations, `EPERM` (`O_NOATIME` by a non-owner), `ENXIO` (special files).
+    pub fn openat(&self, dirfd: i32, path: impl AsRef<[u8]>, flags: OpenFlags, mode: u32) -> Result<i32> {
+        let req = build_open_flags(flags, mode, ResolveFlags::empty())?;
+        self.do_open(dirfd, path.as_ref(), req)
+    }
+
+    /// `openat2(2)`: as [`Task::openat`] with strict flag checks and resolve restrictions.
+    ///
+    /// # Errors
+    /// `EINVAL` for unknown flags or resolve bits, a mode without `O_CREAT`/`O_TMPFILE`, or
+    /// `RESOLVE_BENEATH` with `RESOLVE_IN_ROOT`; `EXDEV` when resolution would leave the scope or
+    /// cross a mount it may not; `ELOOP` for a link with `RESOLVE_NO_SYMLINKS`; `EAGAIN` for
+    /// `RESOLVE_CACHED` when a lookup misses the cache; otherwise as [`Task::openat`].
+    pub fn openat2(&self, dirfd: i32, path: impl AsRef<[u8]>, how: &OpenHow) -> Result<i32> {
+        if how.flags & !VALID_OPEN_FLAGS != 0 {
+            return Err(Errno::EINVAL);
+        }
+        let resolve = ResolveFlags::from_bits(how.resolve).ok_or(Errno::EINVAL)?;
+        let flags = OpenFlags::from_bits_retain(how.flags as u32);
+        let creating = flags.contains(OpenFlags::CREAT) || flags.bits() & O_TMPFILE_BIT != 0;
+        if how.mode & !(S_IALLUGO as u64) != 0 || (!creating && how.mode != 0) {
+            return Err(Errno::EINVAL);
+        }
+        if flags.contains(OpenFlags::PATH) && flags.bits() & !O_PATH_FLAGS & !OpenFlags::ACCMODE != 0 {
+            return Err(Errno::EINVAL);
+        }
+        if resolve.contains(ResolveFlags::BENEATH | ResolveFlags::IN_ROOT) {
+            return Err(Errno::EINVAL);
+        }
+        if resolve.contains(ResolveFlags::CACHED) && (creating || flags.contains(OpenFlags::TRUNC)) {
+            return Err(Errno::EAGAIN);
+        }
+        let req = build_open_flags(flags, how.mode as u32, resolve)?;
+        self.do_open(dirfd, path.as_ref(), req)
+    }
+
+    fn do_open(&self, dirfd: i32, path: &[u8], req: OpenReq) -> Result<i32> {
+        if self.files.limit() == 0 {
+            return Err(Errno::EMFILE);
+        }
+        let umask = self.umask.get();
+        let file = self.with_path(dirfd, path, EmptyPath::Reject, req.resolve, |w, start| {
+            let opened = if req.flags.bits() & O_TMPFILE_BIT != 0 {
+                open_tmpfile(w, start, path, req, umask)?
+            } else if req.flags.contains(OpenFlags::PATH) {
+                let follow = follow_of(req.flags);
+                let pos = w.lookup(start, path, follow)?;
+                Opened { path: pos.to_path(), created: false }
+            } else {
+                open_last(w, start, path, req, umask)?
+            };
+            finish_open(w.cred, opened, req)
+        })?;
+        self.files.install(file, req.flags.contains(OpenFlags::CLOEXEC), 0)
+    }
+
+    /// `close(2)`.
+    ///
+    /// # Errors
+    /// `EBADF` if `fd` is not open.
+    pub fn close(&self, fd: i32) -> Result<()> {
+        self.fd_cache_evict(fd);
+        let file = self.files.remove(fd)?;
+        drop(file);
+        Ok(())
+    }
+}
+
+fn follow_of(flags: OpenFlags) -> crate::vfs::namei::FollowLast {
+    if flags.contains(OpenFlags::NOFOLLOW) {
+        crate::vfs::namei::FollowLast::No
+    } else {
+        crate::vfs::namei::FollowLast::Yes
+    }
+}
+
+/// `O_TMPFILE`: an unnamed file in the directory `path` (Linux: `do_tmpfile()`).
+fn open_tmpfile<'w>(w: &mut Walker<'w>, start: Pos<'w>, path: &[u8], req: OpenReq, umask: u32) -> Result<Opened> {
+    let dir = w.lookup(start, path, crate::vfs::namei::FollowLast::Yes)?;
+    let dinode = dir.inode().ok_or(Errno::ENOENT)?.clone();
+    if !dinode.is_dir() {
+        return Err(Errno::ENOTDIR);
+    }
+    if dir.mnt.is_rdonly() {
+        return Err(Errno::EROFS);
+    }
+    may_create(w.cred, &dinode, dir.dentry.is_dead())?;
+    let mode = (req.mode & !umask & S_IALLUGO) | FileType::Regular.mode_bits();
+    let (uid, gid, mode) = init_owner(w.cred, &dinode, mode);
+    let inode = dinode.ops().tmpfile(&dinode, &NewInode { mode, rdev: 0, uid, gid, cred: w.cred })?;
+    let dentry = crate::vfs::Dentry::new_unhashed(dir.dentry.arc(), b"#tmpfile", inode, !req.flags.contains(OpenFlags::EXCL));
+    Ok(Opened { path: VfsPath { mnt: dir.mnt.arc().clone(), dentry }, created: true })
+}
+
+/// Resolves the last component of an open, creating it for `O_CREAT` (Linux:
+/// `open_last_lookups()` and `lookup_open()`).
+fn open_last<'w>(w: &mut Walker<'w>, start: Pos<'w>, path: &[u8], req: OpenReq, umask: u32) -> Result<Opened> {
+    let (mut parent, last) = w.walk_parent(start, path)?;
+    let mut last: Last<'static> = last.into_owned();
+    if !req.flags.contains(OpenFlags::CREAT) {
+        let pos = w.resolve_last(parent, &last, follow_of(req.flags))?;
+        return Ok(Opened { path: pos.to_path(), created: false });
+    }
+    loop {
+        if last.kind != LastKind::Normal || last.trailing_slash {
+            return Err(Errno::EISDIR);
+        }
+        let dir = parent.dentry.arc().clone();
+        let dinode = dir.inode().ok_or(Errno::ENOENT)?.clone();
+        let name: Cow<'_, [u8]> = last.name.clone();
+        let _lock = dinode.lock.write();
+        let child = lookup_locked(&dir, &name)?;
+        match child.inode() {
+            None => {
+                // Linux computes the creation error (EROFS, EACCES) before it knows whether the
+                // name exists, and reports it only for a missing name.
+                if parent.mnt.is_rdonly() {
+                    return Err(Errno::EROFS);
+                }
+                may_create(w.cred, &dinode, dir.is_dead())?;
+                let mode = (req.mode & !umask & S_IALLUGO) | (req.mode & S_IFMT);
+                let (uid, gid, mode) = init_owner(w.cred, &dinode, mode);
+                let inode = dinode.ops().create(&dinode, &name, &NewInode { mode, rdev: 0, uid, gid, cred: w.cred })?;
+                let d = dir.d_instantiate(&name, inode);
+                return Ok(Opened { path: VfsPath { mnt: parent.mnt.arc().clone(), dentry: d }, created: true });
+            }
+            Some(inode) => {
+                if req.flags.contains(OpenFlags::EXCL) {
+                    return Err(Errno::EEXIST);
+                }
+                let is_link = inode.file_type() == FileType::Symlink;
+                drop(_lock);
+                let pos = w.resolve_last(parent.clone(), &last, crate::vfs::namei::FollowLast::No)?;
+                if !is_link || req.flags.contains(OpenFlags::NOFOLLOW) {
+                    return Ok(Opened { path: pos.to_path(), created: false });
+                }
+                // O_CREAT through a symlink: create (or open) its target.
+                let body = w.read_link_body(&pos)?;
+                let start = w.link_start(parent, &body)?;
+                let (p, l) = w.walk_parent(start, &body)?;
+                parent = p;
+                last = l.into_owned();
+            }
+        }
+    }
+}
+
+/// The checks and actions after the name is resolved (Linux: `do_open()`, `may_open()`,
+/// `vfs_open()`, `handle_truncate()`).
+fn finish_open(cred: &crate::vfs::Cred, opened: Opened, req: OpenReq) -> Result<Arc<FileDescription>> {
+    let Opened { path, created } = opened;
+    let inode = path.dentry.inode().ok_or(Errno::ENOENT)?.clone();
+    let ft = inode.file_type();
+    if req.flags.contains(OpenFlags::PATH) {
+        if req.flags.contains(OpenFlags::DIRECTORY) && ft != FileType::Directory {
+            return Err(Errno::ENOTDIR);
+        }
+        return Ok(FileDescription::new(path, inode, req.flags, Box::new(PathOnly)));
+    }
+    if req.flags.contains(OpenFlags::CREAT) && ft == FileType::Directory {
+        return Err(Errno::EISDIR);
+    }
+    if req.flags.contains(OpenFlags::DIRECTORY) && ft != FileType::Directory {
+        return Err(Errno::ENOTDIR);
+    }
+    let mut truncate = req.flags.contains(OpenFlags::TRUNC) && !created;
+    if !created {
+        match ft {
+            FileType::Symlink => return Err(Errno::ELOOP),
+            FileType::Directory => {
+                if req.acc.contains(Access::WRITE) {
+                    return Err(Errno::EISDIR);
+                }
+            }
+            FileType::CharDevice | FileType::BlockDevice => {
+                if path.mnt.flags().contains(MntFlags::NODEV) {
+                    return Err(Errno::EACCES);
+                }
+                truncate = false;
+            }
+            FileType::Fifo | FileType::Socket => truncate = false,
+            FileType::Regular => {}
+        }
+        inode_permission(cred, &inode, req.acc)?;
+        if req.flags.contains(OpenFlags::NOATIME) && !owner_or_capable(cred, &inode) {
+            return Err(Errno::EPERM);
+        }
+    }
+    let writes = req.acc.contains(Access::WRITE) && !matches!(ft, FileType::Fifo | FileType::Socket | FileType::CharDevice | FileType::BlockDevice);
+    if (writes || truncate) && path.mnt.is_rdonly() {
+        return Err(Errno::EROFS);
+    }
+    if ft == FileType::Socket {
+        return Err(Errno::ENXIO);
+    }
+    let ops = inode.ops().open(&inode, req.flags)?;
+    let file = FileDescription::new(path, inode.clone(), req.flags, ops);
+    if truncate && ft == FileType::Regular {
+        let _g = inode.lock.write();
+        let mut attr = SetAttr {
+            size: Some(0),
+            mtime: Some(TimeSet::Now),
+            ctime: true,
+            ..SetAttr::default()
+        };
+        super::attr::kill_privs_on_truncate(cred, &inode, &mut attr);
+        inode.ops().setattr(&inode, &attr)?;
+    }
+    Ok(file)
+}

@@ -1,0 +1,196 @@
+//! `fstatat`, `statx`, `statfs`. Linux: fs/stat.c (`vfs_statx()`, `cp_new_stat()`,
+//! `cp_statx()`), fs/statfs.c.
+
+use crate::abi::{
+    dev_split, st_flags, AtFlags, Errno, ResolveFlags, Result, Stat, StatFs, Statx, StatxMask, PAGE_SIZE,
+};
+use crate::vfs::inode::Inode;
+use crate::vfs::mount::{MntFlags, Mount};
+use crate::vfs::namei::FollowLast;
+use crate::vfs::Task;
+
+use super::EmptyPath;
+
+/// `STATX_ATTR_MOUNT_ROOT`: the file is the root of a mount.
+pub const STATX_ATTR_MOUNT_ROOT: u64 = 0x2000;
+/// The `attributes_mask` tmpfs reports (append, immutable, nodump, automount, mount root, dax).
+pub const STATX_SUPPORTED_ATTRIBUTES: u64 = 0x10 | 0x20 | 0x40 | 0x1000 | STATX_ATTR_MOUNT_ROOT | 0x0020_0000;
+
+const STATX_SYNC_TYPE: u32 = AtFlags::STATX_FORCE_SYNC.bits() | AtFlags::STATX_DONT_SYNC.bits();
+
+fn follow_of(flags: AtFlags) -> FollowLast {
+    if flags.contains(AtFlags::SYMLINK_NOFOLLOW) {
+        FollowLast::No
+    } else {
+        FollowLast::Yes
+    }
+}
+
+fn empty_of(flags: AtFlags) -> EmptyPath {
+    if flags.contains(AtFlags::EMPTY_PATH) {
+        EmptyPath::Allow
+    } else {
+        EmptyPath::Reject
+    }
+}
+
+/// Fills a `struct stat` (Linux: `generic_fillattr()` + `cp_new_stat()`).
+#[inline]
+pub(crate) fn fill_stat(inode: &Inode) -> Stat {
+    let a = inode.attrs(true);
+    Stat {
+        dev: inode.sb().dev(),
+        ino: inode.ino(),
+        nlink: u64::from(a.nlink),
+        mode: a.mode,
+        uid: a.uid,
+        gid: a.gid,
+        rdev: inode.rdev(),
+        size: a.size as i64,
+        blksize: PAGE_SIZE as i64,
+        blocks: a.blocks as i64,
+        atime: a.atime,
+        mtime: a.mtime,
+        ctime: a.ctime,
+    }
+}
+
+fn fill_statx(inode: &Inode, mnt: &Mount, is_mount_root: bool) -> Statx {
+    let a = inode.attrs(true);
+    let (rdev_major, rdev_minor) = dev_split(inode.rdev());
+    let (dev_major, dev_minor) = dev_split(inode.sb().dev());
+    Statx {
+        mask: (StatxMask::BASIC_STATS | StatxMask::BTIME | StatxMask::MNT_ID).bits(),
+        blksize: PAGE_SIZE as u32,
+        attributes: if is_mount_root { STATX_ATTR_MOUNT_ROOT } else { 0 },
+        nlink: a.nlink,
+        uid: a.uid,
+        gid: a.gid,
+        mode: a.mode as u16,
+        ino: inode.ino(),
+        size: a.size,
+        blocks: a.blocks,
+        attributes_mask: STATX_SUPPORTED_ATTRIBUTES,
+        atime: a.atime,
+        btime: inode.btime(),
+        ctime: a.ctime,
+        mtime: a.mtime,
+        rdev_major,
+        rdev_minor,
+        dev_major,
+        dev_minor,
+        mnt_id: mnt.id(),
+    }
+}
+
+impl Task {
+    /// `fstatat(2)` (`newfstatat`).
+    ///
+    /// # Errors
+    /// `EINVAL` for unknown flags; path errors; `EBADF`.
+    ///
+    /// # Fast path
+    /// A path whose components are all cached is resolved and stat'ed under one epoch guard:
+    /// no lock, no reference count, no atomic read-modify-write (the first stat after a
+    /// change marks the ctime as observed once).
+    pub fn fstatat(&self, dirfd: i32, path: impl AsRef<[u8]>, flags: AtFlags) -> Result<Stat> {
+        let allowed = AtFlags::SYMLINK_NOFOLLOW | AtFlags::NO_AUTOMOUNT | AtFlags::EMPTY_PATH;
+        if flags.bits() & !(allowed.bits() | STATX_SYNC_TYPE) != 0 {
+            return Err(Errno::EINVAL);
+        }
+        let path = path.as_ref();
+        self.with_path(dirfd, path, empty_of(flags), ResolveFlags::empty(), |w, start| {
+            let pos = w.lookup(start, path, follow_of(flags))?;
+            Ok(fill_stat(pos.inode().ok_or(Errno::ENOENT)?))
+        })
+    }
+
+    /// `stat(2)`.
+    ///
+    /// # Errors
+    /// As [`Task::fstatat`].
+    pub fn stat(&self, path: impl AsRef<[u8]>) -> Result<Stat> {
+        self.fstatat(crate::abi::AT_FDCWD, path, AtFlags::empty())
+    }
+
+    /// `lstat(2)`.
+    ///
+    /// # Errors
+    /// As [`Task::fstatat`].
+    pub fn lstat(&self, path: impl AsRef<[u8]>) -> Result<Stat> {
+        self.fstatat(crate::abi::AT_FDCWD, path, AtFlags::SYMLINK_NOFOLLOW)
+    }
+
+    /// `fstat(2)` (works on `O_PATH` fds).
+    ///
+    /// # Errors
+    /// `EBADF`.
+    pub fn fstat(&self, fd: i32) -> Result<Stat> {
+        let file = self.fget(fd)?;
+        Ok(fill_stat(file.inode()))
+    }
+
+    /// `statx(2)`: tmpfs fills the basic fields, the birth time and the mount id.
+    ///
+    /// # Errors
+    /// `EINVAL` for `STATX__RESERVED`, unknown flags or both sync types; path errors.
+    pub fn statx(&self, dirfd: i32, path: impl AsRef<[u8]>, flags: AtFlags, mask: StatxMask) -> Result<Statx> {
+        if mask.contains(StatxMask::RESERVED) {
+            return Err(Errno::EINVAL);
+        }
+        let allowed = AtFlags::SYMLINK_NOFOLLOW | AtFlags::NO_AUTOMOUNT | AtFlags::EMPTY_PATH;
+        if flags.bits() & !(allowed.bits() | STATX_SYNC_TYPE) != 0 || flags.bits() & STATX_SYNC_TYPE == STATX_SYNC_TYPE {
+            return Err(Errno::EINVAL);
+        }
+        let path = path.as_ref();
+        self.with_path(dirfd, path, empty_of(flags), ResolveFlags::empty(), |w, start| {
+            let pos = w.lookup(start, path, follow_of(flags))?;
+            let is_root = std::sync::Arc::ptr_eq(pos.dentry.arc(), pos.mnt.root());
+            Ok(fill_statx(pos.inode().ok_or(Errno::ENOENT)?, &pos.mnt, is_root))
+        })
+    }
+
+    /// `statfs(2)`.
+    ///
+    /// # Errors
+    /// Path errors.
+    pub fn statfs(&self, path: impl AsRef<[u8]>) -> Result<StatFs> {
+        let path = path.as_ref();
+        self.with_path(crate::abi::AT_FDCWD, path, EmptyPath::Reject, ResolveFlags::empty(), |w, start| {
+            let pos = w.lookup(start, path, FollowLast::Yes)?;
+            statfs_of(&pos.mnt)
+        })
+    }
+
+    /// `fstatfs(2)` (works on `O_PATH` fds).
+    ///
+    /// # Errors
+    /// `EBADF`.
+    pub fn fstatfs(&self, fd: i32) -> Result<StatFs> {
+        let file = self.fget(fd)?;
+        statfs_of(&file.path().mnt)
+    }
+}
+
+fn statfs_of(mnt: &Mount) -> Result<StatFs> {
+    let mut s = mnt.sb().ops().statfs(mnt.sb())?;
+    let f = mnt.flags();
+    let mut fl = st_flags::VALID;
+    if mnt.is_rdonly() {
+        fl |= st_flags::RDONLY;
+    }
+    for (m, s) in [
+        (MntFlags::NOSUID, st_flags::NOSUID),
+        (MntFlags::NODEV, st_flags::NODEV),
+        (MntFlags::NOEXEC, st_flags::NOEXEC),
+        (MntFlags::NOATIME, st_flags::NOATIME),
+        (MntFlags::NODIRATIME, st_flags::NODIRATIME),
+        (MntFlags::RELATIME, st_flags::RELATIME),
+    ] {
+        if f.contains(m) {
+            fl |= s;
+        }
+    }
+    s.flags = fl;
+    Ok(s)
+}

@@ -1,0 +1,353 @@
+//! The per-directory table of cached children: lock-free for readers, one writer at a time.
+//! Linux: the dentry hash table and `__d_lookup_rcu()` in fs/dcache.c.
+//!
+//! # Fast path
+//! [`ChildTable::find`] runs under a `seize` guard (the walk's, taken once per path walk). It
+//! loads the bucket array and one chain, comparing each node's stored `hash_len` (hash and
+//! length in one word) before it compares name bytes, and returns the node. It takes no lock
+//! and performs no atomic read-modify-write. Nodes are immutable once published except their
+//! `next` link; a removed node is retired through `seize`, so a reader that reached it may keep
+//! reading it until its guard ends.
+//!
+//! What invalidates a hit: the child's rename or removal. Every such change happens inside a
+//! write section of the child's `Dentry::seq`, and the node records the sequence value the
+//! child had when the node was published (`expect_seq`). The walk compares the two
+//! (`Dentry::lookup_fast`); a mismatch is a miss, and the walk falls back to the locked
+//! lookup (`namei::lookup_slow`), which is authoritative.
+//!
+//! Resizing copies every node into a new bucket array and retires the old array with its nodes
+//! as a whole. A reader still on the old array sees a frozen snapshot: it may miss a child added
+//! since (a miss falls back), and a hit on a child removed since fails the sequence check.
+#![allow(unsafe_code)] // Reason: lock-free chains reclaimed through seize need raw pointers.
+
+use std::ptr;
+use std::sync::atomic::{AtomicPtr, Ordering};
+use std::sync::{Arc, LazyLock};
+
+use parking_lot::{Mutex, MutexGuard};
+use seize::{reclaim, Collector, Guard, LocalGuard};
+
+use super::dentry::Dentry;
+
+/// The epoch domain of every lock-free structure of the VFS (the RCU analogue).
+pub(crate) static COLLECTOR: LazyLock<Collector> = LazyLock::new(Collector::new);
+
+/// Enters a read-side critical section covering a whole path walk.
+#[inline]
+pub(crate) fn rcu_read() -> LocalGuard<'static> {
+    COLLECTOR.enter()
+}
+
+static SEED: LazyLock<u64> = LazyLock::new(|| {
+    let t = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_nanos() as u64)
+        .unwrap_or(0);
+    let a = &t as *const u64 as u64;
+    (t ^ a.rotate_left(29)).wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1
+});
+
+/// The seed of name hashes for this process (read once per walk).
+#[inline]
+pub(crate) fn hash_seed() -> u64 {
+    *SEED
+}
+
+/// Hash and length of a name in one word: `len << 32 | hash`, compared before the bytes.
+/// Linux: `hash_len` of `struct qstr`.
+#[inline]
+pub(crate) fn hash_len(seed: u64, name: &[u8]) -> u64 {
+    const K: u64 = 0x517c_c1b7_2722_0a95;
+    let mut h = seed;
+    let mut chunks = name.chunks_exact(8);
+    for c in &mut chunks {
+        let w = u64::from_le_bytes([c[0], c[1], c[2], c[3], c[4], c[5], c[6], c[7]]);
+        h = (h.rotate_left(5) ^ w).wrapping_mul(K);
+    }
+    let rest = chunks.remainder();
+    if !rest.is_empty() {
+        let mut b = [0u8; 8];
+        b[..rest.len()].copy_from_slice(rest);
+        h = (h.rotate_left(5) ^ u64::from_le_bytes(b)).wrapping_mul(K);
+    }
+    h ^= h >> 29;
+    h = h.wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    h ^= h >> 32;
+    ((name.len() as u64) << 32) | (h & 0xffff_ffff)
+}
+
+/// A published child: immutable except `next`.
+pub(crate) struct Node {
+    hash_len: u64,
+    name: Box<[u8]>,
+    pub(crate) dentry: Arc<Dentry>,
+    /// The child's `seq` when this node was published; any later rename or removal of the
+    /// child changes `seq`, so a reader comparing the two knows the node is current.
+    pub(crate) expect_seq: u32,
+    next: AtomicPtr<Node>,
+}
+
+struct Buckets {
+    mask: usize,
+    slots: Box<[AtomicPtr<Node>]>,
+}
+
+impl Buckets {
+    fn with_slots(n: usize) -> Box<Buckets> {
+        Box::new(Buckets {
+            mask: n - 1,
+            slots: (0..n).map(|_| AtomicPtr::new(ptr::null_mut())).collect(),
+        })
+    }
+    #[inline]
+    fn slot(&self, hash_len: u64) -> &AtomicPtr<Node> {
+        &self.slots[(hash_len as usize) & self.mask]
+    }
+}
+
+/// Writer-side bookkeeping.
+#[derive(Default)]
+pub(crate) struct WriterState {
+    len: usize,
+    negatives: usize,
+}
+
+/// Most negative children one directory caches; past it, misses are not cached.
+pub(crate) const MAX_NEGATIVE_CHILDREN: usize = 1024;
+const MIN_SLOTS: usize = 8;
+
+/// The children of one directory dentry.
+pub(crate) struct ChildTable {
+    buckets: AtomicPtr<Buckets>,
+    /// Serialises writers of `buckets` and the chains.
+    /// Order: after the directory's inode lock (shared or exclusive); innermost otherwise.
+    writer: Mutex<WriterState>,
+}
+
+impl Default for ChildTable {
+    fn default() -> Self {
+        ChildTable { buckets: AtomicPtr::new(ptr::null_mut()), writer: Mutex::new(WriterState::default()) }
+    }
+}
+
+/// Proof that the writer lock of a table is held.
+pub(crate) struct TableWriter<'a> {
+    table: &'a ChildTable,
+    state: MutexGuard<'a, WriterState>,
+}
+
+impl ChildTable {
+    /// Finds a node by name. See the module's `# Fast path`.
+    #[inline]
+    pub(crate) fn find<'g>(&self, hash_len: u64, name: &[u8], guard: &'g LocalGuard<'_>) -> Option<&'g Node> {
+        let b = guard.protect(&self.buckets, Ordering::Acquire);
+        if b.is_null() {
+            return None;
+        }
+        // SAFETY: a published bucket array is retired through COLLECTOR only after it was
+        // unpublished (also when the owning table is dropped), and `guard` (of COLLECTOR) is
+        // active, so it is not reclaimed before `'g` ends, whatever happens to `self`.
+        let b: &'g Buckets = unsafe { &*b };
+        let mut p = guard.protect(b.slot(hash_len), Ordering::Acquire);
+        while !p.is_null() {
+            // SAFETY: nodes reachable from a published chain are retired through COLLECTOR
+            // only after being unlinked; `guard` keeps them alive.
+            let n = unsafe { &*p };
+            if n.hash_len == hash_len && *n.name == *name {
+                return Some(n);
+            }
+            p = guard.protect(&n.next, Ordering::Acquire);
+        }
+        None
+    }
+
+    /// Takes the writer lock.
+    pub(crate) fn writer(&self) -> TableWriter<'_> {
+        TableWriter { table: self, state: self.writer.lock() }
+    }
+
+}
+
+impl TableWriter<'_> {
+    /// Finds a node while holding the writer lock (no guard needed: nothing is retired
+    /// without this lock).
+    pub(crate) fn find(&self, hash_len: u64, name: &[u8]) -> Option<&Arc<Dentry>> {
+        let b = self.table.buckets.load(Ordering::Acquire);
+        if b.is_null() {
+            return None;
+        }
+        // SAFETY: only holders of the writer lock unpublish or retire arrays and nodes, and
+        // we hold it, so everything reachable now stays valid while `self` lives.
+        let b = unsafe { &*b };
+        let mut p = b.slot(hash_len).load(Ordering::Acquire);
+        while !p.is_null() {
+            // SAFETY: as above.
+            let n = unsafe { &*p };
+            if n.hash_len == hash_len && *n.name == *name {
+                return Some(&n.dentry);
+            }
+            p = n.next.load(Ordering::Acquire);
+        }
+        None
+    }
+
+    /// Number of cached negative children.
+    pub(crate) fn negatives(&self) -> usize {
+        self.state.negatives
+    }
+
+    /// Publishes `dentry` under `name`; the caller checked the name is absent.
+    pub(crate) fn insert(&mut self, hash_len: u64, name: &[u8], dentry: Arc<Dentry>, expect_seq: u32) {
+        if dentry.inode().is_none() {
+            self.state.negatives += 1;
+        }
+        self.state.len += 1;
+        let mut b = self.table.buckets.load(Ordering::Acquire);
+        if b.is_null() {
+            b = Box::into_raw(Buckets::with_slots(MIN_SLOTS));
+            self.table.buckets.store(b, Ordering::Release);
+        } else {
+            // SAFETY: writer lock held (see `find`).
+            let cur = unsafe { &*b };
+            if self.state.len > cur.slots.len() * 2 {
+                b = self.grow(cur);
+            }
+        }
+        // SAFETY: writer lock held.
+        let slot = unsafe { &*b }.slot(hash_len);
+        let node = Box::into_raw(Box::new(Node {
+            hash_len,
+            name: name.into(),
+            dentry,
+            expect_seq,
+            next: AtomicPtr::new(slot.load(Ordering::Relaxed)),
+        }));
+        slot.store(node, Ordering::Release);
+    }
+
+    /// Copies every node into an array four times larger, publishes it and retires the old one.
+    fn grow(&self, old: &Buckets) -> *mut Buckets {
+        let new = Buckets::with_slots(old.slots.len() * 4);
+        for s in old.slots.iter() {
+            let mut p = s.load(Ordering::Acquire);
+            while !p.is_null() {
+                // SAFETY: writer lock held.
+                let n = unsafe { &*p };
+                let slot = new.slot(n.hash_len);
+                let copy = Box::into_raw(Box::new(Node {
+                    hash_len: n.hash_len,
+                    name: n.name.clone(),
+                    dentry: n.dentry.clone(),
+                    expect_seq: n.expect_seq,
+                    next: AtomicPtr::new(slot.load(Ordering::Relaxed)),
+                }));
+                slot.store(copy, Ordering::Relaxed);
+                p = n.next.load(Ordering::Acquire);
+            }
+        }
+        let new = Box::into_raw(new);
+        let old_ptr = self.table.buckets.swap(new, Ordering::AcqRel);
+        // SAFETY: the old array is unpublished; readers that still hold it are protected by
+        // their guards; `free_buckets` frees it and the nodes still chained in it, which no
+        // other retirement owns (removals after this point act on the new array).
+        unsafe { COLLECTOR.retire(old_ptr, free_buckets) };
+        new
+    }
+
+    /// Unpublishes the node naming `dentry`, returning true if it was present.
+    pub(crate) fn remove(&mut self, hash_len: u64, name: &[u8], dentry: &Dentry) -> bool {
+        let b = self.table.buckets.load(Ordering::Acquire);
+        if b.is_null() {
+            return false;
+        }
+        // SAFETY: writer lock held.
+        let mut link = unsafe { &*b }.slot(hash_len);
+        loop {
+            let p = link.load(Ordering::Acquire);
+            if p.is_null() {
+                return false;
+            }
+            // SAFETY: writer lock held.
+            let n = unsafe { &*p };
+            if n.hash_len == hash_len && *n.name == *name && ptr::eq(&*n.dentry, dentry) {
+                link.store(n.next.load(Ordering::Acquire), Ordering::Release);
+                self.state.len -= 1;
+                if n.dentry.inode().is_none() {
+                    self.state.negatives -= 1;
+                }
+                // SAFETY: unlinked above; readers that reached it are protected by guards.
+                unsafe { COLLECTOR.retire(p, reclaim::boxed::<Node>) };
+                return true;
+            }
+            link = &n.next;
+        }
+    }
+
+    /// Every child dentry (a snapshot of strong references).
+    pub(crate) fn children(&self) -> Vec<Arc<Dentry>> {
+        let mut out = Vec::with_capacity(self.state.len);
+        let b = self.table.buckets.load(Ordering::Acquire);
+        if b.is_null() {
+            return out;
+        }
+        // SAFETY: writer lock held.
+        for s in unsafe { &*b }.slots.iter() {
+            let mut p = s.load(Ordering::Acquire);
+            while !p.is_null() {
+                // SAFETY: writer lock held.
+                let n = unsafe { &*p };
+                out.push(n.dentry.clone());
+                p = n.next.load(Ordering::Acquire);
+            }
+        }
+        out
+    }
+}
+
+/// Reclaimer of a retired bucket array and the nodes chained in it.
+///
+/// # Safety
+/// `ptr` came from `Box::into_raw` of a `Buckets` that is unreachable by any active reader.
+unsafe fn free_buckets(ptr: *mut Buckets, _c: &Collector) {
+    // SAFETY: guaranteed by the caller.
+    let b = unsafe { Box::from_raw(ptr) };
+    free_chains(&b);
+}
+
+fn free_chains(b: &Buckets) {
+    for s in b.slots.iter() {
+        let mut p = s.swap(ptr::null_mut(), Ordering::Acquire);
+        while !p.is_null() {
+            // SAFETY: chains of an unreachable array are owned by that array alone.
+            let n = unsafe { Box::from_raw(p) };
+            p = n.next.load(Ordering::Relaxed);
+        }
+    }
+}
+
+impl Drop for ChildTable {
+    fn drop(&mut self) {
+        let b = *self.buckets.get_mut();
+        if !b.is_null() {
+            // SAFETY: the owning dentry is being dropped, so the array is unreachable for any
+            // reader that enters from now on; a reader that reached one of its nodes earlier
+            // (through a node of this table found under its guard) is protected by that guard,
+            // so the array is retired rather than freed.
+            unsafe { COLLECTOR.retire(b, free_buckets) };
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn hash_len_puts_length_in_the_high_word_and_differs_by_content() {
+        let s = hash_seed();
+        assert_eq!(hash_len(s, b"abc") >> 32, 3);
+        assert_ne!(hash_len(s, b"abc"), hash_len(s, b"abd"));
+        assert_ne!(hash_len(s, b"abcdefgh1"), hash_len(s, b"abcdefgh2"));
+        assert_eq!(hash_len(s, b"same-name"), hash_len(s, b"same-name"));
+    }
+}

@@ -1,0 +1,118 @@
+//! An open file description, shared by every fd `dup`ed from it. Linux: `struct file`.
+
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::Arc;
+
+use parking_lot::Mutex;
+
+use super::inode::Inode;
+use super::mount::VfsPath;
+use super::ops::FileOps;
+use crate::abi::{AccessMode, OpenFlags};
+
+/// How a file may be used, fixed at open (Linux: `f_mode`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct FMode {
+    /// Opened for reading.
+    pub read: bool,
+    /// Opened for writing.
+    pub write: bool,
+    /// `O_PATH`: only a location; no I/O.
+    pub path_only: bool,
+}
+
+/// Status flags `F_SETFL` may change.
+pub(crate) const SETFL_MASK: u32 = OpenFlags::APPEND.bits()
+    | OpenFlags::NONBLOCK.bits()
+    | OpenFlags::NOATIME.bits()
+    | OpenFlags::ASYNC.bits()
+    | OpenFlags::DIRECT.bits();
+
+/// An open file description.
+pub struct FileDescription {
+    path: VfsPath,
+    inode: Arc<Inode>,
+    fmode: FMode,
+    flags: AtomicU32,
+    /// The file position (Linux: `f_pos` under `f_pos_lock`).
+    /// Order: before the filesystem's data locks and the inode lock.
+    pub(crate) pos: Mutex<u64>,
+    ops: Box<dyn FileOps>,
+}
+
+impl FileDescription {
+    /// Builds an open file.
+    pub(crate) fn new(path: VfsPath, inode: Arc<Inode>, flags: OpenFlags, ops: Box<dyn FileOps>) -> Arc<Self> {
+        let path_only = flags.contains(OpenFlags::PATH);
+        let (read, write) = if path_only {
+            (false, false)
+        } else {
+            match flags.access() {
+                AccessMode::ReadOnly => (true, false),
+                AccessMode::WriteOnly => (false, true),
+                AccessMode::ReadWrite => (true, true),
+                AccessMode::Neither => (false, false),
+            }
+        };
+        let kept = flags.bits()
+            & !(OpenFlags::CREAT | OpenFlags::EXCL | OpenFlags::NOCTTY | OpenFlags::TRUNC | OpenFlags::CLOEXEC).bits();
+        Arc::new(FileDescription {
+            path,
+            inode,
+            fmode: FMode { read, write, path_only },
+            flags: AtomicU32::new(kept),
+            pos: Mutex::new(0),
+            ops,
+        })
+    }
+
+    /// Where the file was opened.
+    #[inline]
+    pub fn path(&self) -> &VfsPath {
+        &self.path
+    }
+    /// The inode.
+    #[inline]
+    pub fn inode(&self) -> &Arc<Inode> {
+        &self.inode
+    }
+    /// Access mode.
+    #[inline]
+    pub fn fmode(&self) -> FMode {
+        self.fmode
+    }
+    /// Status flags (access mode and `F_SETFL` flags; creation flags removed).
+    #[inline]
+    pub fn flags(&self) -> OpenFlags {
+        OpenFlags::from_bits_retain(self.flags.load(Ordering::Relaxed))
+    }
+    /// Replaces the `F_SETFL`-changeable flags.
+    pub(crate) fn set_status_flags(&self, new: OpenFlags) {
+        let cur = self.flags.load(Ordering::Relaxed);
+        let v = (cur & !SETFL_MASK) | (new.bits() & SETFL_MASK);
+        self.flags.store(v, Ordering::Relaxed);
+    }
+    /// The filesystem's operations for this open file.
+    #[inline]
+    pub fn ops(&self) -> &dyn FileOps {
+        &*self.ops
+    }
+}
+
+impl Drop for FileDescription {
+    fn drop(&mut self) {
+        self.ops.release(self);
+    }
+}
+
+impl std::fmt::Debug for FileDescription {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("FileDescription").field("inode", &self.inode).field("fmode", &self.fmode).finish()
+    }
+}
+
+/// The file operations of an `O_PATH` descriptor: every I/O call fails with `EBADF` in the
+/// VFS before reaching them.
+pub(crate) struct PathOnly;
+
+impl FileOps for PathOnly {}

@@ -1,0 +1,439 @@
+//! The in-memory inode: identity, attributes and the filesystem's private operations.
+//! Linux: `struct inode` in include/linux/fs.h.
+
+use std::sync::atomic::{AtomicI64, AtomicU32, AtomicU64, Ordering};
+use std::sync::Arc;
+
+use parking_lot::{Mutex, RwLock};
+
+use super::ops::InodeOps;
+use super::super_block::SuperBlock;
+use super::time::{coarse_now, fine_now};
+use crate::abi::{FileType, Timespec, S_IALLUGO};
+use crate::sync::SeqCount;
+
+/// Inode flag: `stat` read the ctime since the last change, so the next change takes a
+/// fine-grained timestamp (Linux: `I_CTIME_QUERIED`).
+const CTIME_QUERIED: u32 = 1;
+/// Inode flag: an `O_TMPFILE` inode that `linkat` may name (Linux: `I_LINKABLE`).
+const LINKABLE: u32 = 2;
+
+/// A timestamp stored as two atomics; consistent only under the inode's `attr_seq`.
+#[derive(Debug, Default)]
+struct AtomicTimespec {
+    sec: AtomicI64,
+    nsec: AtomicI64,
+}
+
+impl AtomicTimespec {
+    fn new(t: Timespec) -> Self {
+        AtomicTimespec { sec: AtomicI64::new(t.sec), nsec: AtomicI64::new(t.nsec) }
+    }
+    #[inline]
+    fn load(&self) -> Timespec {
+        Timespec::new(self.sec.load(Ordering::Relaxed), self.nsec.load(Ordering::Relaxed))
+    }
+    #[inline]
+    fn store(&self, t: Timespec) {
+        self.sec.store(t.sec, Ordering::Relaxed);
+        self.nsec.store(t.nsec, Ordering::Relaxed);
+    }
+}
+
+/// A consistent snapshot of an inode's changeable attributes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Attrs {
+    /// Type and permission bits.
+    pub mode: u32,
+    /// Owner.
+    pub uid: u32,
+    /// Group.
+    pub gid: u32,
+    /// Hard links.
+    pub nlink: u32,
+    /// Size in bytes.
+    pub size: u64,
+    /// 512-byte units allocated.
+    pub blocks: u64,
+    /// Last access.
+    pub atime: Timespec,
+    /// Last modification.
+    pub mtime: Timespec,
+    /// Last status change.
+    pub ctime: Timespec,
+}
+
+/// What a new inode starts with.
+#[derive(Clone, Copy, Debug)]
+pub struct InodeInit {
+    /// Inode number.
+    pub ino: u64,
+    /// File type.
+    pub file_type: FileType,
+    /// Permission bits (`S_IALLUGO`).
+    pub perm: u32,
+    /// Owner.
+    pub uid: u32,
+    /// Group.
+    pub gid: u32,
+    /// Device number for device files.
+    pub rdev: u64,
+    /// Initial link count.
+    pub nlink: u32,
+}
+
+/// An inode.
+///
+/// Attribute fields are atomics grouped under `attr_seq`: readers (stat, permission checks)
+/// never lock; writers hold `attr_lock`.
+pub struct Inode {
+    ino: u64,
+    file_type: FileType,
+    rdev: u64,
+    btime: Timespec,
+    sb: Arc<SuperBlock>,
+    /// Guards the attribute group below for lock-free readers.
+    /// Writers hold `attr_lock`.
+    attr_seq: SeqCount,
+    /// Serialises attribute writers (the write side of `attr_seq`).
+    /// Order: innermost; nothing is taken while holding it.
+    attr_lock: Mutex<()>,
+    perm: AtomicU32,
+    uid: AtomicU32,
+    gid: AtomicU32,
+    nlink: AtomicU32,
+    size: AtomicU64,
+    blocks: AtomicU64,
+    atime: AtomicTimespec,
+    mtime: AtomicTimespec,
+    ctime: AtomicTimespec,
+    flags: AtomicU32,
+    /// The inode lock (Linux `i_rwsem`). Directories: exclusive for namespace changes in this
+    /// directory, shared for lookups that fill the dcache. All inodes: exclusive for `setattr`.
+    /// Order: see docs/locking.md (parent before child; `SuperBlock::rename_lock` before any).
+    pub(crate) lock: RwLock<()>,
+    ops: Box<dyn InodeOps>,
+}
+
+impl Inode {
+    /// Creates an inode of `sb` with the given identity and the filesystem's operations; all
+    /// four timestamps are "now".
+    pub fn new(sb: &Arc<SuperBlock>, init: InodeInit, ops: Box<dyn InodeOps>) -> Arc<Inode> {
+        let now = fine_now();
+        Arc::new(Inode {
+            ino: init.ino,
+            file_type: init.file_type,
+            rdev: init.rdev,
+            btime: now,
+            sb: sb.clone(),
+            attr_seq: SeqCount::new(0),
+            attr_lock: Mutex::new(()),
+            perm: AtomicU32::new(init.perm & S_IALLUGO),
+            uid: AtomicU32::new(init.uid),
+            gid: AtomicU32::new(init.gid),
+            nlink: AtomicU32::new(init.nlink),
+            size: AtomicU64::new(0),
+            blocks: AtomicU64::new(0),
+            atime: AtomicTimespec::new(now),
+            mtime: AtomicTimespec::new(now),
+            ctime: AtomicTimespec::new(now),
+            flags: AtomicU32::new(0),
+            lock: RwLock::new(()),
+            ops,
+        })
+    }
+
+    /// Inode number.
+    #[inline]
+    pub fn ino(&self) -> u64 {
+        self.ino
+    }
+    /// File type (never changes).
+    #[inline]
+    pub fn file_type(&self) -> FileType {
+        self.file_type
+    }
+    /// True for a directory.
+    #[inline]
+    pub fn is_dir(&self) -> bool {
+        self.file_type == FileType::Directory
+    }
+    /// Device number of a device file.
+    pub fn rdev(&self) -> u64 {
+        self.rdev
+    }
+    /// Creation time.
+    pub fn btime(&self) -> Timespec {
+        self.btime
+    }
+    /// The superblock.
+    #[inline]
+    pub fn sb(&self) -> &Arc<SuperBlock> {
+        &self.sb
+    }
+    /// The filesystem's operations (its private inode).
+    #[inline]
+    pub fn ops(&self) -> &dyn InodeOps {
+        &*self.ops
+    }
+
+    /// Full mode (type and permission bits). A single load: no snapshot needed.
+    #[inline]
+    pub fn mode(&self) -> u32 {
+        self.file_type.mode_bits() | self.perm.load(Ordering::Relaxed)
+    }
+    /// Owner (single load).
+    #[inline]
+    pub fn uid(&self) -> u32 {
+        self.uid.load(Ordering::Relaxed)
+    }
+    /// Group (single load).
+    #[inline]
+    pub fn gid(&self) -> u32 {
+        self.gid.load(Ordering::Relaxed)
+    }
+    /// Link count (single load).
+    #[inline]
+    pub fn nlink(&self) -> u32 {
+        self.nlink.load(Ordering::Relaxed)
+    }
+    /// Size (single load).
+    #[inline]
+    pub fn size(&self) -> u64 {
+        self.size.load(Ordering::Relaxed)
+    }
+
+    /// A consistent snapshot of the attributes.
+    ///
+    /// # Fast path
+    /// No lock and no store unless `mark_queried` is set and the ctime was not yet marked as
+    /// observed; retries while a writer is inside its section.
+    pub fn attrs(&self, mark_queried: bool) -> Attrs {
+        if mark_queried && self.flags.load(Ordering::Relaxed) & CTIME_QUERIED == 0 {
+            self.flags.fetch_or(CTIME_QUERIED, Ordering::Relaxed);
+        }
+        loop {
+            let Some(s) = self.attr_seq.read_begin() else {
+                std::hint::spin_loop();
+                continue;
+            };
+            let a = Attrs {
+                mode: self.mode(),
+                uid: self.uid(),
+                gid: self.gid(),
+                nlink: self.nlink(),
+                size: self.size(),
+                blocks: self.blocks.load(Ordering::Relaxed),
+                atime: self.atime.load(),
+                mtime: self.mtime.load(),
+                ctime: self.ctime.load(),
+            };
+            if !self.attr_seq.read_retry(s) {
+                return a;
+            }
+        }
+    }
+
+    /// The time to stamp a change with: coarse, or fine if the ctime was observed since the
+    /// last change (Linux: `inode_set_ctime_current()`).
+    #[inline]
+    pub fn current_time(&self) -> Timespec {
+        if self.flags.load(Ordering::Relaxed) & CTIME_QUERIED != 0 {
+            self.flags.fetch_and(!CTIME_QUERIED, Ordering::Relaxed);
+            fine_now()
+        } else {
+            coarse_now()
+        }
+    }
+
+    /// Runs `f` as one attribute write section.
+    ///
+    /// # Locking
+    /// Takes `attr_lock` (innermost). Callers may hold the inode lock or the filesystem's
+    /// data lock.
+    pub fn write_attrs<R>(&self, f: impl FnOnce(&AttrWriter<'_>) -> R) -> R {
+        let _g = self.attr_lock.lock();
+        self.attr_seq.write_begin();
+        let r = f(&AttrWriter { inode: self });
+        self.attr_seq.write_end();
+        r
+    }
+
+    /// Stamps mtime and ctime with `now` if either differs (Linux: `file_update_time()`).
+    ///
+    /// # Fast path
+    /// Two relaxed loads when the coarse clock has not ticked since the last stamp.
+    #[inline]
+    pub fn update_mtime_ctime(&self) {
+        let now = self.current_time();
+        if self.mtime.load() != now || self.ctime.load() != now {
+            self.write_attrs(|w| {
+                w.set_mtime(now);
+                w.set_ctime(now);
+            });
+        }
+    }
+
+    /// Stamps ctime (and mtime when `also_mtime`) now; used by directory changes.
+    pub fn touch_ctime(&self, also: Stamp) {
+        let now = self.current_time();
+        self.write_attrs(|w| {
+            w.set_ctime(now);
+            if also == Stamp::CtimeMtime {
+                w.set_mtime(now);
+            }
+        });
+    }
+
+    /// True for an unnamed inode that `linkat` may link.
+    pub fn is_linkable(&self) -> bool {
+        self.flags.load(Ordering::Relaxed) & LINKABLE != 0
+    }
+
+    pub(crate) fn set_linkable(&self, on: bool) {
+        if on {
+            self.flags.fetch_or(LINKABLE, Ordering::Relaxed);
+        } else {
+            self.flags.fetch_and(!LINKABLE, Ordering::Relaxed);
+        }
+    }
+
+    /// The raw access time (single pair of loads).
+    pub fn atime_raw(&self) -> Timespec {
+        self.atime.load()
+    }
+}
+
+/// Which timestamps a namespace change stamps.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Stamp {
+    /// Only ctime (link count or owner changed).
+    Ctime,
+    /// ctime and mtime (directory contents changed).
+    CtimeMtime,
+}
+
+/// Write access to an inode's attributes inside [`Inode::write_attrs`].
+pub struct AttrWriter<'a> {
+    inode: &'a Inode,
+}
+
+impl AttrWriter<'_> {
+    /// Sets the permission bits (type bits are ignored).
+    pub fn set_perm(&self, perm: u32) {
+        self.inode.perm.store(perm & S_IALLUGO, Ordering::Relaxed);
+    }
+    /// Sets the owner.
+    pub fn set_uid(&self, uid: u32) {
+        self.inode.uid.store(uid, Ordering::Relaxed);
+    }
+    /// Sets the group.
+    pub fn set_gid(&self, gid: u32) {
+        self.inode.gid.store(gid, Ordering::Relaxed);
+    }
+    /// Sets the link count.
+    pub fn set_nlink(&self, n: u32) {
+        self.inode.nlink.store(n, Ordering::Relaxed);
+    }
+    /// Adds `delta` (may be negative) to the link count.
+    pub fn add_nlink(&self, delta: i32) {
+        let n = self.inode.nlink.load(Ordering::Relaxed);
+        self.inode.nlink.store(n.saturating_add_signed(delta), Ordering::Relaxed);
+    }
+    /// Sets the size.
+    pub fn set_size(&self, size: u64) {
+        self.inode.size.store(size, Ordering::Relaxed);
+    }
+    /// Sets the allocated 512-byte units.
+    pub fn set_blocks(&self, blocks: u64) {
+        self.inode.blocks.store(blocks, Ordering::Relaxed);
+    }
+    /// Sets atime.
+    pub fn set_atime(&self, t: Timespec) {
+        self.inode.atime.store(t);
+    }
+    /// Sets mtime.
+    pub fn set_mtime(&self, t: Timespec) {
+        self.inode.mtime.store(t);
+    }
+    /// Sets ctime.
+    pub fn set_ctime(&self, t: Timespec) {
+        self.inode.ctime.store(t);
+    }
+    /// The current permission bits.
+    pub fn perm(&self) -> u32 {
+        self.inode.perm.load(Ordering::Relaxed)
+    }
+}
+
+/// A timestamp to set in `setattr`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TimeSet {
+    /// The current time.
+    Now,
+    /// A given time.
+    At(Timespec),
+}
+
+/// The attributes a `setattr` changes (Linux: `struct iattr`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct SetAttr {
+    /// New permission bits.
+    pub perm: Option<u32>,
+    /// New owner.
+    pub uid: Option<u32>,
+    /// New group.
+    pub gid: Option<u32>,
+    /// New size (truncate/extend).
+    pub size: Option<u64>,
+    /// New atime.
+    pub atime: Option<TimeSet>,
+    /// New mtime.
+    pub mtime: Option<TimeSet>,
+    /// Stamp ctime (Linux `ATTR_CTIME`; every call but `truncate(2)` sets it).
+    pub ctime: bool,
+}
+
+impl SetAttr {
+    /// Applies every field to the inode in one write section (Linux: `setattr_copy()`).
+    pub fn apply(&self, inode: &Inode) {
+        let now = inode.current_time();
+        inode.write_attrs(|w| {
+            if let Some(p) = self.perm {
+                w.set_perm(p);
+            }
+            if let Some(u) = self.uid {
+                w.set_uid(u);
+            }
+            if let Some(g) = self.gid {
+                w.set_gid(g);
+            }
+            if let Some(s) = self.size {
+                w.set_size(s);
+            }
+            let resolve = |t: TimeSet| match t {
+                TimeSet::Now => now,
+                TimeSet::At(t) => t,
+            };
+            if let Some(t) = self.atime {
+                w.set_atime(resolve(t));
+            }
+            if let Some(t) = self.mtime {
+                w.set_mtime(resolve(t));
+            }
+            if self.ctime {
+                w.set_ctime(now);
+            }
+        });
+    }
+}
+
+impl std::fmt::Debug for Inode {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Inode")
+            .field("ino", &self.ino)
+            .field("type", &self.file_type)
+            .field("mode", &format_args!("{:o}", self.mode()))
+            .finish()
+    }
+}

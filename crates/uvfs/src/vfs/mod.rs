@@ -1,0 +1,26 @@
+//! The VFS core: inodes, dentries, mounts, open files, path walk and permissions.
+
+pub mod atime;
+pub mod cred;
+pub(crate) mod dcache;
+pub mod dentry;
+pub mod fd_table;
+pub mod file;
+pub mod inode;
+pub mod mount;
+pub(crate) mod namei;
+pub mod ops;
+pub mod permission;
+pub mod super_block;
+pub mod task;
+pub mod time;
+
+pub use cred::{Capabilities, Cred};
+pub use dentry::Dentry;
+pub use fd_table::FdTable;
+pub use file::{FMode, FileDescription};
+pub use inode::{AttrWriter, Attrs, Inode, InodeInit, SetAttr, Stamp, TimeSet};
+pub use mount::{MntFlags, Mount, MountNamespace, VfsPath};
+pub use ops::{DirEntry, FileOps, InodeOps, NewInode, SuperOps, WritePos};
+pub use super_block::SuperBlock;
+pub use task::Task;

@@ -1,0 +1,218 @@
+//! Mounts and the mount namespace. Linux: `struct mount`, `struct vfsmount`, fs/namespace.c.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+use std::sync::Arc;
+
+use arc_swap::ArcSwap;
+use parking_lot::Mutex;
+
+use super::dentry::Dentry;
+use super::super_block::SuperBlock;
+use bitflags::bitflags;
+
+bitflags! {
+    /// Per-mount flags (Linux `MNT_*`).
+    #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default)]
+    pub struct MntFlags: u32 {
+        /// Writes through this mount fail with `EROFS`.
+        const RDONLY = 1;
+        /// Set-id bits are ignored on exec.
+        const NOSUID = 2;
+        /// Device files cannot be opened.
+        const NODEV = 4;
+        /// Nothing can be executed.
+        const NOEXEC = 8;
+        /// atime is never updated.
+        const NOATIME = 16;
+        /// Directory atime is never updated.
+        const NODIRATIME = 32;
+        /// atime follows relatime rules (the default).
+        const RELATIME = 64;
+        /// Symbolic links are not followed.
+        const NOSYMFOLLOW = 128;
+    }
+}
+
+static NEXT_MNT_ID: AtomicU64 = AtomicU64::new(1);
+
+/// A mount: a filesystem subtree attached at a point of the namespace.
+pub struct Mount {
+    id: u64,
+    sb: Arc<SuperBlock>,
+    root: Arc<Dentry>,
+    flags: AtomicU32,
+    /// Protects: where this mount is attached (parent mount and mountpoint dentry).
+    /// Order: innermost.
+    parent: Mutex<Option<(Arc<Mount>, Arc<Dentry>)>>,
+}
+
+impl Mount {
+    /// A detached mount of `root` in `sb`.
+    pub fn new(sb: Arc<SuperBlock>, root: Arc<Dentry>, flags: MntFlags) -> Arc<Mount> {
+        Arc::new(Mount {
+            id: NEXT_MNT_ID.fetch_add(1, Ordering::Relaxed),
+            sb,
+            root,
+            flags: AtomicU32::new(flags.bits()),
+            parent: Mutex::new(None),
+        })
+    }
+    /// Unique mount id.
+    #[inline]
+    pub fn id(&self) -> u64 {
+        self.id
+    }
+    /// The filesystem.
+    #[inline]
+    pub fn sb(&self) -> &Arc<SuperBlock> {
+        &self.sb
+    }
+    /// The root of the mounted subtree.
+    #[inline]
+    pub fn root(&self) -> &Arc<Dentry> {
+        &self.root
+    }
+    /// Current flags.
+    #[inline]
+    pub fn flags(&self) -> MntFlags {
+        MntFlags::from_bits_retain(self.flags.load(Ordering::Relaxed))
+    }
+    /// Replaces the flags (remount).
+    pub fn set_flags(&self, f: MntFlags) {
+        self.flags.store(f.bits(), Ordering::Relaxed);
+    }
+    /// True if writes through this mount are refused (mount or superblock read-only).
+    #[inline]
+    pub fn is_rdonly(&self) -> bool {
+        self.flags().contains(MntFlags::RDONLY) || self.sb.is_rdonly()
+    }
+    /// Parent mount and mountpoint, or `None` for a namespace root or a detached mount.
+    pub fn parent(&self) -> Option<(Arc<Mount>, Arc<Dentry>)> {
+        self.parent.lock().clone()
+    }
+}
+
+impl std::fmt::Debug for Mount {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Mount").field("id", &self.id).field("flags", &self.flags()).finish()
+    }
+}
+
+/// A location in the namespace: a mount and a dentry in it. Linux: `struct path`.
+#[doc(alias = "path")]
+#[derive(Clone, Debug)]
+pub struct VfsPath {
+    /// The mount.
+    pub mnt: Arc<Mount>,
+    /// The dentry.
+    pub dentry: Arc<Dentry>,
+}
+
+impl VfsPath {
+    /// True if both name the same location.
+    pub fn same(&self, other: &VfsPath) -> bool {
+        Arc::ptr_eq(&self.mnt, &other.mnt) && Arc::ptr_eq(&self.dentry, &other.dentry)
+    }
+}
+
+type PointKey = (u64, usize);
+
+/// The mount table, replaced as a whole on every change (readers load it without a lock).
+#[derive(Clone, Default)]
+struct MountTable {
+    by_point: HashMap<PointKey, Arc<Mount>>,
+    children: HashMap<u64, Vec<Arc<Mount>>>,
+}
+
+fn key(mnt: &Mount, d: &Dentry) -> PointKey {
+    (mnt.id, d as *const Dentry as usize)
+}
+
+/// A mount namespace: a root mount and the tree attached below it.
+pub struct MountNamespace {
+    root: Arc<Mount>,
+    table: ArcSwap<MountTable>,
+    /// Serialises changes of the mount tree (Linux: `namespace_sem`).
+    /// Order: before every dentry and inode lock.
+    pub(crate) lock: Mutex<()>,
+}
+
+impl MountNamespace {
+    /// A namespace whose root is `root`.
+    pub fn new(root: Arc<Mount>) -> Arc<MountNamespace> {
+        Arc::new(MountNamespace { root, table: ArcSwap::from_pointee(MountTable::default()), lock: Mutex::new(()) })
+    }
+
+    /// The root mount.
+    pub fn root(&self) -> &Arc<Mount> {
+        &self.root
+    }
+
+    /// The mount attached at `dentry` of `mnt`, if any. Called only for dentries whose
+    /// mountpoint count is non-zero.
+    pub fn lookup_mount(&self, mnt: &Mount, dentry: &Dentry) -> Option<Arc<Mount>> {
+        self.table.load().by_point.get(&key(mnt, dentry)).cloned()
+    }
+
+    /// Mounts attached directly below `mnt`.
+    pub fn children(&self, mnt: &Mount) -> Vec<Arc<Mount>> {
+        self.table.load().children.get(&mnt.id).cloned().unwrap_or_default()
+    }
+
+    /// Attaches `child` at `point`.
+    ///
+    /// # Locking
+    /// Takes `lock`.
+    pub(crate) fn attach(&self, child: &Arc<Mount>, point: &VfsPath) {
+        let _g = self.lock.lock();
+        let mut t = MountTable::clone(&self.table.load());
+        t.by_point.insert(key(&point.mnt, &point.dentry), child.clone());
+        t.children.entry(point.mnt.id).or_default().push(child.clone());
+        *child.parent.lock() = Some((point.mnt.clone(), point.dentry.clone()));
+        point.dentry.add_mount();
+        self.table.store(Arc::new(t));
+    }
+
+    /// Detaches `child` from its parent; with `check_busy`, refuses with `EBUSY` when
+    /// something below is mounted or something outside the table holds the mount.
+    ///
+    /// # Errors
+    /// `EINVAL` if `child` is not attached; `EBUSY` as above.
+    pub(crate) fn detach(&self, child: &Arc<Mount>, busy: BusyCheck, caller_refs: usize) -> crate::abi::Result<()> {
+        let _g = self.lock.lock();
+        let parent = child.parent.lock().clone();
+        let Some((pm, pd)) = parent else {
+            return Err(crate::abi::Errno::EINVAL);
+        };
+        let cur = self.table.load();
+        let has_children = cur.children.get(&child.id).is_some_and(|v| !v.is_empty());
+        if busy == BusyCheck::Busy {
+            // References: the table's two entries, the caller's own, and the parent slot held
+            // by nothing else. Anything more is an open file, a cwd or a root.
+            if has_children || Arc::strong_count(child) > 2 + caller_refs {
+                return Err(crate::abi::Errno::EBUSY);
+            }
+        }
+        let mut t = MountTable::clone(&cur);
+        drop(cur);
+        t.by_point.remove(&key(&pm, &pd));
+        if let Some(v) = t.children.get_mut(&pm.id) {
+            v.retain(|m| !Arc::ptr_eq(m, child));
+        }
+        // Lazy detach: the subtree's own mounts stay attached to it.
+        self.table.store(Arc::new(t));
+        *child.parent.lock() = None;
+        pd.remove_mount();
+        Ok(())
+    }
+}
+
+/// Whether `detach` refuses busy mounts.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum BusyCheck {
+    /// `umount2` without `MNT_DETACH`: `EBUSY` if in use.
+    Busy,
+    /// `MNT_DETACH`: detach now, free when unused.
+    Lazy,
+}

@@ -1,0 +1,89 @@
+//! Path resolution. Linux: fs/namei.c (`path_lookupat()`, `link_path_walk()`,
+//! `walk_component()`, `follow_dotdot()`, `pick_link()`).
+//!
+//! One walk runs inside one `seize` guard ([`crate::vfs::dcache::rcu_read`]). Each component is
+//! looked up lock-free in the directory's child table ([`lookup::lookup_fast`]); a miss, or a
+//! child changed since its node was published, falls back to the locked lookup
+//! ([`lookup::lookup_slow`]) for that component only, after which the walk continues lock-free.
+//! Positions borrow dentries for the guard's lifetime: no reference count is taken per
+//! component, and callers that need the result beyond the walk clone it once
+//! ([`Pos::to_path`]).
+
+mod lookup;
+mod walk;
+
+pub(crate) use walk::{FollowLast, Last, LastKind, Walker};
+
+use std::sync::Arc;
+
+use super::dentry::Dentry;
+use super::inode::Inode;
+use super::mount::{Mount, VfsPath};
+
+/// A borrowed-for-the-walk or owned strong reference.
+pub(crate) enum Ref<'a, T> {
+    /// Borrowed from the task, a start file, or a dcache node (valid for the walk's guard).
+    B(&'a Arc<T>),
+    /// Owned (taken by a locked lookup or a mount crossing).
+    O(Arc<T>),
+}
+
+impl<T> Ref<'_, T> {
+    #[inline]
+    pub(crate) fn arc(&self) -> &Arc<T> {
+        match self {
+            Ref::B(a) => a,
+            Ref::O(a) => a,
+        }
+    }
+}
+
+impl<T> Clone for Ref<'_, T> {
+    fn clone(&self) -> Self {
+        match self {
+            Ref::B(a) => Ref::B(a),
+            Ref::O(a) => Ref::O(a.clone()),
+        }
+    }
+}
+
+impl<T> std::ops::Deref for Ref<'_, T> {
+    type Target = T;
+    #[inline]
+    fn deref(&self) -> &T {
+        self.arc()
+    }
+}
+
+/// A position of a walk: a mount and a dentry in it.
+#[derive(Clone)]
+pub(crate) struct Pos<'a> {
+    pub(crate) mnt: Ref<'a, Mount>,
+    pub(crate) dentry: Ref<'a, Dentry>,
+}
+
+impl<'a> Pos<'a> {
+    pub(crate) fn borrowed(p: &'a VfsPath) -> Pos<'a> {
+        Pos { mnt: Ref::B(&p.mnt), dentry: Ref::B(&p.dentry) }
+    }
+
+    /// A counted copy that outlives the walk.
+    pub(crate) fn to_path(&self) -> VfsPath {
+        VfsPath { mnt: self.mnt.arc().clone(), dentry: self.dentry.arc().clone() }
+    }
+
+    #[inline]
+    pub(crate) fn inode(&self) -> Option<&Arc<Inode>> {
+        self.dentry.inode()
+    }
+
+    #[inline]
+    pub(crate) fn same(&self, other: &Pos<'_>) -> bool {
+        Arc::ptr_eq(self.mnt.arc(), other.mnt.arc()) && Arc::ptr_eq(self.dentry.arc(), other.dentry.arc())
+    }
+
+    #[inline]
+    pub(crate) fn is_dir(&self) -> bool {
+        self.inode().is_some_and(|i| i.is_dir())
+    }
+}

@@ -1,0 +1,281 @@
+//! The walk itself: components, `..`, mount crossings and symbolic links.
+
+use std::borrow::Cow;
+use std::sync::Arc;
+
+use seize::LocalGuard;
+
+use super::lookup::lookup_slow;
+use super::{Pos, Ref};
+use crate::abi::{Errno, FileType, ResolveFlags, Result, MAXSYMLINKS, NAME_MAX};
+use crate::vfs::cred::Cred;
+use crate::vfs::dcache::{hash_len, hash_seed};
+use crate::vfs::dentry::Cached;
+use crate::vfs::mount::{MntFlags, MountNamespace};
+use crate::vfs::permission::may_lookup;
+
+/// What the last component of a path is (Linux: `LAST_NORM`, `LAST_DOT`, ...).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum LastKind {
+    /// An ordinary name.
+    Normal,
+    /// `.`
+    Dot,
+    /// `..`
+    DotDot,
+    /// The path was only slashes.
+    Root,
+}
+
+/// The last component of a path, left for the caller to resolve or create.
+#[derive(Clone, Debug)]
+pub(crate) struct Last<'p> {
+    pub(crate) name: Cow<'p, [u8]>,
+    pub(crate) kind: LastKind,
+    /// The path ended in `/`: the result must be a directory.
+    pub(crate) trailing_slash: bool,
+}
+
+impl Last<'_> {
+    pub(crate) fn into_owned(self) -> Last<'static> {
+        Last { name: Cow::Owned(self.name.into_owned()), kind: self.kind, trailing_slash: self.trailing_slash }
+    }
+}
+
+/// Whether the last component, if a symbolic link, is followed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum FollowLast {
+    /// Follow it (`stat`, `open` without `O_NOFOLLOW`).
+    Yes,
+    /// Return the link itself (`lstat`, `O_NOFOLLOW`, `AT_SYMLINK_NOFOLLOW`).
+    No,
+}
+
+/// The state of one path resolution (Linux: `struct nameidata`).
+pub(crate) struct Walker<'a> {
+    pub(crate) guard: &'a LocalGuard<'static>,
+    pub(crate) cred: &'a Cred,
+    pub(crate) ns: &'a MountNamespace,
+    /// Where `/` leads and `..` stops.
+    pub(crate) root: Pos<'a>,
+    pub(crate) resolve: ResolveFlags,
+    /// Symbolic links followed so far.
+    links: u32,
+    seed: u64,
+}
+
+#[inline]
+fn next_slash(s: &[u8]) -> usize {
+    s.iter().position(|&b| b == b'/').unwrap_or(s.len())
+}
+
+impl<'a> Walker<'a> {
+    pub(crate) fn new(
+        guard: &'a LocalGuard<'static>,
+        cred: &'a Cred,
+        ns: &'a MountNamespace,
+        root: Pos<'a>,
+        resolve: ResolveFlags,
+    ) -> Self {
+        Walker { guard, cred, ns, root, resolve, links: 0, seed: hash_seed() }
+    }
+
+    /// Resolves every component but the last (Linux: `link_path_walk()`), checking search
+    /// permission on the directory that holds the last one.
+    ///
+    /// # Errors
+    /// `ENOENT`, `ENOTDIR`, `EACCES`, `ENAMETOOLONG`, `ELOOP`, `EXDEV` (scoped resolution).
+    pub(crate) fn walk_parent<'p>(&mut self, start: Pos<'a>, path: &'p [u8]) -> Result<(Pos<'a>, Last<'p>)> {
+        let mut pos = start;
+        let mut i = 0;
+        if path.first() == Some(&b'/') {
+            pos = self.jump_root(&pos)?;
+            while i < path.len() && path[i] == b'/' {
+                i += 1;
+            }
+        }
+        if i == path.len() {
+            let kind = if path.is_empty() { LastKind::Dot } else { LastKind::Root };
+            return Ok((pos, Last { name: Cow::Borrowed(&b""[..]), kind, trailing_slash: false }));
+        }
+        loop {
+            let dir = pos.inode().ok_or(Errno::ENOENT)?;
+            may_lookup(self.cred, dir)?;
+            let len = next_slash(&path[i..]);
+            let name = &path[i..i + len];
+            let mut j = i + len;
+            while j < path.len() && path[j] == b'/' {
+                j += 1;
+            }
+            if j == path.len() {
+                let kind = match name {
+                    b"." => LastKind::Dot,
+                    b".." => LastKind::DotDot,
+                    _ => LastKind::Normal,
+                };
+                return Ok((pos, Last { name: Cow::Borrowed(name), kind, trailing_slash: i + len < path.len() }));
+            }
+            pos = self.step(pos, name, FollowLast::Yes)?;
+            if !pos.is_dir() {
+                return Err(Errno::ENOTDIR);
+            }
+            i = j;
+        }
+    }
+
+    /// Resolves a whole path (Linux: `path_lookupat()`). An empty path resolves to `start`.
+    ///
+    /// # Errors
+    /// As [`Walker::walk_parent`]; `ENOTDIR` if a trailing slash names a non-directory.
+    pub(crate) fn lookup(&mut self, start: Pos<'a>, path: &[u8], follow: FollowLast) -> Result<Pos<'a>> {
+        if path.is_empty() {
+            return Ok(start);
+        }
+        let (parent, last) = self.walk_parent(start, path)?;
+        self.resolve_last(parent, &last, follow)
+    }
+
+    /// Resolves the last component returned by [`Walker::walk_parent`].
+    ///
+    /// # Errors
+    /// As [`Walker::lookup`].
+    pub(crate) fn resolve_last(&mut self, parent: Pos<'a>, last: &Last<'_>, follow: FollowLast) -> Result<Pos<'a>> {
+        let follow = if last.trailing_slash { FollowLast::Yes } else { follow };
+        let pos = match last.kind {
+            LastKind::Root | LastKind::Dot => parent,
+            LastKind::DotDot => self.follow_dotdot(parent)?,
+            LastKind::Normal => self.step(parent, &last.name, follow)?,
+        };
+        if last.trailing_slash && !pos.is_dir() {
+            return Err(Errno::ENOTDIR);
+        }
+        Ok(pos)
+    }
+
+    /// Steps from directory `pos` into `name` (Linux: `walk_component()` + `step_into()`).
+    fn step(&mut self, pos: Pos<'a>, name: &[u8], follow: FollowLast) -> Result<Pos<'a>> {
+        match name {
+            b"." => return Ok(pos),
+            b".." => return self.follow_dotdot(pos),
+            _ => {}
+        }
+        let child = self.lookup_one(&pos, name)?;
+        let inode = child.inode().ok_or(Errno::ENOENT)?;
+        let is_link = inode.file_type() == FileType::Symlink;
+        let next = self.cross_mounts(Pos { mnt: pos.mnt.clone(), dentry: child })?;
+        if is_link && follow == FollowLast::Yes {
+            return self.follow_link(pos, next);
+        }
+        Ok(next)
+    }
+
+    /// Finds a child: cached and lock-free when possible, else locked.
+    #[inline]
+    pub(crate) fn lookup_one(&self, dir: &Pos<'a>, name: &[u8]) -> Result<Ref<'a, crate::vfs::dentry::Dentry>> {
+        if name.len() > NAME_MAX {
+            return Err(Errno::ENAMETOOLONG);
+        }
+        let hl = hash_len(self.seed, name);
+        match dir.dentry.lookup_fast(hl, name, self.guard) {
+            Cached::Hit(d) => Ok(Ref::B(d)),
+            Cached::Miss => {
+                if self.resolve.contains(ResolveFlags::CACHED) {
+                    return Err(Errno::EAGAIN);
+                }
+                lookup_slow(dir.dentry.arc(), name).map(Ref::O)
+            }
+        }
+    }
+
+    /// Goes down through every mount stacked on `pos` (Linux: `handle_mounts()`).
+    #[inline]
+    fn cross_mounts(&self, mut pos: Pos<'a>) -> Result<Pos<'a>> {
+        while pos.dentry.is_mountpoint() {
+            let Some(m) = self.ns.lookup_mount(&pos.mnt, &pos.dentry) else { break };
+            if self.resolve.contains(ResolveFlags::NO_XDEV) {
+                return Err(Errno::EXDEV);
+            }
+            pos = Pos { dentry: Ref::O(m.root().clone()), mnt: Ref::O(m) };
+        }
+        Ok(pos)
+    }
+
+    /// `..`: never above the walk's root; up through mount roots (Linux: `follow_dotdot()`).
+    fn follow_dotdot(&mut self, mut pos: Pos<'a>) -> Result<Pos<'a>> {
+        loop {
+            if pos.same(&self.root) {
+                if self.resolve.contains(ResolveFlags::BENEATH) {
+                    return Err(Errno::EXDEV);
+                }
+                return Ok(pos);
+            }
+            if !Arc::ptr_eq(pos.dentry.arc(), pos.mnt.root()) {
+                break;
+            }
+            match pos.mnt.parent() {
+                Some((pm, pd)) => {
+                    if self.resolve.contains(ResolveFlags::NO_XDEV) {
+                        return Err(Errno::EXDEV);
+                    }
+                    pos = Pos { mnt: Ref::O(pm), dentry: Ref::O(pd) };
+                }
+                None => return Ok(pos),
+            }
+        }
+        let parent = match pos.dentry.parent() {
+            Some(p) => p,
+            None => return Ok(pos),
+        };
+        self.cross_mounts(Pos { mnt: pos.mnt, dentry: Ref::O(parent) })
+    }
+
+    /// Jumps to the walk's root for an absolute path or link (Linux: `nd_jump_root()`).
+    fn jump_root(&self, from: &Pos<'a>) -> Result<Pos<'a>> {
+        if self.resolve.contains(ResolveFlags::BENEATH) {
+            return Err(Errno::EXDEV);
+        }
+        if self.resolve.contains(ResolveFlags::NO_XDEV) && !Arc::ptr_eq(from.mnt.arc(), self.root.mnt.arc()) {
+            return Err(Errno::EXDEV);
+        }
+        Ok(self.root.clone())
+    }
+
+    /// Follows the symbolic link at `link`, found in directory `parent` (Linux: `pick_link()`).
+    ///
+    /// # Errors
+    /// `ELOOP` past [`MAXSYMLINKS`], with `RESOLVE_NO_SYMLINKS` or on a `nosymfollow` mount;
+    /// `ENOENT` for an empty target; what resolving the target returns.
+    pub(crate) fn follow_link(&mut self, parent: Pos<'a>, link: Pos<'a>) -> Result<Pos<'a>> {
+        let body = self.read_link_body(&link)?;
+        let start = if body.first() == Some(&b'/') { self.jump_root(&parent)? } else { parent };
+        let (p, last) = self.walk_parent(start, &body)?;
+        self.resolve_last(p, &last, FollowLast::Yes)
+    }
+
+    /// Counts one link and reads its target.
+    pub(crate) fn read_link_body(&mut self, link: &Pos<'a>) -> Result<Arc<[u8]>> {
+        if self.resolve.contains(ResolveFlags::NO_SYMLINKS) || link.mnt.flags().contains(MntFlags::NOSYMFOLLOW) {
+            return Err(Errno::ELOOP);
+        }
+        self.links += 1;
+        if self.links > MAXSYMLINKS {
+            return Err(Errno::ELOOP);
+        }
+        let inode = link.inode().ok_or(Errno::ENOENT)?;
+        let body = inode.ops().get_link(inode)?;
+        if body.is_empty() {
+            return Err(Errno::ENOENT);
+        }
+        Ok(body)
+    }
+
+    /// Where an absolute link target starts, for callers that resolve a last-component link
+    /// themselves (`open(O_CREAT)`).
+    pub(crate) fn link_start(&self, parent: Pos<'a>, body: &[u8]) -> Result<Pos<'a>> {
+        if body.first() == Some(&b'/') {
+            self.jump_root(&parent)
+        } else {
+            Ok(parent)
+        }
+    }
+}

@@ -1,0 +1,344 @@
+//! The traits a filesystem implements: [`SuperOps`], [`InodeOps`], [`FileOps`].
+//! Linux: `struct super_operations`, `struct inode_operations`, `struct file_operations`.
+//!
+//! The VFS does every check that does not depend on the filesystem before calling out:
+//! permissions, existence of the target, file type rules, read-only mounts, name validity.
+//! A method is called with the locks its `# Locking` section lists held by the VFS.
+
+use std::any::Any;
+use std::sync::Arc;
+
+use super::cred::Cred;
+use super::file::FileDescription;
+use super::inode::{Inode, SetAttr};
+use super::super_block::SuperBlock;
+use crate::abi::{Errno, FallocFlags, OpenFlags, RenameFlags, Result, StatFs, Whence, XattrFlags};
+
+/// What the VFS decided about a new inode before asking the filesystem to create it.
+#[derive(Clone, Copy, Debug)]
+pub struct NewInode<'a> {
+    /// Type and permission bits, umask already applied, set-group-ID inheritance done.
+    pub mode: u32,
+    /// Device number for device files.
+    pub rdev: u64,
+    /// Owner.
+    pub uid: u32,
+    /// Group.
+    pub gid: u32,
+    /// The creator.
+    pub cred: &'a Cred,
+}
+
+/// One directory entry handed to a `readdir` sink.
+#[derive(Clone, Copy, Debug)]
+pub struct DirEntry<'a> {
+    /// Name bytes.
+    pub name: &'a [u8],
+    /// Inode number.
+    pub ino: u64,
+    /// `DT_*` type.
+    pub d_type: u8,
+    /// The position to resume after this entry.
+    pub next_pos: u64,
+}
+
+/// Where a write goes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum WritePos {
+    /// At this offset.
+    At(u64),
+    /// At the end of file, read under the filesystem's write lock (`O_APPEND`).
+    Append,
+}
+
+/// Operations on a mounted filesystem instance.
+pub trait SuperOps: Send + Sync + 'static {
+    /// The filesystem type name (`"tmpfs"`).
+    fn fs_name(&self) -> &'static str;
+
+    /// `statfs(2)` figures.
+    ///
+    /// # Errors
+    /// As the filesystem reports.
+    fn statfs(&self, sb: &SuperBlock) -> Result<StatFs>;
+
+    /// Applies a remount's filesystem options (`data` of `mount(2)`).
+    ///
+    /// # Errors
+    /// `EINVAL` for an unknown or invalid option.
+    fn remount(&self, sb: &SuperBlock, data: Option<&str>) -> Result<()> {
+        let _ = sb;
+        match data {
+            None => Ok(()),
+            Some(s) if s.is_empty() => Ok(()),
+            Some(_) => Err(Errno::EINVAL),
+        }
+    }
+
+    /// Down-casting support.
+    fn as_any(&self) -> &dyn Any;
+}
+
+/// Operations on one inode; `&self` is the filesystem's private inode.
+///
+/// Defaults return the errno Linux returns when an inode lacks the operation.
+#[allow(unused_variables)]
+pub trait InodeOps: Send + Sync + 'static {
+    /// Down-casting support (a filesystem finds its own private inode of another `Inode`).
+    fn as_any(&self) -> &dyn Any;
+
+    /// Finds `name` in this directory. `Ok(None)` is a negative result the VFS may cache.
+    ///
+    /// # Locking
+    /// The directory's inode lock is held shared.
+    ///
+    /// # Errors
+    /// `ENOTDIR` if this is not a directory.
+    fn lookup(&self, dir: &Inode, name: &[u8]) -> Result<Option<Arc<Inode>>> {
+        Err(Errno::ENOTDIR)
+    }
+
+    /// Creates a regular file (`open(O_CREAT)`, `mknod(S_IFREG)`).
+    ///
+    /// # Locking
+    /// The directory's inode lock is held exclusive; `name` does not exist.
+    ///
+    /// # Errors
+    /// `ENOSPC` when the filesystem is full; `EPERM` if unsupported.
+    fn create(&self, dir: &Inode, name: &[u8], new: &NewInode<'_>) -> Result<Arc<Inode>> {
+        Err(Errno::EPERM)
+    }
+
+    /// Creates a directory. Locking and errors as [`InodeOps::create`], plus `EMLINK`.
+    fn mkdir(&self, dir: &Inode, name: &[u8], new: &NewInode<'_>) -> Result<Arc<Inode>> {
+        Err(Errno::EPERM)
+    }
+
+    /// Creates a special file (FIFO, socket, device). Locking and errors as [`InodeOps::create`].
+    fn mknod(&self, dir: &Inode, name: &[u8], new: &NewInode<'_>) -> Result<Arc<Inode>> {
+        Err(Errno::EPERM)
+    }
+
+    /// Creates a symbolic link holding `target`. Locking and errors as [`InodeOps::create`].
+    fn symlink(&self, dir: &Inode, name: &[u8], target: &[u8], new: &NewInode<'_>) -> Result<Arc<Inode>> {
+        Err(Errno::EPERM)
+    }
+
+    /// Creates an unnamed regular file in this directory (`O_TMPFILE`), with `nlink == 0`.
+    ///
+    /// # Errors
+    /// `EOPNOTSUPP` if unsupported.
+    fn tmpfile(&self, dir: &Inode, new: &NewInode<'_>) -> Result<Arc<Inode>> {
+        Err(Errno::EOPNOTSUPP)
+    }
+
+    /// Adds a hard link `name` to `target`.
+    ///
+    /// # Locking
+    /// The directory's inode lock and `target`'s inode lock are held exclusive.
+    ///
+    /// # Errors
+    /// `EMLINK`, `ENOSPC`; `EPERM` if unsupported.
+    fn link(&self, dir: &Inode, name: &[u8], target: &Arc<Inode>) -> Result<()> {
+        Err(Errno::EPERM)
+    }
+
+    /// Removes the non-directory entry `name`, whose inode is `victim`.
+    ///
+    /// # Locking
+    /// The directory's and the victim's inode locks are held exclusive.
+    ///
+    /// # Errors
+    /// `EPERM` if unsupported.
+    fn unlink(&self, dir: &Inode, name: &[u8], victim: &Inode) -> Result<()> {
+        Err(Errno::EPERM)
+    }
+
+    /// Removes the directory entry `name`, whose inode is `victim`.
+    ///
+    /// # Locking
+    /// As [`InodeOps::unlink`].
+    ///
+    /// # Errors
+    /// `ENOTEMPTY` if `victim` has entries.
+    fn rmdir(&self, dir: &Inode, name: &[u8], victim: &Inode) -> Result<()> {
+        Err(Errno::EPERM)
+    }
+
+    /// Renames `old_name` in this directory to `new_name` in `new_dir` (same superblock).
+    /// The VFS has checked types, emptiness of a replaced directory, loops and `flags`.
+    ///
+    /// # Locking
+    /// `SuperBlock::rename_lock` (cross-directory), both directories' and both inodes'
+    /// inode locks exclusive.
+    ///
+    /// # Errors
+    /// `EMLINK`, `ENOSPC`; `EINVAL` for unsupported flags.
+    fn rename(
+        &self,
+        old_dir: &Inode,
+        old_name: &[u8],
+        new_dir: &Inode,
+        new_name: &[u8],
+        flags: RenameFlags,
+    ) -> Result<()> {
+        Err(Errno::EPERM)
+    }
+
+    /// The target of a symbolic link.
+    ///
+    /// # Errors
+    /// `EINVAL` if this is not a symbolic link.
+    fn get_link(&self, inode: &Inode) -> Result<Arc<[u8]>> {
+        Err(Errno::EINVAL)
+    }
+
+    /// Changes attributes; the VFS has checked permissions. A filesystem with data resizes it
+    /// for `attr.size` and then calls [`SetAttr::apply`].
+    ///
+    /// # Locking
+    /// The inode lock is held exclusive.
+    ///
+    /// # Errors
+    /// `EFBIG`, `ENOSPC` for sizes the filesystem cannot hold.
+    fn setattr(&self, inode: &Inode, attr: &SetAttr) -> Result<()> {
+        attr.apply(inode);
+        Ok(())
+    }
+
+    /// Opens the inode, returning the file's operations.
+    ///
+    /// # Errors
+    /// `ENXIO` for a device with no driver.
+    fn open(&self, inode: &Arc<Inode>, flags: OpenFlags) -> Result<Box<dyn FileOps>>;
+
+    /// Reads an extended attribute value.
+    ///
+    /// # Errors
+    /// `ENODATA` if absent; `EOPNOTSUPP` if unsupported.
+    fn getxattr(&self, inode: &Inode, name: &[u8]) -> Result<Vec<u8>> {
+        Err(Errno::EOPNOTSUPP)
+    }
+
+    /// Sets an extended attribute.
+    ///
+    /// # Errors
+    /// `EEXIST` with `CREATE`, `ENODATA` with `REPLACE`, `ENOSPC`; `EOPNOTSUPP` if unsupported.
+    fn setxattr(&self, inode: &Inode, name: &[u8], value: &[u8], flags: XattrFlags) -> Result<()> {
+        Err(Errno::EOPNOTSUPP)
+    }
+
+    /// Names of every extended attribute.
+    ///
+    /// # Errors
+    /// `EOPNOTSUPP` if unsupported.
+    fn listxattr(&self, inode: &Inode) -> Result<Vec<Vec<u8>>> {
+        Ok(Vec::new())
+    }
+
+    /// Removes an extended attribute.
+    ///
+    /// # Errors
+    /// `ENODATA` if absent.
+    fn removexattr(&self, inode: &Inode, name: &[u8]) -> Result<()> {
+        Err(Errno::EOPNOTSUPP)
+    }
+}
+
+/// Operations on an open file.
+#[allow(unused_variables)]
+pub trait FileOps: Send + Sync + 'static {
+    /// Reads at `pos` into `buf`; 0 at end of file.
+    ///
+    /// # Errors
+    /// `EINVAL` if the file cannot be read (the VFS has checked the access mode).
+    fn read(&self, file: &FileDescription, buf: &mut [u8], pos: u64) -> Result<usize> {
+        Err(Errno::EINVAL)
+    }
+
+    /// Writes `buf`; returns bytes written and the position after them. The VFS has checked
+    /// the access mode, offsets and limits it knows.
+    ///
+    /// # Errors
+    /// `ENOSPC`, `EFBIG` (nothing written); a short count if space ran out part way.
+    fn write(&self, file: &FileDescription, buf: &[u8], pos: WritePos) -> Result<(usize, u64)> {
+        Err(Errno::EINVAL)
+    }
+
+    /// Computes a new position for `lseek` (`cur` is the current one).
+    ///
+    /// # Errors
+    /// `EINVAL` for a bad origin or a negative result; `ENXIO` for `SEEK_DATA`/`SEEK_HOLE`
+    /// past the end.
+    fn llseek(&self, file: &FileDescription, offset: i64, whence: Whence, cur: u64) -> Result<u64> {
+        generic_llseek(file.inode().size(), offset, whence, cur)
+    }
+
+    /// Emits directory entries from `*pos` until `sink` returns false or the end; updates
+    /// `*pos` to resume after the last entry accepted.
+    ///
+    /// # Errors
+    /// `ENOTDIR` for a non-directory.
+    fn readdir(
+        &self,
+        file: &FileDescription,
+        pos: &mut u64,
+        sink: &mut dyn FnMut(DirEntry<'_>) -> bool,
+    ) -> Result<()> {
+        Err(Errno::ENOTDIR)
+    }
+
+    /// Flushes data (`fsync`, `fdatasync`).
+    ///
+    /// # Errors
+    /// `EINVAL` if the file cannot be synchronised.
+    fn fsync(&self, file: &FileDescription) -> Result<()> {
+        Ok(())
+    }
+
+    /// Allocates or deallocates space.
+    ///
+    /// # Errors
+    /// `EOPNOTSUPP` for unsupported modes; `ENOSPC`; `EFBIG`.
+    fn fallocate(&self, file: &FileDescription, mode: FallocFlags, offset: u64, len: u64) -> Result<()> {
+        Err(Errno::EOPNOTSUPP)
+    }
+
+    /// Called once when the last fd of the open file is closed (Linux: `->release`).
+    ///
+    /// # Locking
+    /// No VFS lock is held.
+    fn release(&self, file: &FileDescription) {}
+}
+
+/// `lseek` arithmetic for a file of `size` bytes with no holes (Linux: `generic_file_llseek()`).
+///
+/// # Errors
+/// `EINVAL` for an unknown origin or a negative result; `ENXIO` for `SEEK_DATA`/`SEEK_HOLE` at or
+/// past the end; `EOVERFLOW` when the sum overflows.
+pub fn generic_llseek(size: u64, offset: i64, whence: Whence, cur: u64) -> Result<u64> {
+    let size_i = i64::try_from(size).map_err(|_| Errno::EOVERFLOW)?;
+    let base = match whence {
+        Whence::SET => 0,
+        Whence::CUR => i64::try_from(cur).map_err(|_| Errno::EOVERFLOW)?,
+        Whence::END => size_i,
+        Whence::DATA => {
+            if offset < 0 || offset >= size_i {
+                return Err(Errno::ENXIO);
+            }
+            return Ok(offset as u64);
+        }
+        Whence::HOLE => {
+            if offset < 0 || offset >= size_i {
+                return Err(Errno::ENXIO);
+            }
+            return Ok(size);
+        }
+        _ => return Err(Errno::EINVAL),
+    };
+    let new = base.checked_add(offset).ok_or(Errno::EINVAL)?;
+    if new < 0 {
+        return Err(Errno::EINVAL);
+    }
+    Ok(new as u64)
+}

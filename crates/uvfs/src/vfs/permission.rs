@@ -1,0 +1,130 @@
+//! Permission checks. Linux: `generic_permission()`, `inode_permission()`, `may_delete()`,
+//! `may_create()` in fs/namei.c, `inode_owner_or_capable()`.
+
+use super::cred::{Capabilities, Cred};
+use super::inode::Inode;
+use crate::abi::{Access, Errno, FileType, Result, S_ISVTX, S_IXUGO};
+
+/// Owner/group/other check with capability overrides (Linux: `generic_permission()`).
+///
+/// # Fast path
+/// Loads the mode, uid and gid with relaxed loads; no lock.
+///
+/// # Errors
+/// `EACCES`.
+#[inline]
+pub fn generic_permission(cred: &Cred, inode: &Inode, mask: Access) -> Result<()> {
+    let mode = inode.mode();
+    let m = mask.bits();
+    let bits = if cred.fsuid == inode.uid() {
+        mode >> 6
+    } else if cred.in_group(inode.gid()) {
+        mode >> 3
+    } else {
+        mode
+    };
+    if m & !bits & 7 == 0 {
+        return Ok(());
+    }
+    if inode.is_dir() {
+        if !mask.contains(Access::WRITE) && cred.capable(Capabilities::DAC_READ_SEARCH) {
+            return Ok(());
+        }
+        if cred.capable(Capabilities::DAC_OVERRIDE) {
+            return Ok(());
+        }
+        return Err(Errno::EACCES);
+    }
+    if mask == Access::READ && cred.capable(Capabilities::DAC_READ_SEARCH) {
+        return Ok(());
+    }
+    if (!mask.contains(Access::EXEC) || mode & S_IXUGO != 0) && cred.capable(Capabilities::DAC_OVERRIDE) {
+        return Ok(());
+    }
+    Err(Errno::EACCES)
+}
+
+/// [`generic_permission`] plus the read-only filesystem rule (Linux: `inode_permission()`).
+///
+/// # Errors
+/// `EROFS` for a write to a regular file, directory or symlink of a read-only superblock;
+/// `EACCES`.
+pub fn inode_permission(cred: &Cred, inode: &Inode, mask: Access) -> Result<()> {
+    if mask.contains(Access::WRITE)
+        && inode.sb().is_rdonly()
+        && matches!(inode.file_type(), FileType::Regular | FileType::Directory | FileType::Symlink)
+    {
+        return Err(Errno::EROFS);
+    }
+    generic_permission(cred, inode, mask)
+}
+
+/// Search permission on a directory during a walk (Linux: `may_lookup()`).
+///
+/// # Fast path
+/// A directory with every execute bit set needs no credential check.
+///
+/// # Errors
+/// `EACCES`.
+#[inline]
+pub fn may_lookup(cred: &Cred, dir: &Inode) -> Result<()> {
+    if dir.mode() & S_IXUGO == S_IXUGO {
+        return Ok(());
+    }
+    generic_permission(cred, dir, Access::EXEC)
+}
+
+/// True if the caller owns the inode or has `CAP_FOWNER` (Linux: `inode_owner_or_capable()`).
+pub fn owner_or_capable(cred: &Cred, inode: &Inode) -> bool {
+    cred.fsuid == inode.uid() || cred.capable(Capabilities::FOWNER)
+}
+
+/// Sticky-directory rule: may the caller remove or rename `victim` from `dir`?
+/// (Linux: `check_sticky()`.)
+fn check_sticky(cred: &Cred, dir: &Inode, victim: &Inode) -> bool {
+    if dir.mode() & S_ISVTX == 0 {
+        return false;
+    }
+    cred.fsuid != victim.uid() && cred.fsuid != dir.uid() && !cred.capable(Capabilities::FOWNER)
+}
+
+/// Whether the victim of [`may_delete`] must be a directory.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum VictimKind {
+    /// `rmdir`, or rename of a directory.
+    Directory,
+    /// `unlink`, or rename of a non-directory.
+    NonDirectory,
+}
+
+/// May the caller remove `victim` from `dir`? (Linux: `may_delete()`.)
+///
+/// # Errors
+/// In Linux's order: `EACCES`/`EROFS` (write+search on `dir`), `EPERM` (sticky), `ENOTDIR`
+/// or `EISDIR` (type), `ENOENT` if `dir` is dead.
+pub fn may_delete(cred: &Cred, dir: &Inode, victim: &Inode, kind: VictimKind, dir_dead: bool) -> Result<()> {
+    inode_permission(cred, dir, Access::WRITE | Access::EXEC)?;
+    if check_sticky(cred, dir, victim) {
+        return Err(Errno::EPERM);
+    }
+    match kind {
+        VictimKind::Directory if !victim.is_dir() => return Err(Errno::ENOTDIR),
+        VictimKind::NonDirectory if victim.is_dir() => return Err(Errno::EISDIR),
+        _ => {}
+    }
+    if dir_dead {
+        return Err(Errno::ENOENT);
+    }
+    Ok(())
+}
+
+/// May the caller create an entry in `dir`? (Linux: `may_create()`.)
+///
+/// # Errors
+/// `ENOENT` if `dir` is dead; `EACCES`/`EROFS`.
+pub fn may_create(cred: &Cred, dir: &Inode, dir_dead: bool) -> Result<()> {
+    if dir_dead {
+        return Err(Errno::ENOENT);
+    }
+    inode_permission(cred, dir, Access::WRITE | Access::EXEC)
+}

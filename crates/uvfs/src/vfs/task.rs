@@ -1,0 +1,203 @@
+//! The calling context of every syscall-shaped call: credentials, root, cwd, umask and the fd
+//! table. Linux: `struct task_struct` with its `cred`, `fs_struct` and `files_struct`.
+
+use std::cell::{Cell, Ref, RefCell};
+use std::sync::Arc;
+
+use super::cred::Cred;
+use super::fd_table::FdTable;
+use super::file::FileDescription;
+use super::mount::{MountNamespace, VfsPath};
+use crate::abi::{Errno, Result};
+
+/// Root and working directory (Linux: `struct fs_struct`).
+#[derive(Clone, Debug)]
+pub(crate) struct FsState {
+    pub(crate) root: VfsPath,
+    pub(crate) cwd: VfsPath,
+}
+
+const FD_CACHE_SLOTS: usize = 4;
+
+/// A thread of a program using the VFS.
+///
+/// `Task` is `Send` but not `Sync`: one thread uses it at a time, as a Linux thread is the only
+/// user of its `current`. Several tasks may share one [`FdTable`] ([`Task::clone_thread`]).
+pub struct Task {
+    pub(crate) ns: Arc<MountNamespace>,
+    pub(crate) cred: RefCell<Cred>,
+    pub(crate) fs: RefCell<FsState>,
+    pub(crate) umask: Cell<u32>,
+    pub(crate) files: Arc<FdTable>,
+    /// Files of recently used fds, used only while `files` is not shared.
+    ///
+    /// # Fast path
+    /// Linux's `fdget()` skips the reference count when the table is not shared; here the
+    /// table's lock is skipped too: an unshared table changes only through this task, which
+    /// evicts an fd from the cache whenever it closes or replaces it. Invalidated by close,
+    /// dup2/dup3 onto the fd, exec and sharing; falls back to [`FdTable::get`].
+    fd_cache: RefCell<[Option<(i32, Arc<FileDescription>)>; FD_CACHE_SLOTS]>,
+}
+
+/// A borrowed open file: from the task's cache, or a counted reference.
+pub(crate) enum FileRef<'a> {
+    Cached(Ref<'a, Arc<FileDescription>>),
+    Owned(Arc<FileDescription>),
+}
+
+impl std::ops::Deref for FileRef<'_> {
+    type Target = Arc<FileDescription>;
+    #[inline]
+    fn deref(&self) -> &Arc<FileDescription> {
+        match self {
+            FileRef::Cached(r) => r,
+            FileRef::Owned(a) => a,
+        }
+    }
+}
+
+impl Task {
+    /// A task in `ns` with `cred`, rooted and working at the namespace root, umask 022.
+    pub fn new(ns: Arc<MountNamespace>, cred: Cred) -> Task {
+        let root = VfsPath { mnt: ns.root().clone(), dentry: ns.root().root().clone() };
+        Task {
+            ns,
+            cred: RefCell::new(cred),
+            fs: RefCell::new(FsState { root: root.clone(), cwd: root }),
+            umask: Cell::new(0o022),
+            files: Arc::new(FdTable::new()),
+            fd_cache: RefCell::new(Default::default()),
+        }
+    }
+
+    /// A task sharing this one's fd table (Linux: `clone(CLONE_FILES | CLONE_FS)` of a thread;
+    /// root, cwd and umask are copied).
+    pub fn clone_thread(&self) -> Task {
+        self.fd_cache_clear();
+        Task {
+            ns: self.ns.clone(),
+            cred: RefCell::new(self.cred.borrow().clone()),
+            fs: RefCell::new(self.fs.borrow().clone()),
+            umask: Cell::new(self.umask.get()),
+            files: self.files.clone(),
+            fd_cache: RefCell::new(Default::default()),
+        }
+    }
+
+    /// A task with a copy of this one's fd table (Linux: `fork()`).
+    pub fn fork(&self) -> Task {
+        Task {
+            ns: self.ns.clone(),
+            cred: RefCell::new(self.cred.borrow().clone()),
+            fs: RefCell::new(self.fs.borrow().clone()),
+            umask: Cell::new(self.umask.get()),
+            files: Arc::new(self.files.duplicate()),
+            fd_cache: RefCell::new(Default::default()),
+        }
+    }
+
+    /// The credentials (a copy).
+    pub fn cred(&self) -> Cred {
+        self.cred.borrow().clone()
+    }
+
+    /// Replaces the credentials (Linux: `setresuid`/`setgroups`/`capset` combined). When the
+    /// fsuid changes from 0 to non-zero, the filesystem capabilities are dropped as Linux does.
+    pub fn set_cred(&self, mut cred: Cred) {
+        let old = self.cred.borrow().fsuid;
+        if old == 0 && cred.fsuid != 0 {
+            cred.caps.remove(super::cred::Capabilities::FS_MASK);
+        }
+        *self.cred.borrow_mut() = cred;
+    }
+
+    /// The mount namespace.
+    pub fn namespace(&self) -> &Arc<MountNamespace> {
+        &self.ns
+    }
+
+    /// The fd table.
+    pub fn fd_table(&self) -> &Arc<FdTable> {
+        &self.files
+    }
+
+    /// Sets the open file limit (`RLIMIT_NOFILE`).
+    ///
+    /// # Errors
+    /// `EPERM` past the ceiling.
+    pub fn set_nofile_limit(&self, limit: u32) -> Result<()> {
+        self.files.set_limit(limit)
+    }
+
+    /// Runs exec's fd side: closes every close-on-exec fd.
+    pub fn exec_close_fds(&self) {
+        self.fd_cache_clear();
+        drop(self.files.close_on_exec());
+    }
+
+    /// The file at `fd`.
+    #[inline]
+    pub(crate) fn fget(&self, fd: i32) -> Result<FileRef<'_>> {
+        if fd < 0 {
+            return Err(Errno::EBADF);
+        }
+        if Arc::strong_count(&self.files) != 1 {
+            return Ok(FileRef::Owned(self.files.get(fd)?));
+        }
+        let slot = fd as usize % FD_CACHE_SLOTS;
+        {
+            let c = self.fd_cache.borrow();
+            if matches!(&c[slot], Some((f, _)) if *f == fd) {
+                return Ok(FileRef::Cached(Ref::map(c, |c| match &c[slot] {
+                    Some((_, file)) => file,
+                    None => unreachable!("checked above"),
+                })));
+            }
+        }
+        self.fget_slow(fd, slot)
+    }
+
+    #[cold]
+    fn fget_slow(&self, fd: i32, slot: usize) -> Result<FileRef<'_>> {
+        let file = self.files.get(fd)?;
+        match self.fd_cache.try_borrow_mut() {
+            Ok(mut c) => {
+                c[slot] = Some((fd, file));
+                drop(c);
+                let c = self.fd_cache.borrow();
+                Ok(FileRef::Cached(Ref::map(c, |c| match &c[slot] {
+                    Some((_, file)) => file,
+                    None => unreachable!("filled above"),
+                })))
+            }
+            Err(_) => Ok(FileRef::Owned(file)),
+        }
+    }
+
+    /// Forgets `fd` in the cache (it was closed or replaced).
+    pub(crate) fn fd_cache_evict(&self, fd: i32) {
+        if fd >= 0 {
+            let slot = fd as usize % FD_CACHE_SLOTS;
+            let old = {
+                let mut c = self.fd_cache.borrow_mut();
+                if matches!(&c[slot], Some((f, _)) if *f == fd) {
+                    c[slot].take()
+                } else {
+                    None
+                }
+            };
+            drop(old);
+        }
+    }
+
+    fn fd_cache_clear(&self) {
+        let old = std::mem::take(&mut *self.fd_cache.borrow_mut());
+        drop(old);
+    }
+}
+
+impl std::fmt::Debug for Task {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Task").field("cred", &*self.cred.borrow()).finish()
+    }
+}
