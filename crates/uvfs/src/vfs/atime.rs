@@ -4,7 +4,7 @@
 use super::file::FileDescription;
 use super::mount::MntFlags;
 use super::time::coarse_now;
-use crate::abi::{OpenFlags, Timespec};
+use crate::abi::OpenFlags;
 
 /// relatime updates an atime older than this even when it is newer than mtime and ctime.
 const RELATIME_MAX_AGE_SEC: i64 = 24 * 60 * 60;
@@ -30,18 +30,15 @@ pub(crate) fn touch_atime_at(mnt: &super::mount::Mount, inode: &super::inode::In
         return;
     }
     let atime = inode.atime_raw();
+    if mf.contains(MntFlags::RELATIME) && atime > inode.mtime_raw() && atime > inode.ctime_raw() {
+        // relatime: newer than both mtime and ctime, so only the age rule can ask for an update.
+        if coarse_now().sec - atime.sec < RELATIME_MAX_AGE_SEC {
+            return;
+        }
+    }
     let now = coarse_now();
     if atime == now {
         return;
     }
-    if mf.contains(MntFlags::RELATIME) && !relatime_need_update(inode, atime, now) {
-        return;
-    }
     inode.write_attrs(|w| w.set_atime(now));
-}
-
-#[cold]
-fn relatime_need_update(inode: &super::inode::Inode, atime: Timespec, now: Timespec) -> bool {
-    let a = inode.attrs(false);
-    a.mtime >= atime || a.ctime >= atime || now.sec - atime.sec >= RELATIME_MAX_AGE_SEC
 }

@@ -53,27 +53,117 @@ pub(crate) fn hash_seed() -> u64 {
     *SEED
 }
 
+const MIX_K: u64 = 0x517c_c1b7_2722_0a95;
+const ONES: u64 = 0x0101_0101_0101_0101;
+const HIGHS: u64 = 0x8080_8080_8080_8080;
+const SLASHES: u64 = 0x2f2f_2f2f_2f2f_2f2f;
+
+#[inline(always)]
+fn mix(h: u64, w: u64) -> u64 {
+    (h.rotate_left(5) ^ w).wrapping_mul(MIX_K)
+}
+
+#[inline(always)]
+fn finish(h: u64, len: usize) -> u64 {
+    let mut h = h ^ (h >> 29);
+    h = h.wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    h ^= h >> 32;
+    ((len as u64) << 32) | (h & 0xffff_ffff)
+}
+
+#[inline(always)]
+fn load8(s: &[u8], at: usize) -> u64 {
+    let mut a = [0u8; 8];
+    a.copy_from_slice(&s[at..at + 8]);
+    u64::from_le_bytes(a)
+}
+
+/// The first `n < 8` bytes of `s[at..]` as a little-endian word, zero-padded, without reading
+/// outside `s`.
+#[inline(always)]
+fn load_partial(s: &[u8], at: usize, n: usize) -> u64 {
+    if n == 0 {
+        return 0;
+    }
+    if s.len() >= 8 {
+        // One load of the eight bytes that end at `at + n`, shifted so the wanted bytes land
+        // at the bottom.
+        let end = at + n;
+        if end >= 8 {
+            return load8(s, end - 8) >> ((8 - n) * 8);
+        }
+    }
+    let mut w = 0u64;
+    for (k, &b) in s[at..at + n].iter().enumerate() {
+        w |= u64::from(b) << (8 * k);
+    }
+    w
+}
+
 /// Hash and length of a name in one word: `len << 32 | hash`, compared before the bytes.
 /// Linux: `hash_len` of `struct qstr`.
 #[inline]
 pub(crate) fn hash_len(seed: u64, name: &[u8]) -> u64 {
-    const K: u64 = 0x517c_c1b7_2722_0a95;
     let mut h = seed;
-    let mut chunks = name.chunks_exact(8);
-    for c in &mut chunks {
-        let w = u64::from_le_bytes([c[0], c[1], c[2], c[3], c[4], c[5], c[6], c[7]]);
-        h = (h.rotate_left(5) ^ w).wrapping_mul(K);
+    let full = name.len() / 8;
+    for k in 0..full {
+        h = mix(h, load8(name, k * 8));
     }
-    let rest = chunks.remainder();
-    if !rest.is_empty() {
-        let mut b = [0u8; 8];
-        b[..rest.len()].copy_from_slice(rest);
-        h = (h.rotate_left(5) ^ u64::from_le_bytes(b)).wrapping_mul(K);
+    let rest = name.len() % 8;
+    if rest != 0 {
+        h = mix(h, load_partial(name, full * 8, rest));
     }
-    h ^= h >> 29;
-    h = h.wrapping_mul(0xbf58_476d_1ce4_e5b9);
-    h ^= h >> 32;
-    ((name.len() as u64) << 32) | (h & 0xffff_ffff)
+    finish(h, name.len())
+}
+
+/// Scans the component at the start of `s` (up to the first `/` or the end) and hashes it in
+/// the same pass, eight bytes at a time; returns the component's length and its `hash_len`
+/// (equal to [`hash_len`] of the component). Linux: `hash_name()` in fs/namei.c.
+#[inline]
+pub(crate) fn hash_component(seed: u64, s: &[u8]) -> (usize, u64) {
+    let mut h = seed;
+    let mut off = 0;
+    loop {
+        let rem = s.len() - off;
+        let (word, avail) = if rem >= 8 { (load8(s, off), 8) } else { (load_partial(s, off, rem), rem) };
+        let x = word ^ SLASHES;
+        let slash = x.wrapping_sub(ONES) & !x & HIGHS;
+        let valid = if avail == 8 { u64::MAX } else { (1u64 << (avail * 8)) - 1 };
+        let slash = slash & valid;
+        if slash != 0 {
+            let n = (slash.trailing_zeros() / 8) as usize;
+            if n != 0 {
+                h = mix(h, word & ((1u64 << (n * 8)) - 1));
+            }
+            return (off + n, finish(h, off + n));
+        }
+        if avail < 8 {
+            if avail != 0 {
+                h = mix(h, word);
+            }
+            return (off + avail, finish(h, off + avail));
+        }
+        h = mix(h, word);
+        off += 8;
+    }
+}
+
+/// Name equality for names of equal length, eight bytes at a time (no library call).
+#[inline(always)]
+fn same_name(a: &[u8], b: &[u8]) -> bool {
+    let n = a.len();
+    if n != b.len() {
+        return false;
+    }
+    let mut k = 0;
+    while k + 8 <= n {
+        if load8(a, k) != load8(b, k) {
+            return false;
+        }
+        k += 8;
+    }
+    let rest = n - k;
+    rest == 0 || load_partial(a, k, rest) == load_partial(b, k, rest)
 }
 
 /// A published child: immutable except `next`.
@@ -153,7 +243,7 @@ impl ChildTable {
             // SAFETY: nodes reachable from a published chain are retired through COLLECTOR
             // only after being unlinked; `guard` keeps them alive.
             let n = unsafe { &*p };
-            if n.hash_len == hash_len && *n.name == *name {
+            if n.hash_len == hash_len && same_name(&n.name, name) {
                 return Some(n);
             }
             p = guard.protect(&n.next, Ordering::Acquire);
@@ -341,6 +431,29 @@ impl Drop for ChildTable {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn component_scan_hashes_like_hash_len_for_every_length_and_offset() {
+        let s = hash_seed();
+        let text = b"abcdefghijklmnopqrstuvwxyz0123456789ABCDEFGH";
+        for len in 0..40 {
+            for pre in 0..9 {
+                let mut path = vec![b'x'; pre];
+                path.clear();
+                path.extend_from_slice(&text[..len]);
+                path.push(b'/');
+                path.extend_from_slice(&text[..pre]);
+                let (n, h) = hash_component(s, &path);
+                assert_eq!(n, len);
+                assert_eq!(h, hash_len(s, &text[..len]), "len {len} tail {pre}");
+                let (n2, h2) = hash_component(s, &text[..len]);
+                assert_eq!((n2, h2), (len, hash_len(s, &text[..len])));
+            }
+        }
+        assert!(same_name(b"abcdefghij", b"abcdefghij"));
+        assert!(!same_name(b"abcdefghij", b"abcdefghiJ"));
+        assert!(!same_name(b"abc", b"abd"));
+    }
 
     #[test]
     fn hash_len_puts_length_in_the_high_word_and_differs_by_content() {

@@ -298,9 +298,22 @@ impl Inode {
         }
     }
 
-    /// The raw access time (single pair of loads).
+    /// The access time, read without a snapshot (a racing update may tear sec/nsec).
+    #[inline]
     pub fn atime_raw(&self) -> Timespec {
         self.atime.load()
+    }
+
+    /// The modification time, read without a snapshot.
+    #[inline]
+    pub fn mtime_raw(&self) -> Timespec {
+        self.mtime.load()
+    }
+
+    /// The change time, read without a snapshot.
+    #[inline]
+    pub fn ctime_raw(&self) -> Timespec {
+        self.ctime.load()
     }
 }
 

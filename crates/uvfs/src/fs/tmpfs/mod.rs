@@ -164,7 +164,7 @@ impl SuperOps for Tmpfs {
 /// What kind of tmpfs inode this is, with its contents.
 pub(crate) enum Kind {
     Dir(DirData),
-    Reg(RegData),
+    Reg(Arc<RegData>),
     Symlink(Arc<[u8]>),
     /// FIFO, socket or device node: no contents.
     Special,
@@ -313,7 +313,7 @@ impl InodeOps for Node {
     }
 
     fn create(&self, dir: &Inode, name: &[u8], new: &NewInode<'_>) -> Result<Arc<Inode>> {
-        self.create_entry(dir, name, new, Kind::Reg(RegData::default()))
+        self.create_entry(dir, name, new, Kind::Reg(Arc::default()))
     }
 
     fn mkdir(&self, dir: &Inode, name: &[u8], new: &NewInode<'_>) -> Result<Arc<Inode>> {
@@ -325,7 +325,7 @@ impl InodeOps for Node {
 
     fn mknod(&self, dir: &Inode, name: &[u8], new: &NewInode<'_>) -> Result<Arc<Inode>> {
         let kind = match FileType::from_mode(new.mode) {
-            Some(FileType::Regular) => Kind::Reg(RegData::default()),
+            Some(FileType::Regular) => Kind::Reg(Arc::default()),
             _ => Kind::Special,
         };
         self.create_entry(dir, name, new, kind)
@@ -352,7 +352,7 @@ impl InodeOps for Node {
 
     fn tmpfile(&self, dir: &Inode, new: &NewInode<'_>) -> Result<Arc<Inode>> {
         self.dir()?;
-        let inode = self.new_inode(dir, new, Kind::Reg(RegData::default()))?;
+        let inode = self.new_inode(dir, new, Kind::Reg(Arc::default()))?;
         inode.write_attrs(|w| w.set_nlink(0));
         Ok(inode)
     }
@@ -443,9 +443,9 @@ impl InodeOps for Node {
 
     fn open(&self, _inode: &Arc<Inode>, _flags: OpenFlags) -> Result<Box<dyn FileOps>> {
         match &self.kind {
-            Kind::Reg(_) => {
+            Kind::Reg(data) => {
                 self.opened();
-                Ok(Box::new(file::RegFile))
+                Ok(Box::new(file::RegFile { data: data.clone(), counters: self.counters.clone() }))
             }
             Kind::Dir(_) => {
                 self.opened();

@@ -9,8 +9,8 @@ use super::lookup::lookup_slow;
 use super::{Pos, Ref};
 use crate::abi::{Errno, FileType, ResolveFlags, Result, MAXSYMLINKS, NAME_MAX};
 use crate::vfs::cred::Cred;
-use crate::vfs::dcache::{hash_len, hash_seed};
-use crate::vfs::dentry::Cached;
+use crate::vfs::dcache::{hash_component, hash_len, hash_seed};
+use crate::vfs::dentry::{Cached, Dentry};
 use crate::vfs::mount::{MntFlags, MountNamespace};
 use crate::vfs::permission::may_lookup;
 
@@ -34,11 +34,13 @@ pub(crate) struct Last<'p> {
     pub(crate) kind: LastKind,
     /// The path ended in `/`: the result must be a directory.
     pub(crate) trailing_slash: bool,
+    /// `hash_len` of `name` (for `Normal`).
+    pub(crate) hash_len: u64,
 }
 
 impl Last<'_> {
     pub(crate) fn into_owned(self) -> Last<'static> {
-        Last { name: Cow::Owned(self.name.into_owned()), kind: self.kind, trailing_slash: self.trailing_slash }
+        Last { name: Cow::Owned(self.name.into_owned()), kind: self.kind, trailing_slash: self.trailing_slash, hash_len: self.hash_len }
     }
 }
 
@@ -62,11 +64,6 @@ pub(crate) struct Walker<'a> {
     /// Symbolic links followed so far.
     links: u32,
     seed: u64,
-}
-
-#[inline]
-fn next_slash(s: &[u8]) -> usize {
-    s.iter().position(|&b| b == b'/').unwrap_or(s.len())
 }
 
 impl<'a> Walker<'a> {
@@ -96,12 +93,12 @@ impl<'a> Walker<'a> {
         }
         if i == path.len() {
             let kind = if path.is_empty() { LastKind::Dot } else { LastKind::Root };
-            return Ok((pos, Last { name: Cow::Borrowed(&b""[..]), kind, trailing_slash: false }));
+            return Ok((pos, Last { name: Cow::Borrowed(&b""[..]), kind, trailing_slash: false, hash_len: 0 }));
         }
         loop {
             let dir = pos.inode().ok_or(Errno::ENOENT)?;
             may_lookup(self.cred, dir)?;
-            let len = next_slash(&path[i..]);
+            let (len, hl) = hash_component(self.seed, &path[i..]);
             let name = &path[i..i + len];
             let mut j = i + len;
             while j < path.len() && path[j] == b'/' {
@@ -113,13 +110,100 @@ impl<'a> Walker<'a> {
                     b".." => LastKind::DotDot,
                     _ => LastKind::Normal,
                 };
-                return Ok((pos, Last { name: Cow::Borrowed(name), kind, trailing_slash: i + len < path.len() }));
+                return Ok((pos, Last { name: Cow::Borrowed(name), kind, trailing_slash: i + len < path.len(), hash_len: hl }));
+            }
+            if let Some(d) = self.step_fast(&pos, name, hl, FollowLast::Yes) {
+                if d.inode().is_some_and(|i| i.is_dir()) {
+                    pos.dentry = Ref::B(d);
+                    i = j;
+                    continue;
+                }
             }
             pos = self.step(pos, name, FollowLast::Yes)?;
             if !pos.is_dir() {
                 return Err(Errno::ENOTDIR);
             }
             i = j;
+        }
+    }
+
+    /// The common step, inline: a cached, current, positive child that is neither a mountpoint
+    /// nor a symbolic link to follow. Everything else returns `None` and takes
+    /// [`Walker::step`].
+    ///
+    /// # Fast path
+    /// No lock, no reference count, no store: the table lookup of [`Dentry::lookup_fast`] and
+    /// flag loads. Falls back on `.`/`..`, misses, changed children, negative entries,
+    /// mountpoints and links to follow.
+    #[inline(always)]
+    fn step_fast(&self, pos: &Pos<'a>, name: &[u8], hl: u64, follow: FollowLast) -> Option<&'a Arc<Dentry>> {
+        if name.first() == Some(&b'.') && (name.len() == 1 || name == b"..") {
+            return None;
+        }
+        match pos.dentry.lookup_fast(hl, name, self.guard) {
+            Cached::Hit(d) => {
+                let inode = d.inode()?;
+                if d.is_mountpoint() || (follow == FollowLast::Yes && inode.file_type() == FileType::Symlink) {
+                    return None;
+                }
+                Some(d)
+            }
+            Cached::Miss => None,
+        }
+    }
+
+    /// Resolves a whole path through cached, current entries only, touching nothing but
+    /// dentry pointers (Linux: the RCU-walk half of `path_lookupat()`). `None` means "not
+    /// resolvable this way"; the caller restarts with [`Walker::lookup`], which reports errors.
+    ///
+    /// # Fast path
+    /// No lock, no reference count, no store; one bucket chain per component. Falls back on an
+    /// owned start, a scoped absolute path, `.`/`..`, trailing slashes, misses, changed or
+    /// negative entries, mountpoints, links to follow, and failed search permission.
+    #[inline]
+    pub(crate) fn lookup_fast_path(&self, start: &Pos<'a>, path: &[u8], follow: FollowLast) -> Option<&'a Arc<Dentry>> {
+        let mut i = 0;
+        let mut d: &'a Arc<Dentry> = if path.first() == Some(&b'/') {
+            if self.resolve.intersects(ResolveFlags::BENEATH | ResolveFlags::NO_XDEV) {
+                return None;
+            }
+            while i < path.len() && path[i] == b'/' {
+                i += 1;
+            }
+            match self.root.dentry {
+                Ref::B(r) => r,
+                Ref::O(_) => return None,
+            }
+        } else {
+            match start.dentry {
+                Ref::B(r) => r,
+                Ref::O(_) => return None,
+            }
+        };
+        if i == path.len() {
+            return None;
+        }
+        loop {
+            let dir = d.inode()?;
+            if !dir.is_dir() || may_lookup(self.cred, dir).is_err() {
+                return None;
+            }
+            let (len, hl) = hash_component(self.seed, &path[i..]);
+            let name = &path[i..i + len];
+            let j = i + len;
+            if j == path.len() {
+                let pos = Pos { mnt: start.mnt.clone(), dentry: Ref::B(d) };
+                return self.step_fast(&pos, name, hl, follow);
+            }
+            if path[j] == b'/' && j + 1 < path.len() && path[j + 1] == b'/' {
+                return None;
+            }
+            if j + 1 == path.len() {
+                return None;
+            }
+            let pos = Pos { mnt: start.mnt.clone(), dentry: Ref::B(d) };
+            d = self.step_fast(&pos, name, hl, FollowLast::Yes)?;
+            i = j + 1;
         }
     }
 
@@ -130,6 +214,9 @@ impl<'a> Walker<'a> {
     pub(crate) fn lookup(&mut self, start: Pos<'a>, path: &[u8], follow: FollowLast) -> Result<Pos<'a>> {
         if path.is_empty() {
             return Ok(start);
+        }
+        if let Some(d) = self.lookup_fast_path(&start, path, follow) {
+            return Ok(Pos { mnt: start.mnt, dentry: Ref::B(d) });
         }
         let (parent, last) = self.walk_parent(start, path)?;
         self.resolve_last(parent, &last, follow)
@@ -144,7 +231,10 @@ impl<'a> Walker<'a> {
         let pos = match last.kind {
             LastKind::Root | LastKind::Dot => parent,
             LastKind::DotDot => self.follow_dotdot(parent)?,
-            LastKind::Normal => self.step(parent, &last.name, follow)?,
+            LastKind::Normal => match self.step_fast(&parent, &last.name, last.hash_len, follow) {
+                Some(d) => Pos { mnt: parent.mnt, dentry: Ref::B(d) },
+                None => self.step(parent, &last.name, follow)?,
+            },
         };
         if last.trailing_slash && !pos.is_dir() {
             return Err(Errno::ENOTDIR);
@@ -171,7 +261,7 @@ impl<'a> Walker<'a> {
 
     /// Finds a child: cached and lock-free when possible, else locked.
     #[inline]
-    pub(crate) fn lookup_one(&self, dir: &Pos<'a>, name: &[u8]) -> Result<Ref<'a, crate::vfs::dentry::Dentry>> {
+    pub(crate) fn lookup_one(&self, dir: &Pos<'a>, name: &[u8]) -> Result<Ref<'a, Dentry>> {
         if name.len() > NAME_MAX {
             return Err(Errno::ENAMETOOLONG);
         }
