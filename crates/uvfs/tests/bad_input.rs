@@ -11,13 +11,22 @@ fn setup() -> (Vfs, Task, i32) {
     let vfs = Vfs::new();
     let t = vfs.task(Cred::root());
     t.mkdirat(AT_FDCWD, "/d", 0o755).expect("mkdir");
-    let fd = t.openat(AT_FDCWD, "/d/keep", OpenFlags::CREAT | OpenFlags::RDWR, 0o644).expect("create");
+    let fd = t
+        .openat(
+            AT_FDCWD,
+            "/d/keep",
+            OpenFlags::CREAT | OpenFlags::RDWR,
+            0o644,
+        )
+        .expect("create");
     assert_eq!(t.write(fd, b"precious").expect("write"), 8);
     (vfs, t, fd)
 }
 
 fn assert_kept(t: &Task) {
-    let fd = t.openat(AT_FDCWD, "/d/keep", OpenFlags::RDONLY, 0).expect("still there");
+    let fd = t
+        .openat(AT_FDCWD, "/d/keep", OpenFlags::RDONLY, 0)
+        .expect("still there");
     let mut b = [0u8; 16];
     let n = t.read(fd, &mut b).expect("read");
     assert_eq!(&b[..n], b"precious");
@@ -33,21 +42,37 @@ fn malformed_paths_get_linux_errnos() {
     let ok_name = vec![b'b'; NAME_MAX];
     let mut p = b"/d/".to_vec();
     p.extend_from_slice(&long_name);
-    assert_eq!(t.openat(AT_FDCWD, &p, OpenFlags::CREAT | OpenFlags::WRONLY, 0o644), Err(Errno::ENAMETOOLONG));
+    assert_eq!(
+        t.openat(AT_FDCWD, &p, OpenFlags::CREAT | OpenFlags::WRONLY, 0o644),
+        Err(Errno::ENAMETOOLONG)
+    );
     assert_eq!(t.mkdirat(AT_FDCWD, &p, 0o755), Err(Errno::ENAMETOOLONG));
     assert_eq!(t.stat(&p), Err(Errno::ENAMETOOLONG));
     assert_eq!(t.stat(&long_path), Err(Errno::ENAMETOOLONG));
     assert_eq!(t.stat(""), Err(Errno::ENOENT));
-    assert_eq!(t.openat(AT_FDCWD, "", OpenFlags::RDONLY, 0), Err(Errno::ENOENT));
+    assert_eq!(
+        t.openat(AT_FDCWD, "", OpenFlags::RDONLY, 0),
+        Err(Errno::ENOENT)
+    );
     assert_eq!(t.stat("/d/a\0b"), Err(Errno::EINVAL));
     assert_eq!(t.mkdirat(AT_FDCWD, "/d/nul\0", 0o755), Err(Errno::EINVAL));
     let mut q = b"/d/".to_vec();
     q.extend_from_slice(&ok_name);
-    t.mkdirat(AT_FDCWD, &q, 0o755).expect("NAME_MAX bytes is allowed");
+    t.mkdirat(AT_FDCWD, &q, 0o755)
+        .expect("NAME_MAX bytes is allowed");
     assert_eq!(t.mkdirat(AT_FDCWD, "/", 0o755), Err(Errno::EEXIST));
-    assert_eq!(t.unlinkat(AT_FDCWD, "/d/.", AtFlags::empty()), Err(Errno::EISDIR));
-    assert_eq!(t.unlinkat(AT_FDCWD, "/d/.", AtFlags::REMOVEDIR), Err(Errno::EINVAL));
-    assert_eq!(t.unlinkat(AT_FDCWD, "/d/keep/", AtFlags::empty()), Err(Errno::ENOTDIR));
+    assert_eq!(
+        t.unlinkat(AT_FDCWD, "/d/.", AtFlags::empty()),
+        Err(Errno::EISDIR)
+    );
+    assert_eq!(
+        t.unlinkat(AT_FDCWD, "/d/.", AtFlags::REMOVEDIR),
+        Err(Errno::EINVAL)
+    );
+    assert_eq!(
+        t.unlinkat(AT_FDCWD, "/d/keep/", AtFlags::empty()),
+        Err(Errno::ENOTDIR)
+    );
     assert_eq!(t.stat("/d/keep/x"), Err(Errno::ENOTDIR));
     assert_eq!(t.symlinkat("", AT_FDCWD, "/d/l"), Err(Errno::ENOENT));
     assert_kept(&t);
@@ -73,20 +98,29 @@ fn bad_fds_get_ebadf() {
     // A relative path from a non-directory fd.
     assert_eq!(t.openat(fd, "x", OpenFlags::RDONLY, 0), Err(Errno::ENOTDIR));
     // The wrong kind of fd for the call.
-    let dir = t.openat(AT_FDCWD, "/d", OpenFlags::DIRECTORY, 0).expect("open dir");
+    let dir = t
+        .openat(AT_FDCWD, "/d", OpenFlags::DIRECTORY, 0)
+        .expect("open dir");
     assert_eq!(t.read(dir, &mut b), Err(Errno::EISDIR));
     assert_eq!(t.write(dir, b"x"), Err(Errno::EBADF));
     assert_eq!(t.getdents64(fd, &mut [0u8; 64]), Err(Errno::ENOTDIR));
     assert_eq!(t.getdents64(dir, &mut [0u8; 8]), Err(Errno::EINVAL));
-    let path = t.openat(AT_FDCWD, "/d/keep", OpenFlags::PATH, 0).expect("O_PATH");
+    let path = t
+        .openat(AT_FDCWD, "/d/keep", OpenFlags::PATH, 0)
+        .expect("O_PATH");
     assert_eq!(t.read(path, &mut b), Err(Errno::EBADF));
     assert_eq!(t.ftruncate(path, 0), Err(Errno::EBADF));
     assert_eq!(t.fchmod(path, 0o600), Err(Errno::EBADF));
     assert!(t.fstat(path).is_ok());
-    let ro = t.openat(AT_FDCWD, "/d/keep", OpenFlags::RDONLY, 0).expect("ro");
+    let ro = t
+        .openat(AT_FDCWD, "/d/keep", OpenFlags::RDONLY, 0)
+        .expect("ro");
     assert_eq!(t.write(ro, b"x"), Err(Errno::EBADF));
     assert_eq!(t.ftruncate(ro, 0), Err(Errno::EINVAL));
-    assert_eq!(t.fallocate(ro, FallocFlags::empty(), 0, 10), Err(Errno::EBADF));
+    assert_eq!(
+        t.fallocate(ro, FallocFlags::empty(), 0, 10),
+        Err(Errno::EBADF)
+    );
     assert_kept(&t);
 }
 
@@ -107,41 +141,124 @@ fn bad_offsets_and_lengths_get_einval_or_efbig() {
     assert_eq!(t.lseek(fd, 100, Whence::DATA), Err(Errno::ENXIO));
     assert_eq!(t.ftruncate(fd, -1), Err(Errno::EINVAL));
     assert_eq!(t.truncate("/d/keep", -5), Err(Errno::EINVAL));
-    assert_eq!(t.fallocate(fd, FallocFlags::empty(), -1, 10), Err(Errno::EINVAL));
-    assert_eq!(t.fallocate(fd, FallocFlags::empty(), 0, 0), Err(Errno::EINVAL));
-    assert_eq!(t.fallocate(fd, FallocFlags::PUNCH_HOLE, 0, 10), Err(Errno::EOPNOTSUPP));
-    assert_eq!(t.fallocate(fd, FallocFlags::empty(), i64::MAX, 10), Err(Errno::EFBIG));
+    assert_eq!(
+        t.fallocate(fd, FallocFlags::empty(), -1, 10),
+        Err(Errno::EINVAL)
+    );
+    assert_eq!(
+        t.fallocate(fd, FallocFlags::empty(), 0, 0),
+        Err(Errno::EINVAL)
+    );
+    assert_eq!(
+        t.fallocate(fd, FallocFlags::PUNCH_HOLE, 0, 10),
+        Err(Errno::EOPNOTSUPP)
+    );
+    assert_eq!(
+        t.fallocate(fd, FallocFlags::empty(), i64::MAX, 10),
+        Err(Errno::EFBIG)
+    );
     let many: Vec<IoSlice<'_>> = (0..IOV_MAX + 1).map(|_| IoSlice::new(b"x")).collect();
     assert_eq!(t.writev(fd, &many), Err(Errno::EINVAL));
     let mut bufs = [[0u8; 1]; 2];
     let mut iov: Vec<IoSliceMut<'_>> = bufs.iter_mut().map(|b| IoSliceMut::new(b)).collect();
     assert!(t.preadv(fd, &mut iov, 0).is_ok());
-    assert_eq!(t.utimensat(AT_FDCWD, Some(b"/d/keep"), Some([Timespec::new(0, 1_000_000_000), Timespec::new(0, 0)]), AtFlags::empty()), Err(Errno::EINVAL));
+    assert_eq!(
+        t.utimensat(
+            AT_FDCWD,
+            Some(b"/d/keep"),
+            Some([Timespec::new(0, 1_000_000_000), Timespec::new(0, 0)]),
+            AtFlags::empty()
+        ),
+        Err(Errno::EINVAL)
+    );
     assert_kept(&t);
 }
 
 #[test]
 fn bad_flags_get_einval() {
     let (_v, t, _) = setup();
-    assert_eq!(t.unlinkat(AT_FDCWD, "/d/keep", AtFlags::SYMLINK_FOLLOW), Err(Errno::EINVAL));
-    assert_eq!(t.renameat2(AT_FDCWD, "/d/keep", AT_FDCWD, "/d/k2", RenameFlags::from_bits_retain(0x80)), Err(Errno::EINVAL));
-    assert_eq!(t.renameat2(AT_FDCWD, "/d/keep", AT_FDCWD, "/d/k2", RenameFlags::EXCHANGE | RenameFlags::NOREPLACE), Err(Errno::EINVAL));
-    assert_eq!(t.linkat(AT_FDCWD, "/d/keep", AT_FDCWD, "/d/k2", AtFlags::REMOVEDIR), Err(Errno::EINVAL));
-    assert_eq!(t.fstatat(AT_FDCWD, "/d/keep", AtFlags::REMOVEDIR), Err(Errno::EINVAL));
-    assert_eq!(t.faccessat2(AT_FDCWD, "/d/keep", 8, AtFlags::empty()), Err(Errno::EINVAL));
-    assert_eq!(t.statx(AT_FDCWD, "/d/keep", AtFlags::empty(), StatxMask::RESERVED), Err(Errno::EINVAL));
-    let how = OpenHow { flags: 1 << 40, mode: 0, resolve: 0 };
+    assert_eq!(
+        t.unlinkat(AT_FDCWD, "/d/keep", AtFlags::SYMLINK_FOLLOW),
+        Err(Errno::EINVAL)
+    );
+    assert_eq!(
+        t.renameat2(
+            AT_FDCWD,
+            "/d/keep",
+            AT_FDCWD,
+            "/d/k2",
+            RenameFlags::from_bits_retain(0x80)
+        ),
+        Err(Errno::EINVAL)
+    );
+    assert_eq!(
+        t.renameat2(
+            AT_FDCWD,
+            "/d/keep",
+            AT_FDCWD,
+            "/d/k2",
+            RenameFlags::EXCHANGE | RenameFlags::NOREPLACE
+        ),
+        Err(Errno::EINVAL)
+    );
+    assert_eq!(
+        t.linkat(AT_FDCWD, "/d/keep", AT_FDCWD, "/d/k2", AtFlags::REMOVEDIR),
+        Err(Errno::EINVAL)
+    );
+    assert_eq!(
+        t.fstatat(AT_FDCWD, "/d/keep", AtFlags::REMOVEDIR),
+        Err(Errno::EINVAL)
+    );
+    assert_eq!(
+        t.faccessat2(AT_FDCWD, "/d/keep", 8, AtFlags::empty()),
+        Err(Errno::EINVAL)
+    );
+    assert_eq!(
+        t.statx(AT_FDCWD, "/d/keep", AtFlags::empty(), StatxMask::RESERVED),
+        Err(Errno::EINVAL)
+    );
+    let how = OpenHow {
+        flags: 1 << 40,
+        mode: 0,
+        resolve: 0,
+    };
     assert_eq!(t.openat2(AT_FDCWD, "/d/keep", &how), Err(Errno::EINVAL));
-    let how = OpenHow { flags: 0, mode: 0o644, resolve: 0 };
+    let how = OpenHow {
+        flags: 0,
+        mode: 0o644,
+        resolve: 0,
+    };
     assert_eq!(t.openat2(AT_FDCWD, "/d/keep", &how), Err(Errno::EINVAL));
-    let how = OpenHow { flags: 0, mode: 0, resolve: 1 << 10 };
+    let how = OpenHow {
+        flags: 0,
+        mode: 0,
+        resolve: 1 << 10,
+    };
     assert_eq!(t.openat2(AT_FDCWD, "/d/keep", &how), Err(Errno::EINVAL));
-    assert_eq!(t.setxattr("/d/keep", "user.a", b"v", XattrFlags::from_bits_retain(4)), Err(Errno::EINVAL));
-    assert_eq!(t.setxattr("/d/keep", "", b"v", XattrFlags::empty()), Err(Errno::ERANGE));
-    assert_eq!(t.setxattr("/d/keep", "bogus.a", b"v", XattrFlags::empty()), Err(Errno::EOPNOTSUPP));
-    assert_eq!(t.umount2("/d", UmountFlags::from_bits_retain(0x100)), Err(Errno::EINVAL));
-    assert_eq!(t.mknodat(AT_FDCWD, "/d/n", 0o170000 | 0o644, 0), Err(Errno::EINVAL));
-    assert_eq!(t.mknodat(AT_FDCWD, "/d/n", FileType::Directory.mode_bits() | 0o644, 0), Err(Errno::EPERM));
+    assert_eq!(
+        t.setxattr("/d/keep", "user.a", b"v", XattrFlags::from_bits_retain(4)),
+        Err(Errno::EINVAL)
+    );
+    assert_eq!(
+        t.setxattr("/d/keep", "", b"v", XattrFlags::empty()),
+        Err(Errno::ERANGE)
+    );
+    assert_eq!(
+        t.setxattr("/d/keep", "bogus.a", b"v", XattrFlags::empty()),
+        Err(Errno::EOPNOTSUPP)
+    );
+    assert_eq!(
+        t.umount2("/d", UmountFlags::from_bits_retain(0x100)),
+        Err(Errno::EINVAL)
+    );
+    assert_eq!(
+        t.mknodat(AT_FDCWD, "/d/n", 0o170000 | 0o644, 0),
+        Err(Errno::EINVAL)
+    );
+    assert_eq!(
+        t.mknodat(AT_FDCWD, "/d/n", FileType::Directory.mode_bits() | 0o644, 0),
+        Err(Errno::EPERM)
+    );
     assert_kept(&t);
 }
 
@@ -149,7 +266,9 @@ fn bad_flags_get_einval() {
 fn exhausted_limits_get_emfile_and_enospc_and_keep_data() {
     let vfs = Vfs::with_root_options(Some("size=16k,nr_inodes=8")).expect("options");
     let t = vfs.task(Cred::root());
-    let fd = t.openat(AT_FDCWD, "/keep", OpenFlags::CREAT | OpenFlags::RDWR, 0o644).expect("create");
+    let fd = t
+        .openat(AT_FDCWD, "/keep", OpenFlags::CREAT | OpenFlags::RDWR, 0o644)
+        .expect("create");
     t.write(fd, b"precious").expect("write");
     let big = vec![7u8; 64 * 1024];
     // 4 pages fit; the first page is taken by "precious": the write is short, not failed.
@@ -174,7 +293,10 @@ fn exhausted_limits_get_emfile_and_enospc_and_keep_data() {
     let _a = t.dup(fd).expect("fd 1");
     let _b = t.dup(fd).expect("fd 2");
     assert_eq!(t.dup(fd), Err(Errno::EMFILE));
-    assert_eq!(t.openat(AT_FDCWD, "/keep", OpenFlags::RDONLY, 0), Err(Errno::EMFILE));
+    assert_eq!(
+        t.openat(AT_FDCWD, "/keep", OpenFlags::RDONLY, 0),
+        Err(Errno::EMFILE)
+    );
     assert_eq!(t.fcntl(fd, FcntlCmd::DupFd(3)), Err(Errno::EINVAL));
 }
 
@@ -185,14 +307,29 @@ fn random_hostile_calls_never_panic() {
     let vfs = Vfs::new();
     let root = vfs.task(Cred::root());
     root.mkdirat(AT_FDCWD, "/vault", 0o700).expect("mkdir");
-    let keep = root.openat(AT_FDCWD, "/vault/keep", OpenFlags::CREAT | OpenFlags::RDWR, 0o600).expect("create");
+    let keep = root
+        .openat(
+            AT_FDCWD,
+            "/vault/keep",
+            OpenFlags::CREAT | OpenFlags::RDWR,
+            0o600,
+        )
+        .expect("create");
     root.write(keep, b"precious").expect("write");
     root.mkdirat(AT_FDCWD, "/d", 0o777).expect("mkdir");
-    root.fchmodat(AT_FDCWD, "/d", 0o777, AtFlags::empty()).expect("chmod past the umask");
+    root.fchmodat(AT_FDCWD, "/d", 0o777, AtFlags::empty())
+        .expect("chmod past the umask");
     let t = root.fork();
-    t.close(keep).expect("the fork drops its copy of the vault fd");
+    t.close(keep)
+        .expect("the fork drops its copy of the vault fd");
     t.set_cred(Cred::user(1000, 1000, &[]));
-    t.openat(AT_FDCWD, "/d/keep", OpenFlags::CREAT | OpenFlags::RDWR, 0o644).expect("create");
+    t.openat(
+        AT_FDCWD,
+        "/d/keep",
+        OpenFlags::CREAT | OpenFlags::RDWR,
+        0o644,
+    )
+    .expect("create");
     let mut s: u64 = 0x9e37_79b9_7f4a_7c15;
     let mut next = move || {
         s ^= s << 13;
@@ -200,8 +337,23 @@ fn random_hostile_calls_never_panic() {
         s ^= s << 17;
         s
     };
-    let parts: [&[u8]; 15] =
-        [b"/", b"d", b"..", b".", b"", b"\0", b"keep", b"x", b"//", b"d/keep", b"lnk", b"sub", b"a/b/c", b"\xff\xfe", b"vault"];
+    let parts: [&[u8]; 15] = [
+        b"/",
+        b"d",
+        b"..",
+        b".",
+        b"",
+        b"\0",
+        b"keep",
+        b"x",
+        b"//",
+        b"d/keep",
+        b"lnk",
+        b"sub",
+        b"a/b/c",
+        b"\xff\xfe",
+        b"vault",
+    ];
     let mut buf = [0u8; 64];
     let mut errors = 0u32;
     for _ in 0..20_000 {
@@ -220,29 +372,65 @@ fn random_hostile_calls_never_panic() {
         let fl = OpenFlags::from_bits_retain(next() as u32 & !OpenFlags::TMPFILE.bits());
         let path = &p[..];
         let r: Result<()> = match next() % 16 {
-            0 => t.openat(AT_FDCWD, path, fl, next() as u32).map(|x| drop(t.close(x))),
+            0 => t
+                .openat(AT_FDCWD, path, fl, next() as u32)
+                .and_then(|x| t.close(x)),
             1 => t.mkdirat(f, path, next() as u32),
             2 => t.unlinkat(f, path, AtFlags::from_bits_retain(next() as u32 & 0x1fff)),
-            3 => t.renameat2(f, path, AT_FDCWD, b"/d/r", RenameFlags::from_bits_retain(next() as u32 & 7)),
+            3 => t.renameat2(
+                f,
+                path,
+                AT_FDCWD,
+                b"/d/r",
+                RenameFlags::from_bits_retain(next() as u32 & 7),
+            ),
             4 => t.symlinkat(path, AT_FDCWD, b"/d/lnk"),
-            5 => t.fstatat(f, path, AtFlags::from_bits_retain(next() as u32 & 0x1fff)).map(drop),
+            5 => t
+                .fstatat(f, path, AtFlags::from_bits_retain(next() as u32 & 0x1fff))
+                .map(drop),
             6 => t.pread(f, &mut buf, n).map(drop),
             7 => t.pwrite(f, &buf[..(next() % 64) as usize], n).map(drop),
             8 => t.lseek(f, n, Whence((next() % 7) as u32)).map(drop),
             9 => t.ftruncate(f, n % (1 << 20)),
-            10 => t.fallocate(f, FallocFlags::from_bits_retain(next() as u32 & 0x7f), n, (next() as i64) >> 40),
-            11 => t.linkat(f, path, AT_FDCWD, b"/d/h", AtFlags::from_bits_retain(next() as u32 & 0x1fff)),
+            10 => t.fallocate(
+                f,
+                FallocFlags::from_bits_retain(next() as u32 & 0x7f),
+                n,
+                (next() as i64) >> 40,
+            ),
+            11 => t.linkat(
+                f,
+                path,
+                AT_FDCWD,
+                b"/d/h",
+                AtFlags::from_bits_retain(next() as u32 & 0x1fff),
+            ),
             12 => t.readlinkat(f, path, &mut buf).map(drop),
-            13 => t.fchmodat(f, path, next() as u32, AtFlags::from_bits_retain(next() as u32 & 0x1fff)),
-            14 => t.getdents64(f, &mut buf[..(next() % 64) as usize]).map(drop),
-            _ => t.setxattr(path, path, &buf[..4], XattrFlags::from_bits_retain(next() as u32 & 3)),
+            13 => t.fchmodat(
+                f,
+                path,
+                next() as u32,
+                AtFlags::from_bits_retain(next() as u32 & 0x1fff),
+            ),
+            14 => t
+                .getdents64(f, &mut buf[..(next() % 64) as usize])
+                .map(drop),
+            _ => t.setxattr(
+                path,
+                path,
+                &buf[..4],
+                XattrFlags::from_bits_retain(next() as u32 & 3),
+            ),
         };
         if let Err(e) = r {
             assert!(e.name().is_some(), "an errno Linux defines: {e:?}");
             errors += 1;
         }
     }
-    assert!(errors > 10_000, "the storm is mostly bad input ({errors} errors)");
+    assert!(
+        errors > 10_000,
+        "the storm is mostly bad input ({errors} errors)"
+    );
     let mut b = [0u8; 16];
     let n = root.pread(keep, &mut b, 0).expect("read");
     assert_eq!(&b[..n], b"precious");

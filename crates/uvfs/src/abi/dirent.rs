@@ -52,7 +52,12 @@ impl Dirent {
             }
             let name = &buf[NAME_OFFSET..reclen];
             let end = name.iter().position(|&b| b == 0).unwrap_or(name.len());
-            out.push(Dirent { ino, off, d_type: buf[18], name: name[..end].to_vec() });
+            out.push(Dirent {
+                ino,
+                off,
+                d_type: buf[18],
+                name: name[..end].to_vec(),
+            });
             buf = &buf[reclen..];
         }
         out

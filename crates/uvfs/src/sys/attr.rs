@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use super::EmptyPath;
 use crate::abi::{
-    Access, AtFlags, Errno, FileType, ResolveFlags, Result, Timespec, MAX_LFS_FILESIZE, S_IALLUGO, S_ISGID, S_ISUID,
+    Access, AtFlags, Errno, FileType, ResolveFlags, Result, Timespec, S_IALLUGO, S_ISGID, S_ISUID,
     S_IXGRP, UTIME_NOW, UTIME_OMIT,
 };
 use crate::vfs::cred::{Capabilities, Cred};
@@ -48,8 +48,14 @@ fn nsec_valid(t: &Timespec) -> bool {
 
 impl Task {
     fn resolve(&self, dirfd: i32, path: &[u8], flags: AtFlags) -> Result<VfsPath> {
-        let empty = if flags.contains(AtFlags::EMPTY_PATH) { EmptyPath::Allow } else { EmptyPath::Reject };
-        self.with_path(dirfd, path, empty, ResolveFlags::empty(), |w, s| Ok(w.lookup(s, path, follow_of(flags))?.to_path()))
+        let empty = if flags.contains(AtFlags::EMPTY_PATH) {
+            EmptyPath::Allow
+        } else {
+            EmptyPath::Reject
+        };
+        self.with_path(dirfd, path, empty, ResolveFlags::empty(), |w, s| {
+            Ok(w.lookup(s, path, follow_of(flags))?.to_path())
+        })
     }
 
     /// `fchmodat2(2)` (`fchmodat` with flags): sets the permission bits.
@@ -57,7 +63,13 @@ impl Task {
     /// # Errors
     /// `EINVAL` for unknown flags; path errors; `EROFS`; `EOPNOTSUPP` for a symlink with
     /// `AT_SYMLINK_NOFOLLOW`; `EPERM` for a non-owner without `CAP_FOWNER`.
-    pub fn fchmodat(&self, dirfd: i32, path: impl AsRef<[u8]>, mode: u32, flags: AtFlags) -> Result<()> {
+    pub fn fchmodat(
+        &self,
+        dirfd: i32,
+        path: impl AsRef<[u8]>,
+        mode: u32,
+        flags: AtFlags,
+    ) -> Result<()> {
         if !(flags - (AtFlags::SYMLINK_NOFOLLOW | AtFlags::EMPTY_PATH)).is_empty() {
             return Err(Errno::EINVAL);
         }
@@ -90,10 +102,18 @@ impl Task {
             return Err(Errno::EPERM);
         }
         let mut perm = mode & S_IALLUGO;
-        if perm & S_ISGID != 0 && !cred.in_group(inode.gid()) && !cred.capable(Capabilities::FSETID) {
+        if perm & S_ISGID != 0 && !cred.in_group(inode.gid()) && !cred.capable(Capabilities::FSETID)
+        {
             perm &= !S_ISGID;
         }
-        inode.ops().setattr(inode, &SetAttr { perm: Some(perm), ctime: true, ..SetAttr::default() })
+        inode.ops().setattr(
+            inode,
+            &SetAttr {
+                perm: Some(perm),
+                ctime: true,
+                ..SetAttr::default()
+            },
+        )
     }
 
     /// `fchownat(2)`: `None` leaves that id unchanged (`-1`).
@@ -101,7 +121,14 @@ impl Task {
     /// # Errors
     /// `EINVAL` for unknown flags; path errors; `EROFS`; `EPERM` unless the caller has
     /// `CAP_CHOWN`, or owns the file, keeps the owner and picks one of its groups.
-    pub fn fchownat(&self, dirfd: i32, path: impl AsRef<[u8]>, uid: Option<u32>, gid: Option<u32>, flags: AtFlags) -> Result<()> {
+    pub fn fchownat(
+        &self,
+        dirfd: i32,
+        path: impl AsRef<[u8]>,
+        uid: Option<u32>,
+        gid: Option<u32>,
+        flags: AtFlags,
+    ) -> Result<()> {
         if !(flags - (AtFlags::SYMLINK_NOFOLLOW | AtFlags::EMPTY_PATH)).is_empty() {
             return Err(Errno::EINVAL);
         }
@@ -121,7 +148,13 @@ impl Task {
         self.chown_common(&file.path().mnt, file.inode(), uid, gid)
     }
 
-    fn chown_common(&self, mnt: &Mount, inode: &Arc<Inode>, uid: Option<u32>, gid: Option<u32>) -> Result<()> {
+    fn chown_common(
+        &self,
+        mnt: &Mount,
+        inode: &Arc<Inode>,
+        uid: Option<u32>,
+        gid: Option<u32>,
+    ) -> Result<()> {
         if mnt.is_rdonly() {
             return Err(Errno::EROFS);
         }
@@ -135,12 +168,18 @@ impl Task {
             }
         }
         if let Some(g) = gid {
-            let ok = (owner && (g == inode.gid() || cred.in_group(g))) || cred.capable(Capabilities::CHOWN);
+            let ok = (owner && (g == inode.gid() || cred.in_group(g)))
+                || cred.capable(Capabilities::CHOWN);
             if !ok {
                 return Err(Errno::EPERM);
             }
         }
-        let mut attr = SetAttr { uid, gid, ctime: true, ..SetAttr::default() };
+        let mut attr = SetAttr {
+            uid,
+            gid,
+            ctime: true,
+            ..SetAttr::default()
+        };
         if !inode.is_dir() {
             let mode = inode.mode();
             let mut kill = 0;
@@ -149,7 +188,9 @@ impl Task {
             }
             // Linux: `setattr_should_drop_sgid()`.
             if mode & S_ISGID != 0
-                && (mode & S_IXGRP != 0 || (!cred.in_group(gid.unwrap_or(inode.gid())) && !cred.capable(Capabilities::FSETID)))
+                && (mode & S_IXGRP != 0
+                    || (!cred.in_group(gid.unwrap_or(inode.gid()))
+                        && !cred.capable(Capabilities::FSETID)))
             {
                 kill |= S_ISGID;
             }
@@ -166,7 +207,13 @@ impl Task {
     /// # Errors
     /// `EINVAL` for a bad nanosecond value or unknown flags; path errors; `EROFS`; `EACCES`
     /// (setting now without owning or write access); `EPERM` (explicit times without owning).
-    pub fn utimensat(&self, dirfd: i32, path: Option<&[u8]>, times: Option<[Timespec; 2]>, flags: AtFlags) -> Result<()> {
+    pub fn utimensat(
+        &self,
+        dirfd: i32,
+        path: Option<&[u8]>,
+        times: Option<[Timespec; 2]>,
+        flags: AtFlags,
+    ) -> Result<()> {
         if let Some(t) = &times {
             if !nsec_valid(&t[0]) || !nsec_valid(&t[1]) {
                 return Err(Errno::EINVAL);
@@ -208,13 +255,23 @@ impl Task {
                 if !owner_or_capable(&cred, &inode) {
                     inode_permission(&cred, &inode, Access::WRITE)?;
                 }
-                SetAttr { atime: Some(TimeSet::Now), mtime: Some(TimeSet::Now), ctime: true, ..SetAttr::default() }
+                SetAttr {
+                    atime: Some(TimeSet::Now),
+                    mtime: Some(TimeSet::Now),
+                    ctime: true,
+                    ..SetAttr::default()
+                }
             }
             Some(t) => {
                 if !owner_or_capable(&cred, &inode) {
                     return Err(Errno::EPERM);
                 }
-                SetAttr { atime: to_set(&t[0]), mtime: to_set(&t[1]), ctime: true, ..SetAttr::default() }
+                SetAttr {
+                    atime: to_set(&t[0]),
+                    mtime: to_set(&t[1]),
+                    ctime: true,
+                    ..SetAttr::default()
+                }
             }
         };
         inode.ops().setattr(&inode, &attr)
@@ -226,11 +283,19 @@ impl Task {
     /// # Errors
     /// `EINVAL` for a bad mode or flags; path errors; `EACCES`; `EROFS` for `W_OK` on a
     /// read-only mount.
-    pub fn faccessat2(&self, dirfd: i32, path: impl AsRef<[u8]>, mode: u32, flags: AtFlags) -> Result<()> {
+    pub fn faccessat2(
+        &self,
+        dirfd: i32,
+        path: impl AsRef<[u8]>,
+        mode: u32,
+        flags: AtFlags,
+    ) -> Result<()> {
         if mode & !7 != 0 {
             return Err(Errno::EINVAL);
         }
-        if !(flags - (AtFlags::EACCESS | AtFlags::SYMLINK_NOFOLLOW | AtFlags::EMPTY_PATH)).is_empty() {
+        if !(flags - (AtFlags::EACCESS | AtFlags::SYMLINK_NOFOLLOW | AtFlags::EMPTY_PATH))
+            .is_empty()
+        {
             return Err(Errno::EINVAL);
         }
         let real = {
@@ -241,7 +306,11 @@ impl Task {
                 let mut o = c.clone();
                 o.fsuid = o.uid;
                 o.fsgid = o.gid;
-                o.caps = if o.uid == 0 { Capabilities::all() } else { Capabilities::empty() };
+                o.caps = if o.uid == 0 {
+                    Capabilities::all()
+                } else {
+                    Capabilities::empty()
+                };
                 o
             }
         };
@@ -256,12 +325,18 @@ impl Task {
         let inode = p.dentry.inode().ok_or(Errno::ENOENT)?;
         let acc = Access::from_bits_truncate(mode);
         let cred = self.cred.borrow();
-        if acc.contains(Access::EXEC) && inode.file_type() == FileType::Regular && p.mnt.flags().contains(MntFlags::NOEXEC) {
+        if acc.contains(Access::EXEC)
+            && inode.file_type() == FileType::Regular
+            && p.mnt.flags().contains(MntFlags::NOEXEC)
+        {
             return Err(Errno::EACCES);
         }
         inode_permission(&cred, inode, acc)?;
         if acc.contains(Access::WRITE)
-            && matches!(inode.file_type(), FileType::Regular | FileType::Directory | FileType::Symlink)
+            && matches!(
+                inode.file_type(),
+                FileType::Regular | FileType::Directory | FileType::Symlink
+            )
             && p.mnt.is_rdonly()
         {
             return Err(Errno::EROFS);
@@ -314,12 +389,14 @@ impl Task {
     }
 }
 
+/// Sets the size (Linux: `do_truncate()`). Any non-negative `i64` is within tmpfs's
+/// `MAX_LFS_FILESIZE`, so `EFBIG` cannot arise here.
 fn do_truncate(cred: &Cred, inode: &Arc<Inode>, length: i64, stamp: bool) -> Result<()> {
-    if length > MAX_LFS_FILESIZE {
-        return Err(Errno::EFBIG);
-    }
     let _g = inode.lock.write();
-    let mut attr = SetAttr { size: Some(length as u64), ..SetAttr::default() };
+    let mut attr = SetAttr {
+        size: Some(length as u64),
+        ..SetAttr::default()
+    };
     if stamp {
         attr.mtime = Some(TimeSet::Now);
         attr.ctime = true;

@@ -82,15 +82,21 @@ impl Task {
     }
 
     fn lookup_dir(&self, path: &[u8]) -> Result<VfsPath> {
-        self.with_path(crate::abi::AT_FDCWD, path, EmptyPath::Reject, ResolveFlags::empty(), |w, s| {
-            let pos = w.lookup(s, path, FollowLast::Yes)?;
-            let inode = pos.inode().ok_or(Errno::ENOENT)?;
-            if !inode.is_dir() {
-                return Err(Errno::ENOTDIR);
-            }
-            inode_permission(w.cred, inode, Access::EXEC)?;
-            Ok(pos.to_path())
-        })
+        self.with_path(
+            crate::abi::AT_FDCWD,
+            path,
+            EmptyPath::Reject,
+            ResolveFlags::empty(),
+            |w, s| {
+                let pos = w.lookup(s, path, FollowLast::Yes)?;
+                let inode = pos.inode().ok_or(Errno::ENOENT)?;
+                if !inode.is_dir() {
+                    return Err(Errno::ENOTDIR);
+                }
+                inode_permission(w.cred, inode, Access::EXEC)?;
+                Ok(pos.to_path())
+            },
+        )
     }
 
     /// `chroot(2)`: changes the root (not the cwd).

@@ -63,9 +63,14 @@ impl Task {
                 if min < 0 || min as u32 >= self.files.limit() {
                     return Err(Errno::EINVAL);
                 }
-                self.files.install(file, matches!(cmd, FcntlCmd::DupFdCloexec(_)), min)
+                self.files
+                    .install(file, matches!(cmd, FcntlCmd::DupFdCloexec(_)), min)
             }
-            FcntlCmd::GetFd => Ok(if self.files.cloexec(fd)? { FdFlags::CLOEXEC.bits() as i32 } else { 0 }),
+            FcntlCmd::GetFd => Ok(if self.files.cloexec(fd)? {
+                FdFlags::CLOEXEC.bits() as i32
+            } else {
+                0
+            }),
             FcntlCmd::SetFd(f) => {
                 self.files.set_cloexec(fd, f.contains(FdFlags::CLOEXEC))?;
                 Ok(0)

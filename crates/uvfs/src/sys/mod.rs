@@ -52,7 +52,9 @@ impl Vfs {
         let opts = TmpfsOptions::parse(options)?;
         let (sb, root) = Tmpfs::new_instance(&opts, 0, 0)?;
         let mnt = Mount::new(sb, root, MntFlags::RELATIME);
-        Ok(Vfs { ns: MountNamespace::new(mnt) })
+        Ok(Vfs {
+            ns: MountNamespace::new(mnt),
+        })
     }
 
     /// A new task in this namespace at its root, with `cred` and umask 022.
@@ -127,7 +129,11 @@ impl Task {
             }
             Pos::borrowed(file.path())
         };
-        let root = if scoped { start.clone() } else { Pos::borrowed(&fs.root) };
+        let root = if scoped {
+            start.clone()
+        } else {
+            Pos::borrowed(&fs.root)
+        };
         let mut w = Walker::new(&guard, &cred, &self.ns, root, resolve);
         f(&mut w, start)
     }

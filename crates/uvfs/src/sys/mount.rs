@@ -57,13 +57,19 @@ fn mnt_flags_of(flags: MountFlags) -> MntFlags {
     m
 }
 
-const ATIME_FLAGS: MntFlags = MntFlags::RELATIME.union(MntFlags::NOATIME).union(MntFlags::NODIRATIME);
+const ATIME_FLAGS: MntFlags = MntFlags::RELATIME
+    .union(MntFlags::NOATIME)
+    .union(MntFlags::NODIRATIME);
 
 impl Task {
     fn mount_point(&self, path: &[u8], follow: FollowLast) -> Result<VfsPath> {
-        self.with_path(crate::abi::AT_FDCWD, path, EmptyPath::Reject, ResolveFlags::empty(), |w, s| {
-            Ok(w.lookup(s, path, follow)?.to_path())
-        })
+        self.with_path(
+            crate::abi::AT_FDCWD,
+            path,
+            EmptyPath::Reject,
+            ResolveFlags::empty(),
+            |w, s| Ok(w.lookup(s, path, follow)?.to_path()),
+        )
     }
 
     /// `mount(2)`: a new tmpfs (`size=`, `nr_inodes=`, `mode=`, `uid=`, `gid=`), a bind mount
@@ -87,18 +93,29 @@ impl Task {
             return Err(Errno::EPERM);
         }
         let target = self.mount_point(target.as_ref(), FollowLast::Yes)?;
-        let prop = MountFlags::SHARED | MountFlags::PRIVATE | MountFlags::SLAVE | MountFlags::from_bits_retain(1 << 17);
+        let prop = MountFlags::SHARED
+            | MountFlags::PRIVATE
+            | MountFlags::SLAVE
+            | MountFlags::from_bits_retain(1 << 17);
         if flags.contains(MountFlags::REMOUNT) {
             if !Arc::ptr_eq(&target.dentry, target.mnt.root()) {
                 return Err(Errno::EINVAL);
             }
             let mut mf = mnt_flags_of(flags);
-            if !flags.intersects(MountFlags::NOATIME | MountFlags::NODIRATIME | MountFlags::RELATIME | MountFlags::STRICTATIME) {
+            if !flags.intersects(
+                MountFlags::NOATIME
+                    | MountFlags::NODIRATIME
+                    | MountFlags::RELATIME
+                    | MountFlags::STRICTATIME,
+            ) {
                 mf = (mf - ATIME_FLAGS) | (target.mnt.flags() & ATIME_FLAGS);
             }
             if !flags.contains(MountFlags::BIND) {
                 target.mnt.sb().ops().remount(target.mnt.sb(), data)?;
-                target.mnt.sb().set_rdonly(flags.contains(MountFlags::RDONLY));
+                target
+                    .mnt
+                    .sb()
+                    .set_rdonly(flags.contains(MountFlags::RDONLY));
             }
             target.mnt.set_flags(mf);
             return Ok(());
@@ -106,8 +123,14 @@ impl Task {
         if flags.contains(MountFlags::BIND) {
             let src = source.ok_or(Errno::EFAULT)?;
             let src = self.mount_point(src, FollowLast::Yes)?;
-            if src.dentry.inode().is_some_and(|i| i.is_dir()) != target.dentry.inode().is_some_and(|i| i.is_dir()) {
-                return Err(if target.dentry.inode().is_some_and(|i| i.is_dir()) { Errno::ENOTDIR } else { Errno::EISDIR });
+            if src.dentry.inode().is_some_and(|i| i.is_dir())
+                != target.dentry.inode().is_some_and(|i| i.is_dir())
+            {
+                return Err(if target.dentry.inode().is_some_and(|i| i.is_dir()) {
+                    Errno::ENOTDIR
+                } else {
+                    Errno::EISDIR
+                });
             }
             let m = Mount::new(src.mnt.sb().clone(), src.dentry.clone(), src.mnt.flags());
             self.ns.attach(&m, &target);
@@ -151,14 +174,27 @@ impl Task {
         Ok(())
     }
 
-    fn copy_submounts(&self, src_mnt: &Arc<Mount>, src_root: &Arc<crate::vfs::Dentry>, dst: &Arc<Mount>) {
+    fn copy_submounts(
+        &self,
+        src_mnt: &Arc<Mount>,
+        src_root: &Arc<crate::vfs::Dentry>,
+        dst: &Arc<Mount>,
+    ) {
         for child in self.ns.children(src_mnt) {
-            let Some((_, point)) = child.parent() else { continue };
+            let Some((_, point)) = child.parent() else {
+                continue;
+            };
             if !src_root.is_ancestor_of(&point) {
                 continue;
             }
             let copy = Mount::new(child.sb().clone(), child.root().clone(), child.flags());
-            self.ns.attach(&copy, &VfsPath { mnt: dst.clone(), dentry: point });
+            self.ns.attach(
+                &copy,
+                &VfsPath {
+                    mnt: dst.clone(),
+                    dentry: point,
+                },
+            );
             self.copy_submounts(&child, child.root(), &copy);
         }
     }
@@ -184,20 +220,30 @@ impl Task {
         if !UmountFlags::all().contains(flags) {
             return Err(Errno::EINVAL);
         }
-        if flags.contains(UmountFlags::EXPIRE) && flags.intersects(UmountFlags::FORCE | UmountFlags::DETACH) {
+        if flags.contains(UmountFlags::EXPIRE)
+            && flags.intersects(UmountFlags::FORCE | UmountFlags::DETACH)
+        {
             return Err(Errno::EINVAL);
         }
         if !self.cred.borrow().capable(Capabilities::SYS_ADMIN) {
             return Err(Errno::EPERM);
         }
-        let follow = if flags.contains(UmountFlags::NOFOLLOW) { FollowLast::No } else { FollowLast::Yes };
+        let follow = if flags.contains(UmountFlags::NOFOLLOW) {
+            FollowLast::No
+        } else {
+            FollowLast::Yes
+        };
         let p = self.mount_point(target.as_ref(), follow)?;
         if !Arc::ptr_eq(&p.dentry, p.mnt.root()) || p.mnt.parent().is_none() {
             return Err(Errno::EINVAL);
         }
         let m = p.mnt.clone();
         drop(p);
-        let busy = if flags.contains(UmountFlags::DETACH) { BusyCheck::Lazy } else { BusyCheck::Busy };
+        let busy = if flags.contains(UmountFlags::DETACH) {
+            BusyCheck::Lazy
+        } else {
+            BusyCheck::Busy
+        };
         self.ns.detach(&m, busy, 1)
     }
 }

@@ -7,14 +7,17 @@ use std::sync::Arc;
 
 use super::{check_path, init_owner, lookup_locked, EmptyPath};
 use crate::abi::{
-    Access, AtFlags, Errno, FileType, RenameFlags, ResolveFlags, Result, S_IALLUGO, S_IFMT, S_ISGID, S_ISUID, S_ISVTX, S_IXGRP,
+    Access, AtFlags, Errno, FileType, RenameFlags, ResolveFlags, Result, S_IALLUGO, S_IFMT,
+    S_ISGID, S_ISUID, S_ISVTX, S_IXGRP,
 };
 use crate::vfs::atime::touch_atime_at;
 use crate::vfs::cred::{Capabilities, Cred};
 use crate::vfs::inode::Inode;
 use crate::vfs::namei::{FollowLast, LastKind};
 use crate::vfs::ops::NewInode;
-use crate::vfs::permission::{inode_permission, may_create, may_delete, owner_or_capable, VictimKind};
+use crate::vfs::permission::{
+    inode_permission, may_create, may_delete, owner_or_capable, VictimKind,
+};
 use crate::vfs::{Task, VfsPath};
 
 /// Whether the new name of a create may end in `/`.
@@ -34,10 +37,21 @@ struct Parent {
 
 impl Task {
     fn parent_of(&self, dirfd: i32, path: &[u8]) -> Result<Parent> {
-        self.with_path(dirfd, path, EmptyPath::Reject, ResolveFlags::empty(), |w, start| {
-            let (p, last) = w.walk_parent(start, path)?;
-            Ok(Parent { path: p.to_path(), name: last.name.into_owned(), kind: last.kind, trailing_slash: last.trailing_slash })
-        })
+        self.with_path(
+            dirfd,
+            path,
+            EmptyPath::Reject,
+            ResolveFlags::empty(),
+            |w, start| {
+                let (p, last) = w.walk_parent(start, path)?;
+                Ok(Parent {
+                    path: p.to_path(),
+                    name: last.name.into_owned(),
+                    kind: last.kind,
+                    trailing_slash: last.trailing_slash,
+                })
+            },
+        )
     }
 
     /// Resolves the parent of a new name, locks it and checks the name is free, then runs `f`
@@ -76,14 +90,29 @@ impl Task {
     /// Path errors; `EEXIST` (also for `.`, `..`, `/`), `EROFS`, `EACCES`, `EMLINK`, `ENOSPC`.
     pub fn mkdirat(&self, dirfd: i32, path: impl AsRef<[u8]>, mode: u32) -> Result<()> {
         let umask = self.umask.get();
-        self.create_at(dirfd, path.as_ref(), WantDir::Yes, |cred, parent, dir, name| {
-            may_create(cred, dir, parent.dentry.is_dead())?;
-            let mode = (mode & (0o777 | S_ISVTX) & !umask) | FileType::Directory.mode_bits();
-            let (uid, gid, mode) = init_owner(cred, dir, mode);
-            let inode = dir.ops().mkdir(dir, name, &NewInode { mode, rdev: 0, uid, gid, cred })?;
-            parent.dentry.d_instantiate(name, inode);
-            Ok(())
-        })
+        self.create_at(
+            dirfd,
+            path.as_ref(),
+            WantDir::Yes,
+            |cred, parent, dir, name| {
+                may_create(cred, dir, parent.dentry.is_dead())?;
+                let mode = (mode & (0o777 | S_ISVTX) & !umask) | FileType::Directory.mode_bits();
+                let (uid, gid, mode) = init_owner(cred, dir, mode);
+                let inode = dir.ops().mkdir(
+                    dir,
+                    name,
+                    &NewInode {
+                        mode,
+                        rdev: 0,
+                        uid,
+                        gid,
+                        cred,
+                    },
+                )?;
+                parent.dentry.d_instantiate(name, inode);
+                Ok(())
+            },
+        )
     }
 
     /// `mknodat(2)`: regular files, FIFOs, sockets and (with `CAP_MKNOD`) device nodes.
@@ -101,36 +130,72 @@ impl Task {
             },
         };
         let umask = self.umask.get();
-        self.create_at(dirfd, path.as_ref(), WantDir::No, |cred, parent, dir, name| {
-            may_create(cred, dir, parent.dentry.is_dead())?;
-            let is_dev = matches!(ft, FileType::CharDevice | FileType::BlockDevice);
-            if is_dev && !cred.capable(Capabilities::MKNOD) {
-                return Err(Errno::EPERM);
-            }
-            let rdev = if is_dev { dev } else { 0 };
-            let perm = mode & S_IALLUGO & !umask;
-            let (uid, gid, m) = init_owner(cred, dir, perm | ft.mode_bits());
-            let new = NewInode { mode: m, rdev, uid, gid, cred };
-            let inode = if ft == FileType::Regular { dir.ops().create(dir, name, &new)? } else { dir.ops().mknod(dir, name, &new)? };
-            parent.dentry.d_instantiate(name, inode);
-            Ok(())
-        })
+        self.create_at(
+            dirfd,
+            path.as_ref(),
+            WantDir::No,
+            |cred, parent, dir, name| {
+                may_create(cred, dir, parent.dentry.is_dead())?;
+                let is_dev = matches!(ft, FileType::CharDevice | FileType::BlockDevice);
+                if is_dev && !cred.capable(Capabilities::MKNOD) {
+                    return Err(Errno::EPERM);
+                }
+                let rdev = if is_dev { dev } else { 0 };
+                let perm = mode & S_IALLUGO & !umask;
+                let (uid, gid, m) = init_owner(cred, dir, perm | ft.mode_bits());
+                let new = NewInode {
+                    mode: m,
+                    rdev,
+                    uid,
+                    gid,
+                    cred,
+                };
+                let inode = if ft == FileType::Regular {
+                    dir.ops().create(dir, name, &new)?
+                } else {
+                    dir.ops().mknod(dir, name, &new)?
+                };
+                parent.dentry.d_instantiate(name, inode);
+                Ok(())
+            },
+        )
     }
 
     /// `symlinkat(2)`: a link at `linkpath` holding `target`.
     ///
     /// # Errors
     /// `ENOENT` for an empty target, `ENAMETOOLONG`, then as [`Task::mkdirat`].
-    pub fn symlinkat(&self, target: impl AsRef<[u8]>, newdirfd: i32, linkpath: impl AsRef<[u8]>) -> Result<()> {
+    pub fn symlinkat(
+        &self,
+        target: impl AsRef<[u8]>,
+        newdirfd: i32,
+        linkpath: impl AsRef<[u8]>,
+    ) -> Result<()> {
         let target = target.as_ref();
         check_path(target, EmptyPath::Reject)?;
-        self.create_at(newdirfd, linkpath.as_ref(), WantDir::No, |cred, parent, dir, name| {
-            may_create(cred, dir, parent.dentry.is_dead())?;
-            let (uid, gid, mode) = init_owner(cred, dir, 0o777 | FileType::Symlink.mode_bits());
-            let inode = dir.ops().symlink(dir, name, target, &NewInode { mode, rdev: 0, uid, gid, cred })?;
-            parent.dentry.d_instantiate(name, inode);
-            Ok(())
-        })
+        self.create_at(
+            newdirfd,
+            linkpath.as_ref(),
+            WantDir::No,
+            |cred, parent, dir, name| {
+                may_create(cred, dir, parent.dentry.is_dead())?;
+                let (uid, gid, mode) = init_owner(cred, dir, 0o777 | FileType::Symlink.mode_bits());
+                let inode = dir.ops().symlink(
+                    dir,
+                    name,
+                    target,
+                    &NewInode {
+                        mode,
+                        rdev: 0,
+                        uid,
+                        gid,
+                        cred,
+                    },
+                )?;
+                parent.dentry.d_instantiate(name, inode);
+                Ok(())
+            },
+        )
     }
 
     /// `linkat(2)`: a new name for an existing non-directory.
@@ -140,7 +205,14 @@ impl Task {
     /// `CAP_DAC_READ_SEARCH`; path errors of both names; `EEXIST`; `EXDEV` across mounts;
     /// `EPERM` for a directory or (protected hard links) a file the caller may not read and
     /// write; `EACCES`; `EMLINK`; `ENOENT` for an unlinked file.
-    pub fn linkat(&self, olddirfd: i32, oldpath: impl AsRef<[u8]>, newdirfd: i32, newpath: impl AsRef<[u8]>, flags: AtFlags) -> Result<()> {
+    pub fn linkat(
+        &self,
+        olddirfd: i32,
+        oldpath: impl AsRef<[u8]>,
+        newdirfd: i32,
+        newpath: impl AsRef<[u8]>,
+        flags: AtFlags,
+    ) -> Result<()> {
         if !(flags - (AtFlags::SYMLINK_FOLLOW | AtFlags::EMPTY_PATH)).is_empty() {
             return Err(Errno::EINVAL);
         }
@@ -152,30 +224,41 @@ impl Task {
         } else {
             EmptyPath::Reject
         };
-        let follow = if flags.contains(AtFlags::SYMLINK_FOLLOW) { FollowLast::Yes } else { FollowLast::No };
+        let follow = if flags.contains(AtFlags::SYMLINK_FOLLOW) {
+            FollowLast::Yes
+        } else {
+            FollowLast::No
+        };
         let oldpath = oldpath.as_ref();
-        let old = self.with_path(olddirfd, oldpath, empty, ResolveFlags::empty(), |w, s| Ok(w.lookup(s, oldpath, follow)?.to_path()))?;
+        let old = self.with_path(olddirfd, oldpath, empty, ResolveFlags::empty(), |w, s| {
+            Ok(w.lookup(s, oldpath, follow)?.to_path())
+        })?;
         let inode = old.dentry.inode().ok_or(Errno::ENOENT)?.clone();
-        self.create_at(newdirfd, newpath.as_ref(), WantDir::No, |cred, parent, dir, name| {
-            if !Arc::ptr_eq(&parent.mnt, &old.mnt) {
-                return Err(Errno::EXDEV);
-            }
-            may_linkat(cred, &inode)?;
-            may_create(cred, dir, parent.dentry.is_dead())?;
-            if !Arc::ptr_eq(dir.sb(), inode.sb()) {
-                return Err(Errno::EXDEV);
-            }
-            if inode.is_dir() {
-                return Err(Errno::EPERM);
-            }
-            if inode.nlink() == 0 && !inode.is_linkable() {
-                return Err(Errno::ENOENT);
-            }
-            dir.ops().link(dir, name, &inode)?;
-            inode.set_linkable(false);
-            parent.dentry.d_instantiate(name, inode.clone());
-            Ok(())
-        })
+        self.create_at(
+            newdirfd,
+            newpath.as_ref(),
+            WantDir::No,
+            |cred, parent, dir, name| {
+                if !Arc::ptr_eq(&parent.mnt, &old.mnt) {
+                    return Err(Errno::EXDEV);
+                }
+                may_linkat(cred, &inode)?;
+                may_create(cred, dir, parent.dentry.is_dead())?;
+                if !Arc::ptr_eq(dir.sb(), inode.sb()) {
+                    return Err(Errno::EXDEV);
+                }
+                if inode.is_dir() {
+                    return Err(Errno::EPERM);
+                }
+                if inode.nlink() == 0 && !inode.is_linkable() {
+                    return Err(Errno::ENOENT);
+                }
+                dir.ops().link(dir, name, &inode)?;
+                inode.set_linkable(false);
+                parent.dentry.d_instantiate(name, inode.clone());
+                Ok(())
+            },
+        )
     }
 
     /// `unlinkat(2)`: removes a name; with `AT_REMOVEDIR`, an empty directory.
@@ -209,10 +292,18 @@ impl Task {
         let child = lookup_locked(&p.path.dentry, &p.name)?;
         let victim = child.inode().ok_or(Errno::ENOENT)?.clone();
         if !rmdir && p.trailing_slash {
-            return Err(if victim.is_dir() { Errno::EISDIR } else { Errno::ENOTDIR });
+            return Err(if victim.is_dir() {
+                Errno::EISDIR
+            } else {
+                Errno::ENOTDIR
+            });
         }
         let cred = self.cred.borrow();
-        let kind = if rmdir { VictimKind::Directory } else { VictimKind::NonDirectory };
+        let kind = if rmdir {
+            VictimKind::Directory
+        } else {
+            VictimKind::NonDirectory
+        };
         may_delete(&cred, &dir, &victim, kind, p.path.dentry.is_dead())?;
         if child.is_mountpoint() {
             return Err(Errno::EBUSY);
@@ -249,10 +340,13 @@ impl Task {
         if !RenameFlags::all().contains(flags) {
             return Err(Errno::EINVAL);
         }
-        if flags.intersects(RenameFlags::NOREPLACE | RenameFlags::WHITEOUT) && flags.contains(RenameFlags::EXCHANGE) {
+        if flags.intersects(RenameFlags::NOREPLACE | RenameFlags::WHITEOUT)
+            && flags.contains(RenameFlags::EXCHANGE)
+        {
             return Err(Errno::EINVAL);
         }
-        if flags.contains(RenameFlags::WHITEOUT) && !self.cred.borrow().capable(Capabilities::MKNOD) {
+        if flags.contains(RenameFlags::WHITEOUT) && !self.cred.borrow().capable(Capabilities::MKNOD)
+        {
             return Err(Errno::EPERM);
         }
         let op = self.parent_of(olddirfd, oldpath.as_ref())?;
@@ -264,7 +358,11 @@ impl Task {
             return Err(Errno::EBUSY);
         }
         if np.kind != LastKind::Normal {
-            return Err(if flags.contains(RenameFlags::NOREPLACE) { Errno::EEXIST } else { Errno::EBUSY });
+            return Err(if flags.contains(RenameFlags::NOREPLACE) {
+                Errno::EEXIST
+            } else {
+                Errno::EBUSY
+            });
         }
         if op.path.mnt.is_rdonly() {
             return Err(Errno::EROFS);
@@ -276,7 +374,11 @@ impl Task {
         let same_dir = Arc::ptr_eq(&od, &nd);
         // lock_rename(): the superblock's rename lock for two directories, then ancestor first
         // (or by address when unrelated).
-        let _sb_lock = if same_dir { None } else { Some(odir.sb().rename_lock.lock()) };
+        let _sb_lock = if same_dir {
+            None
+        } else {
+            Some(odir.sb().rename_lock.lock())
+        };
         let (_l1, _l2) = if same_dir {
             (odir.lock.write(), None)
         } else {
@@ -317,7 +419,11 @@ impl Task {
                 return Err(Errno::EINVAL);
             }
             if new_child.inode().is_some() && new_child.is_ancestor_of(&od) {
-                return Err(if exchange { Errno::EINVAL } else { Errno::ENOTEMPTY });
+                return Err(if exchange {
+                    Errno::EINVAL
+                } else {
+                    Errno::ENOTEMPTY
+                });
             }
         }
         if tgt.as_ref().is_some_and(|t| Arc::ptr_eq(t, &src)) {
@@ -325,7 +431,13 @@ impl Task {
         }
         let cred = self.cred.borrow();
         let is_dir = src.is_dir();
-        let kind_of = |d: bool| if d { VictimKind::Directory } else { VictimKind::NonDirectory };
+        let kind_of = |d: bool| {
+            if d {
+                VictimKind::Directory
+            } else {
+                VictimKind::NonDirectory
+            }
+        };
         may_delete(&cred, &odir, &src, kind_of(is_dir), od.is_dead())?;
         match &tgt {
             None => may_create(&cred, &ndir, nd.is_dead())?,
@@ -352,14 +464,30 @@ impl Task {
             }
             _ => None,
         };
-        odir.ops().rename(&odir, &op.name, &ndir, &np.name, flags - RenameFlags::WHITEOUT)?;
+        odir.ops().rename(
+            &odir,
+            &op.name,
+            &ndir,
+            &np.name,
+            flags - RenameFlags::WHITEOUT,
+        )?;
         if exchange {
             od.d_exchange(&op.name, &old_child, &nd, &np.name, &new_child);
         } else {
             od.d_move(&op.name, &old_child, &nd, &np.name);
             if flags.contains(RenameFlags::WHITEOUT) {
                 let (uid, gid, mode) = init_owner(&cred, &odir, FileType::CharDevice.mode_bits());
-                let w = odir.ops().mknod(&odir, &op.name, &NewInode { mode, rdev: 0, uid, gid, cred: &cred })?;
+                let w = odir.ops().mknod(
+                    &odir,
+                    &op.name,
+                    &NewInode {
+                        mode,
+                        rdev: 0,
+                        uid,
+                        gid,
+                        cred: &cred,
+                    },
+                )?;
                 od.d_instantiate(&op.name, w);
             }
         }
@@ -377,18 +505,28 @@ impl Task {
             return Err(Errno::EINVAL);
         }
         let path = path.as_ref();
-        self.with_path(dirfd, path, EmptyPath::Allow, ResolveFlags::empty(), |w, start| {
-            let pos = w.lookup(start, path, FollowLast::No)?;
-            let inode = pos.inode().ok_or(Errno::ENOENT)?;
-            if inode.file_type() != FileType::Symlink {
-                return Err(if path.is_empty() { Errno::ENOENT } else { Errno::EINVAL });
-            }
-            let body = inode.ops().get_link(inode)?;
-            touch_atime_at(&pos.mnt, inode);
-            let n = body.len().min(buf.len());
-            buf[..n].copy_from_slice(&body[..n]);
-            Ok(n)
-        })
+        self.with_path(
+            dirfd,
+            path,
+            EmptyPath::Allow,
+            ResolveFlags::empty(),
+            |w, start| {
+                let pos = w.lookup(start, path, FollowLast::No)?;
+                let inode = pos.inode().ok_or(Errno::ENOENT)?;
+                if inode.file_type() != FileType::Symlink {
+                    return Err(if path.is_empty() {
+                        Errno::ENOENT
+                    } else {
+                        Errno::EINVAL
+                    });
+                }
+                let body = inode.ops().get_link(inode)?;
+                touch_atime_at(&pos.mnt, inode);
+                let n = body.len().min(buf.len());
+                buf[..n].copy_from_slice(&body[..n]);
+                Ok(n)
+            },
+        )
     }
 }
 
@@ -408,4 +546,3 @@ fn may_linkat(cred: &Cred, inode: &Inode) -> Result<()> {
         Err(Errno::EPERM)
     }
 }
-

@@ -6,7 +6,8 @@ use std::sync::Arc;
 
 use super::{init_owner, lookup_locked, EmptyPath};
 use crate::abi::{
-    Access, AccessMode, Errno, FileType, OpenFlags, OpenHow, ResolveFlags, Result, S_IALLUGO, S_IFMT,
+    Access, AccessMode, Errno, FileType, OpenFlags, OpenHow, ResolveFlags, Result, S_IALLUGO,
+    S_IFMT,
 };
 use crate::vfs::file::{FileDescription, PathOnly};
 use crate::vfs::inode::{SetAttr, TimeSet};
@@ -39,8 +40,10 @@ const VALID_OPEN_FLAGS: u64 = (OpenFlags::RDONLY.bits()
     | OpenFlags::TMPFILE.bits()) as u64;
 
 /// Flags that survive `O_PATH` (Linux: `O_PATH_FLAGS`).
-const O_PATH_FLAGS: u32 =
-    OpenFlags::DIRECTORY.bits() | OpenFlags::NOFOLLOW.bits() | OpenFlags::PATH.bits() | OpenFlags::CLOEXEC.bits();
+const O_PATH_FLAGS: u32 = OpenFlags::DIRECTORY.bits()
+    | OpenFlags::NOFOLLOW.bits()
+    | OpenFlags::PATH.bits()
+    | OpenFlags::CLOEXEC.bits();
 
 /// The `__O_TMPFILE` bit alone.
 const O_TMPFILE_BIT: u32 = OpenFlags::TMPFILE.bits() & !OpenFlags::DIRECTORY.bits();
@@ -56,9 +59,15 @@ struct OpenReq {
 }
 
 fn build_open_flags(flags: OpenFlags, mode: u32, resolve: ResolveFlags) -> Result<OpenReq> {
-    let mut flags = OpenFlags::from_bits_retain(flags.bits() & OpenFlags::VALID | flags.bits() & OpenFlags::ACCMODE);
+    let mut flags = OpenFlags::from_bits_retain(
+        flags.bits() & OpenFlags::VALID | flags.bits() & OpenFlags::ACCMODE,
+    );
     let creating = flags.contains(OpenFlags::CREAT) || flags.bits() & O_TMPFILE_BIT != 0;
-    let mode = if creating { (mode & S_IALLUGO) | FileType::Regular.mode_bits() } else { 0 };
+    let mode = if creating {
+        (mode & S_IALLUGO) | FileType::Regular.mode_bits()
+    } else {
+        0
+    };
     if flags.bits() & O_TMPFILE_BIT != 0 {
         if !flags.contains(OpenFlags::TMPFILE) || flags.contains(OpenFlags::CREAT) {
             return Err(Errno::EINVAL);
@@ -71,7 +80,12 @@ fn build_open_flags(flags: OpenFlags, mode: u32, resolve: ResolveFlags) -> Resul
     }
     if flags.contains(OpenFlags::PATH) {
         flags = OpenFlags::from_bits_retain(flags.bits() & O_PATH_FLAGS);
-        return Ok(OpenReq { flags, mode: 0, acc: Access::empty(), resolve });
+        return Ok(OpenReq {
+            flags,
+            mode: 0,
+            acc: Access::empty(),
+            resolve,
+        });
     }
     let mut acc = match flags.access() {
         AccessMode::ReadOnly => Access::READ,
@@ -89,7 +103,12 @@ fn build_open_flags(flags: OpenFlags, mode: u32, resolve: ResolveFlags) -> Resul
     }
     // 64-bit Linux forces O_LARGEFILE (`force_o_largefile()`).
     flags |= OpenFlags::LARGEFILE;
-    Ok(OpenReq { flags, mode, acc, resolve })
+    Ok(OpenReq {
+        flags,
+        mode,
+        acc,
+        resolve,
+    })
 }
 
 /// What the last step of an open produced.
@@ -106,7 +125,13 @@ impl Task {
     /// `EMFILE`, then path errors (`ENOENT`, `ENOTDIR`, `EACCES`, `ELOOP`, `ENAMETOOLONG`),
     /// `EEXIST` (`O_CREAT|O_EXCL`), `EISDIR`, `EROFS`, `ENOSPC`, `EINVAL` for bad flag
     /// combinations, `EPERM` (`O_NOATIME` by a non-owner), `ENXIO` (special files).
-    pub fn openat(&self, dirfd: i32, path: impl AsRef<[u8]>, flags: OpenFlags, mode: u32) -> Result<i32> {
+    pub fn openat(
+        &self,
+        dirfd: i32,
+        path: impl AsRef<[u8]>,
+        flags: OpenFlags,
+        mode: u32,
+    ) -> Result<i32> {
         let req = build_open_flags(flags, mode, ResolveFlags::empty())?;
         self.do_open(dirfd, path.as_ref(), req)
     }
@@ -128,13 +153,16 @@ impl Task {
         if how.mode & !(S_IALLUGO as u64) != 0 || (!creating && how.mode != 0) {
             return Err(Errno::EINVAL);
         }
-        if flags.contains(OpenFlags::PATH) && flags.bits() & !O_PATH_FLAGS & !OpenFlags::ACCMODE != 0 {
+        if flags.contains(OpenFlags::PATH)
+            && flags.bits() & !O_PATH_FLAGS & !OpenFlags::ACCMODE != 0
+        {
             return Err(Errno::EINVAL);
         }
         if resolve.contains(ResolveFlags::BENEATH | ResolveFlags::IN_ROOT) {
             return Err(Errno::EINVAL);
         }
-        if resolve.contains(ResolveFlags::CACHED) && (creating || flags.contains(OpenFlags::TRUNC)) {
+        if resolve.contains(ResolveFlags::CACHED) && (creating || flags.contains(OpenFlags::TRUNC))
+        {
             return Err(Errno::EAGAIN);
         }
         let req = build_open_flags(flags, how.mode as u32, resolve)?;
@@ -152,13 +180,17 @@ impl Task {
             } else if req.flags.contains(OpenFlags::PATH) {
                 let follow = follow_of(req.flags);
                 let pos = w.lookup(start, path, follow)?;
-                Opened { path: pos.to_path(), created: false }
+                Opened {
+                    path: pos.to_path(),
+                    created: false,
+                }
             } else {
                 open_last(w, start, path, req, umask)?
             };
             finish_open(w.cred, opened, req)
         })?;
-        self.files.install(file, req.flags.contains(OpenFlags::CLOEXEC), 0)
+        self.files
+            .install(file, req.flags.contains(OpenFlags::CLOEXEC), 0)
     }
 
     /// `close(2)`.
@@ -182,7 +214,13 @@ fn follow_of(flags: OpenFlags) -> crate::vfs::namei::FollowLast {
 }
 
 /// `O_TMPFILE`: an unnamed file in the directory `path` (Linux: `do_tmpfile()`).
-fn open_tmpfile<'w>(w: &mut Walker<'w>, start: Pos<'w>, path: &[u8], req: OpenReq, umask: u32) -> Result<Opened> {
+fn open_tmpfile<'w>(
+    w: &mut Walker<'w>,
+    start: Pos<'w>,
+    path: &[u8],
+    req: OpenReq,
+    umask: u32,
+) -> Result<Opened> {
     let dir = w.lookup(start, path, crate::vfs::namei::FollowLast::Yes)?;
     let dinode = dir.inode().ok_or(Errno::ENOENT)?.clone();
     if !dinode.is_dir() {
@@ -194,19 +232,48 @@ fn open_tmpfile<'w>(w: &mut Walker<'w>, start: Pos<'w>, path: &[u8], req: OpenRe
     may_create(w.cred, &dinode, dir.dentry.is_dead())?;
     let mode = (req.mode & !umask & S_IALLUGO) | FileType::Regular.mode_bits();
     let (uid, gid, mode) = init_owner(w.cred, &dinode, mode);
-    let inode = dinode.ops().tmpfile(&dinode, &NewInode { mode, rdev: 0, uid, gid, cred: w.cred })?;
-    let dentry = crate::vfs::Dentry::new_unhashed(dir.dentry.arc(), b"#tmpfile", inode, !req.flags.contains(OpenFlags::EXCL));
-    Ok(Opened { path: VfsPath { mnt: dir.mnt.arc().clone(), dentry }, created: true })
+    let inode = dinode.ops().tmpfile(
+        &dinode,
+        &NewInode {
+            mode,
+            rdev: 0,
+            uid,
+            gid,
+            cred: w.cred,
+        },
+    )?;
+    let dentry = crate::vfs::Dentry::new_unhashed(
+        dir.dentry.arc(),
+        b"#tmpfile",
+        inode,
+        !req.flags.contains(OpenFlags::EXCL),
+    );
+    Ok(Opened {
+        path: VfsPath {
+            mnt: dir.mnt.arc().clone(),
+            dentry,
+        },
+        created: true,
+    })
 }
 
 /// Resolves the last component of an open, creating it for `O_CREAT` (Linux:
 /// `open_last_lookups()` and `lookup_open()`).
-fn open_last<'w>(w: &mut Walker<'w>, start: Pos<'w>, path: &[u8], req: OpenReq, umask: u32) -> Result<Opened> {
+fn open_last<'w>(
+    w: &mut Walker<'w>,
+    start: Pos<'w>,
+    path: &[u8],
+    req: OpenReq,
+    umask: u32,
+) -> Result<Opened> {
     let (mut parent, last) = w.walk_parent(start, path)?;
     let mut last: Last<'static> = last.into_owned();
     if !req.flags.contains(OpenFlags::CREAT) {
         let pos = w.resolve_last(parent, &last, follow_of(req.flags))?;
-        return Ok(Opened { path: pos.to_path(), created: false });
+        return Ok(Opened {
+            path: pos.to_path(),
+            created: false,
+        });
     }
     loop {
         if last.kind != LastKind::Normal || last.trailing_slash {
@@ -227,9 +294,25 @@ fn open_last<'w>(w: &mut Walker<'w>, start: Pos<'w>, path: &[u8], req: OpenReq, 
                 may_create(w.cred, &dinode, dir.is_dead())?;
                 let mode = (req.mode & !umask & S_IALLUGO) | (req.mode & S_IFMT);
                 let (uid, gid, mode) = init_owner(w.cred, &dinode, mode);
-                let inode = dinode.ops().create(&dinode, &name, &NewInode { mode, rdev: 0, uid, gid, cred: w.cred })?;
+                let inode = dinode.ops().create(
+                    &dinode,
+                    &name,
+                    &NewInode {
+                        mode,
+                        rdev: 0,
+                        uid,
+                        gid,
+                        cred: w.cred,
+                    },
+                )?;
                 let d = dir.d_instantiate(&name, inode);
-                return Ok(Opened { path: VfsPath { mnt: parent.mnt.arc().clone(), dentry: d }, created: true });
+                return Ok(Opened {
+                    path: VfsPath {
+                        mnt: parent.mnt.arc().clone(),
+                        dentry: d,
+                    },
+                    created: true,
+                });
             }
             Some(inode) => {
                 if req.flags.contains(OpenFlags::EXCL) {
@@ -237,9 +320,13 @@ fn open_last<'w>(w: &mut Walker<'w>, start: Pos<'w>, path: &[u8], req: OpenReq, 
                 }
                 let is_link = inode.file_type() == FileType::Symlink;
                 drop(_lock);
-                let pos = w.resolve_last(parent.clone(), &last, crate::vfs::namei::FollowLast::No)?;
+                let pos =
+                    w.resolve_last(parent.clone(), &last, crate::vfs::namei::FollowLast::No)?;
                 if !is_link || req.flags.contains(OpenFlags::NOFOLLOW) {
-                    return Ok(Opened { path: pos.to_path(), created: false });
+                    return Ok(Opened {
+                        path: pos.to_path(),
+                        created: false,
+                    });
                 }
                 // O_CREAT through a symlink: create (or open) its target.
                 let body = w.read_link_body(&pos)?;
@@ -254,7 +341,11 @@ fn open_last<'w>(w: &mut Walker<'w>, start: Pos<'w>, path: &[u8], req: OpenReq, 
 
 /// The checks and actions after the name is resolved (Linux: `do_open()`, `may_open()`,
 /// `vfs_open()`, `handle_truncate()`).
-fn finish_open(cred: &crate::vfs::Cred, opened: Opened, req: OpenReq) -> Result<Arc<FileDescription>> {
+fn finish_open(
+    cred: &crate::vfs::Cred,
+    opened: Opened,
+    req: OpenReq,
+) -> Result<Arc<FileDescription>> {
     let Opened { path, created } = opened;
     let inode = path.dentry.inode().ok_or(Errno::ENOENT)?.clone();
     let ft = inode.file_type();
@@ -262,7 +353,12 @@ fn finish_open(cred: &crate::vfs::Cred, opened: Opened, req: OpenReq) -> Result<
         if req.flags.contains(OpenFlags::DIRECTORY) && ft != FileType::Directory {
             return Err(Errno::ENOTDIR);
         }
-        return Ok(FileDescription::new(path, inode, req.flags, Box::new(PathOnly)));
+        return Ok(FileDescription::new(
+            path,
+            inode,
+            req.flags,
+            Box::new(PathOnly),
+        ));
     }
     if req.flags.contains(OpenFlags::CREAT) && ft == FileType::Directory {
         return Err(Errno::EISDIR);
@@ -293,7 +389,11 @@ fn finish_open(cred: &crate::vfs::Cred, opened: Opened, req: OpenReq) -> Result<
             return Err(Errno::EPERM);
         }
     }
-    let writes = req.acc.contains(Access::WRITE) && !matches!(ft, FileType::Fifo | FileType::Socket | FileType::CharDevice | FileType::BlockDevice);
+    let writes = req.acc.contains(Access::WRITE)
+        && !matches!(
+            ft,
+            FileType::Fifo | FileType::Socket | FileType::CharDevice | FileType::BlockDevice
+        );
     if (writes || truncate) && path.mnt.is_rdonly() {
         return Err(Errno::EROFS);
     }

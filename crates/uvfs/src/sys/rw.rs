@@ -4,7 +4,9 @@
 
 use std::io::{IoSlice, IoSliceMut};
 
-use crate::abi::{Errno, FallocFlags, FileType, OpenFlags, Result, Whence, IOV_MAX, MAX_LFS_FILESIZE, S_ISGID, S_ISUID, S_IXGRP};
+use crate::abi::{
+    Errno, FallocFlags, FileType, OpenFlags, Result, Whence, IOV_MAX, S_ISGID, S_ISUID, S_IXGRP,
+};
 use crate::vfs::atime::touch_atime;
 use crate::vfs::cred::Capabilities;
 use crate::vfs::inode::SetAttr;
@@ -71,7 +73,11 @@ fn remove_privs_slow(task: &Task, file: &FileDescription, mode: u32) -> Result<(
     }
     let inode = file.inode();
     let _g = inode.lock.write();
-    let attr = SetAttr { perm: Some(inode.mode() & !kill & 0o7777), ctime: true, ..SetAttr::default() };
+    let attr = SetAttr {
+        perm: Some(inode.mode() & !kill & 0o7777),
+        ctime: true,
+        ..SetAttr::default()
+    };
     inode.ops().setattr(inode, &attr)
 }
 
@@ -150,7 +156,11 @@ impl Task {
         check_writable(&file)?;
         let len = buf.len().min(MAX_RW_COUNT);
         let pos = verify_area(offset, len)?;
-        let at = if file.flags().contains(OpenFlags::APPEND) { WritePos::Append } else { WritePos::At(pos) };
+        let at = if file.flags().contains(OpenFlags::APPEND) {
+            WritePos::Append
+        } else {
+            WritePos::At(pos)
+        };
         if len != 0 {
             remove_privs(self, &file)?;
         }
@@ -189,7 +199,12 @@ impl Task {
         self.vectored_write(fd, iov, Some(offset))
     }
 
-    fn vectored_read(&self, fd: i32, iov: &mut [IoSliceMut<'_>], offset: Option<i64>) -> Result<usize> {
+    fn vectored_read(
+        &self,
+        fd: i32,
+        iov: &mut [IoSliceMut<'_>],
+        offset: Option<i64>,
+    ) -> Result<usize> {
         let total = iov_total(iov.iter().map(|b| b.len()), iov.len())?;
         let mut tmp = vec![0u8; total];
         let n = match offset {
@@ -280,7 +295,10 @@ impl Task {
         if mode.contains(FallocFlags::PUNCH_HOLE) && !mode.contains(FallocFlags::KEEP_SIZE) {
             return Err(Errno::EOPNOTSUPP);
         }
-        if mode.intersects(FallocFlags::COLLAPSE_RANGE | FallocFlags::INSERT_RANGE) && mode != FallocFlags::COLLAPSE_RANGE && mode != FallocFlags::INSERT_RANGE {
+        if mode.intersects(FallocFlags::COLLAPSE_RANGE | FallocFlags::INSERT_RANGE)
+            && mode != FallocFlags::COLLAPSE_RANGE
+            && mode != FallocFlags::INSERT_RANGE
+        {
             return Err(Errno::EINVAL);
         }
         let file = self.fget(fd)?;
@@ -294,10 +312,8 @@ impl Task {
             FileType::Regular | FileType::BlockDevice => {}
             _ => return Err(Errno::ENODEV),
         }
-        let end = offset.checked_add(len).ok_or(Errno::EFBIG)?;
-        if end > MAX_LFS_FILESIZE {
-            return Err(Errno::EFBIG);
-        }
+        // The end must fit below `MAX_LFS_FILESIZE` (`i64::MAX`): only overflow can exceed it.
+        offset.checked_add(len).ok_or(Errno::EFBIG)?;
         if !(mode - FallocFlags::KEEP_SIZE - FallocFlags::PUNCH_HOLE).is_empty() {
             return Err(Errno::EOPNOTSUPP);
         }
@@ -312,7 +328,10 @@ fn iov_total(lens: impl Iterator<Item = usize>, count: usize) -> Result<usize> {
     }
     let mut total: usize = 0;
     for l in lens {
-        total = total.checked_add(l).filter(|&t| t <= isize::MAX as usize).ok_or(Errno::EINVAL)?;
+        total = total
+            .checked_add(l)
+            .filter(|&t| t <= isize::MAX as usize)
+            .ok_or(Errno::EINVAL)?;
     }
     Ok(total.min(MAX_RW_COUNT))
 }

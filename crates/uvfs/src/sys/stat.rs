@@ -2,7 +2,8 @@
 //! `cp_statx()`), fs/statfs.c.
 
 use crate::abi::{
-    dev_split, st_flags, AtFlags, Errno, ResolveFlags, Result, Stat, StatFs, Statx, StatxMask, PAGE_SIZE,
+    dev_split, st_flags, AtFlags, Errno, ResolveFlags, Result, Stat, StatFs, Statx, StatxMask,
+    PAGE_SIZE,
 };
 use crate::vfs::inode::Inode;
 use crate::vfs::mount::{MntFlags, Mount};
@@ -14,7 +15,8 @@ use super::EmptyPath;
 /// `STATX_ATTR_MOUNT_ROOT`: the file is the root of a mount.
 pub const STATX_ATTR_MOUNT_ROOT: u64 = 0x2000;
 /// The `attributes_mask` tmpfs reports (append, immutable, nodump, automount, mount root, dax).
-pub const STATX_SUPPORTED_ATTRIBUTES: u64 = 0x10 | 0x20 | 0x40 | 0x1000 | STATX_ATTR_MOUNT_ROOT | 0x0020_0000;
+pub const STATX_SUPPORTED_ATTRIBUTES: u64 =
+    0x10 | 0x20 | 0x40 | 0x1000 | STATX_ATTR_MOUNT_ROOT | 0x0020_0000;
 
 const STATX_SYNC_TYPE: u32 = AtFlags::STATX_FORCE_SYNC.bits() | AtFlags::STATX_DONT_SYNC.bits();
 
@@ -62,7 +64,11 @@ fn fill_statx(inode: &Inode, mnt: &Mount, is_mount_root: bool) -> Statx {
     Statx {
         mask: (StatxMask::BASIC_STATS | StatxMask::BTIME | StatxMask::MNT_ID).bits(),
         blksize: PAGE_SIZE as u32,
-        attributes: if is_mount_root { STATX_ATTR_MOUNT_ROOT } else { 0 },
+        attributes: if is_mount_root {
+            STATX_ATTR_MOUNT_ROOT
+        } else {
+            0
+        },
         nlink: a.nlink,
         uid: a.uid,
         gid: a.gid,
@@ -99,10 +105,16 @@ impl Task {
             return Err(Errno::EINVAL);
         }
         let path = path.as_ref();
-        self.with_path(dirfd, path, empty_of(flags), ResolveFlags::empty(), |w, start| {
-            let pos = w.lookup(start, path, follow_of(flags))?;
-            Ok(fill_stat(pos.inode().ok_or(Errno::ENOENT)?))
-        })
+        self.with_path(
+            dirfd,
+            path,
+            empty_of(flags),
+            ResolveFlags::empty(),
+            |w, start| {
+                let pos = w.lookup(start, path, follow_of(flags))?;
+                Ok(fill_stat(pos.inode().ok_or(Errno::ENOENT)?))
+            },
+        )
     }
 
     /// `stat(2)`.
@@ -134,20 +146,38 @@ impl Task {
     ///
     /// # Errors
     /// `EINVAL` for `STATX__RESERVED`, unknown flags or both sync types; path errors.
-    pub fn statx(&self, dirfd: i32, path: impl AsRef<[u8]>, flags: AtFlags, mask: StatxMask) -> Result<Statx> {
+    pub fn statx(
+        &self,
+        dirfd: i32,
+        path: impl AsRef<[u8]>,
+        flags: AtFlags,
+        mask: StatxMask,
+    ) -> Result<Statx> {
         if mask.contains(StatxMask::RESERVED) {
             return Err(Errno::EINVAL);
         }
         let allowed = AtFlags::SYMLINK_NOFOLLOW | AtFlags::NO_AUTOMOUNT | AtFlags::EMPTY_PATH;
-        if flags.bits() & !(allowed.bits() | STATX_SYNC_TYPE) != 0 || flags.bits() & STATX_SYNC_TYPE == STATX_SYNC_TYPE {
+        if flags.bits() & !(allowed.bits() | STATX_SYNC_TYPE) != 0
+            || flags.bits() & STATX_SYNC_TYPE == STATX_SYNC_TYPE
+        {
             return Err(Errno::EINVAL);
         }
         let path = path.as_ref();
-        self.with_path(dirfd, path, empty_of(flags), ResolveFlags::empty(), |w, start| {
-            let pos = w.lookup(start, path, follow_of(flags))?;
-            let is_root = std::sync::Arc::ptr_eq(pos.dentry.arc(), pos.mnt.root());
-            Ok(fill_statx(pos.inode().ok_or(Errno::ENOENT)?, &pos.mnt, is_root))
-        })
+        self.with_path(
+            dirfd,
+            path,
+            empty_of(flags),
+            ResolveFlags::empty(),
+            |w, start| {
+                let pos = w.lookup(start, path, follow_of(flags))?;
+                let is_root = std::sync::Arc::ptr_eq(pos.dentry.arc(), pos.mnt.root());
+                Ok(fill_statx(
+                    pos.inode().ok_or(Errno::ENOENT)?,
+                    &pos.mnt,
+                    is_root,
+                ))
+            },
+        )
     }
 
     /// `statfs(2)`.
@@ -156,10 +186,16 @@ impl Task {
     /// Path errors.
     pub fn statfs(&self, path: impl AsRef<[u8]>) -> Result<StatFs> {
         let path = path.as_ref();
-        self.with_path(crate::abi::AT_FDCWD, path, EmptyPath::Reject, ResolveFlags::empty(), |w, start| {
-            let pos = w.lookup(start, path, FollowLast::Yes)?;
-            statfs_of(&pos.mnt)
-        })
+        self.with_path(
+            crate::abi::AT_FDCWD,
+            path,
+            EmptyPath::Reject,
+            ResolveFlags::empty(),
+            |w, start| {
+                let pos = w.lookup(start, path, FollowLast::Yes)?;
+                statfs_of(&pos.mnt)
+            },
+        )
     }
 
     /// `fstatfs(2)` (works on `O_PATH` fds).

@@ -4,7 +4,10 @@
 use std::sync::Arc;
 
 use super::EmptyPath;
-use crate::abi::{Access, Errno, FileType, ResolveFlags, Result, XattrFlags, S_ISVTX, XATTR_LIST_MAX, XATTR_NAME_MAX, XATTR_SIZE_MAX};
+use crate::abi::{
+    Access, Errno, FileType, ResolveFlags, Result, XattrFlags, S_ISVTX, XATTR_LIST_MAX,
+    XATTR_NAME_MAX, XATTR_SIZE_MAX,
+};
 use crate::vfs::cred::{Capabilities, Cred};
 use crate::vfs::inode::Inode;
 use crate::vfs::mount::Mount;
@@ -48,7 +51,11 @@ fn xattr_permission(cred: &Cred, inode: &Inode, name: &[u8], mask: Access) -> Re
         if ft != FileType::Regular && ft != FileType::Directory {
             return Err(if write { Errno::EPERM } else { Errno::ENODATA });
         }
-        if ft == FileType::Directory && inode.mode() & S_ISVTX != 0 && write && !owner_or_capable(cred, inode) {
+        if ft == FileType::Directory
+            && inode.mode() & S_ISVTX != 0
+            && write
+            && !owner_or_capable(cred, inode)
+        {
             return Err(Errno::EPERM);
         }
     }
@@ -56,7 +63,10 @@ fn xattr_permission(cred: &Cred, inode: &Inode, name: &[u8], mask: Access) -> Re
 }
 
 fn known_prefix(name: &[u8]) -> Result<()> {
-    if PREFIXES.iter().any(|p| name.starts_with(p) && name.len() > p.len()) {
+    if PREFIXES
+        .iter()
+        .any(|p| name.starts_with(p) && name.len() > p.len())
+    {
         Ok(())
     } else {
         Err(Errno::EOPNOTSUPP)
@@ -65,11 +75,24 @@ fn known_prefix(name: &[u8]) -> Result<()> {
 
 impl Task {
     fn xattr_target(&self, path: &[u8], follow: Follow) -> Result<(Arc<Mount>, Arc<Inode>)> {
-        let f = if follow == Follow::Yes { FollowLast::Yes } else { FollowLast::No };
-        self.with_path(crate::abi::AT_FDCWD, path, EmptyPath::Reject, ResolveFlags::empty(), |w, s| {
-            let pos = w.lookup(s, path, f)?;
-            Ok((pos.mnt.arc().clone(), pos.inode().ok_or(Errno::ENOENT)?.clone()))
-        })
+        let f = if follow == Follow::Yes {
+            FollowLast::Yes
+        } else {
+            FollowLast::No
+        };
+        self.with_path(
+            crate::abi::AT_FDCWD,
+            path,
+            EmptyPath::Reject,
+            ResolveFlags::empty(),
+            |w, s| {
+                let pos = w.lookup(s, path, f)?;
+                Ok((
+                    pos.mnt.arc().clone(),
+                    pos.inode().ok_or(Errno::ENOENT)?.clone(),
+                ))
+            },
+        )
     }
 
     fn xattr_fd(&self, fd: i32) -> Result<(Arc<Mount>, Arc<Inode>)> {
@@ -80,7 +103,13 @@ impl Task {
         Ok((file.path().mnt.clone(), file.inode().clone()))
     }
 
-    fn do_setxattr(&self, t: Result<(Arc<Mount>, Arc<Inode>)>, name: &[u8], value: &[u8], flags: XattrFlags) -> Result<()> {
+    fn do_setxattr(
+        &self,
+        t: Result<(Arc<Mount>, Arc<Inode>)>,
+        name: &[u8],
+        value: &[u8],
+        flags: XattrFlags,
+    ) -> Result<()> {
         if !XattrFlags::all().contains(flags) {
             return Err(Errno::EINVAL);
         }
@@ -98,7 +127,12 @@ impl Task {
         inode.ops().setxattr(&inode, name, value, flags)
     }
 
-    fn do_getxattr(&self, t: Result<(Arc<Mount>, Arc<Inode>)>, name: &[u8], buf: &mut [u8]) -> Result<usize> {
+    fn do_getxattr(
+        &self,
+        t: Result<(Arc<Mount>, Arc<Inode>)>,
+        name: &[u8],
+        buf: &mut [u8],
+    ) -> Result<usize> {
         check_name(name)?;
         let (_, inode) = t?;
         xattr_permission(&self.cred.borrow(), &inode, name, Access::READ)?;
@@ -129,7 +163,11 @@ impl Task {
             return Ok(out.len());
         }
         if out.len() > buf.len() {
-            return Err(if out.len() > XATTR_LIST_MAX { Errno::E2BIG } else { Errno::ERANGE });
+            return Err(if out.len() > XATTR_LIST_MAX {
+                Errno::E2BIG
+            } else {
+                Errno::ERANGE
+            });
         }
         buf[..out.len()].copy_from_slice(&out);
         Ok(out.len())
@@ -154,7 +192,13 @@ impl Task {
     /// `EPERM` (`trusted.*` without `CAP_SYS_ADMIN`; `user.*` on special files or others'
     /// sticky directories), `EACCES`, `EOPNOTSUPP` (unknown namespace), `EEXIST`/`ENODATA`
     /// (`XATTR_CREATE`/`XATTR_REPLACE`).
-    pub fn setxattr(&self, path: impl AsRef<[u8]>, name: impl AsRef<[u8]>, value: &[u8], flags: XattrFlags) -> Result<()> {
+    pub fn setxattr(
+        &self,
+        path: impl AsRef<[u8]>,
+        name: impl AsRef<[u8]>,
+        value: &[u8],
+        flags: XattrFlags,
+    ) -> Result<()> {
         let t = self.xattr_target(path.as_ref(), Follow::Yes);
         self.do_setxattr(t, name.as_ref(), value, flags)
     }
@@ -162,7 +206,13 @@ impl Task {
     ///
     /// # Errors
     /// As [`Task::setxattr`].
-    pub fn lsetxattr(&self, path: impl AsRef<[u8]>, name: impl AsRef<[u8]>, value: &[u8], flags: XattrFlags) -> Result<()> {
+    pub fn lsetxattr(
+        &self,
+        path: impl AsRef<[u8]>,
+        name: impl AsRef<[u8]>,
+        value: &[u8],
+        flags: XattrFlags,
+    ) -> Result<()> {
         let t = self.xattr_target(path.as_ref(), Follow::No);
         self.do_setxattr(t, name.as_ref(), value, flags)
     }
@@ -170,7 +220,13 @@ impl Task {
     ///
     /// # Errors
     /// As [`Task::setxattr`]; `EBADF`.
-    pub fn fsetxattr(&self, fd: i32, name: impl AsRef<[u8]>, value: &[u8], flags: XattrFlags) -> Result<()> {
+    pub fn fsetxattr(
+        &self,
+        fd: i32,
+        name: impl AsRef<[u8]>,
+        value: &[u8],
+        flags: XattrFlags,
+    ) -> Result<()> {
         let t = self.xattr_fd(fd);
         self.do_setxattr(t, name.as_ref(), value, flags)
     }
@@ -178,7 +234,12 @@ impl Task {
     ///
     /// # Errors
     /// `ERANGE` (name, or `buf` too small), path errors, `ENODATA`, `EACCES`, `EOPNOTSUPP`.
-    pub fn getxattr(&self, path: impl AsRef<[u8]>, name: impl AsRef<[u8]>, buf: &mut [u8]) -> Result<usize> {
+    pub fn getxattr(
+        &self,
+        path: impl AsRef<[u8]>,
+        name: impl AsRef<[u8]>,
+        buf: &mut [u8],
+    ) -> Result<usize> {
         let t = self.xattr_target(path.as_ref(), Follow::Yes);
         self.do_getxattr(t, name.as_ref(), buf)
     }
@@ -186,7 +247,12 @@ impl Task {
     ///
     /// # Errors
     /// As [`Task::getxattr`].
-    pub fn lgetxattr(&self, path: impl AsRef<[u8]>, name: impl AsRef<[u8]>, buf: &mut [u8]) -> Result<usize> {
+    pub fn lgetxattr(
+        &self,
+        path: impl AsRef<[u8]>,
+        name: impl AsRef<[u8]>,
+        buf: &mut [u8],
+    ) -> Result<usize> {
         let t = self.xattr_target(path.as_ref(), Follow::No);
         self.do_getxattr(t, name.as_ref(), buf)
     }

@@ -26,7 +26,10 @@ pub(crate) fn touch_atime(file: &FileDescription) {
 #[inline]
 pub(crate) fn touch_atime_at(mnt: &super::mount::Mount, inode: &super::inode::Inode) {
     let mf = mnt.flags();
-    if mf.contains(MntFlags::NOATIME) || (inode.is_dir() && mf.contains(MntFlags::NODIRATIME)) || mnt.is_rdonly() {
+    if mf.contains(MntFlags::NOATIME)
+        || (inode.is_dir() && mf.contains(MntFlags::NODIRATIME))
+        || mnt.is_rdonly()
+    {
         return;
     }
     let atime = inode.atime_raw();

@@ -125,10 +125,18 @@ pub(crate) fn hash_component(seed: u64, s: &[u8]) -> (usize, u64) {
     let mut off = 0;
     loop {
         let rem = s.len() - off;
-        let (word, avail) = if rem >= 8 { (load8(s, off), 8) } else { (load_partial(s, off, rem), rem) };
+        let (word, avail) = if rem >= 8 {
+            (load8(s, off), 8)
+        } else {
+            (load_partial(s, off, rem), rem)
+        };
         let x = word ^ SLASHES;
         let slash = x.wrapping_sub(ONES) & !x & HIGHS;
-        let valid = if avail == 8 { u64::MAX } else { (1u64 << (avail * 8)) - 1 };
+        let valid = if avail == 8 {
+            u64::MAX
+        } else {
+            (1u64 << (avail * 8)) - 1
+        };
         let slash = slash & valid;
         if slash != 0 {
             let n = (slash.trailing_zeros() / 8) as usize;
@@ -216,7 +224,10 @@ pub(crate) struct ChildTable {
 
 impl Default for ChildTable {
     fn default() -> Self {
-        ChildTable { buckets: AtomicPtr::new(ptr::null_mut()), writer: Mutex::new(WriterState::default()) }
+        ChildTable {
+            buckets: AtomicPtr::new(ptr::null_mut()),
+            writer: Mutex::new(WriterState::default()),
+        }
     }
 }
 
@@ -229,7 +240,12 @@ pub(crate) struct TableWriter<'a> {
 impl ChildTable {
     /// Finds a node by name. See the module's `# Fast path`.
     #[inline]
-    pub(crate) fn find<'g>(&self, hash_len: u64, name: &[u8], guard: &'g LocalGuard<'_>) -> Option<&'g Node> {
+    pub(crate) fn find<'g>(
+        &self,
+        hash_len: u64,
+        name: &[u8],
+        guard: &'g LocalGuard<'_>,
+    ) -> Option<&'g Node> {
         let b = guard.protect(&self.buckets, Ordering::Acquire);
         if b.is_null() {
             return None;
@@ -253,9 +269,11 @@ impl ChildTable {
 
     /// Takes the writer lock.
     pub(crate) fn writer(&self) -> TableWriter<'_> {
-        TableWriter { table: self, state: self.writer.lock() }
+        TableWriter {
+            table: self,
+            state: self.writer.lock(),
+        }
     }
-
 }
 
 impl TableWriter<'_> {
@@ -287,7 +305,13 @@ impl TableWriter<'_> {
     }
 
     /// Publishes `dentry` under `name`; the caller checked the name is absent.
-    pub(crate) fn insert(&mut self, hash_len: u64, name: &[u8], dentry: Arc<Dentry>, expect_seq: u32) {
+    pub(crate) fn insert(
+        &mut self,
+        hash_len: u64,
+        name: &[u8],
+        dentry: Arc<Dentry>,
+        expect_seq: u32,
+    ) {
         if dentry.inode().is_none() {
             self.state.negatives += 1;
         }

@@ -54,11 +54,20 @@ impl Dentry {
 
     /// A dentry for an unnamed inode (`O_TMPFILE`), never in a table. `linkable` says whether
     /// `linkat` may give it a name (false with `O_EXCL`).
-    pub(crate) fn new_unhashed(parent: &Arc<Dentry>, name: &[u8], inode: Arc<Inode>, linkable: bool) -> Arc<Dentry> {
+    pub(crate) fn new_unhashed(
+        parent: &Arc<Dentry>,
+        name: &[u8],
+        inode: Arc<Inode>,
+        linkable: bool,
+    ) -> Arc<Dentry> {
         if linkable {
             inode.set_linkable(true);
         }
-        Arc::new(Dentry::new(Arc::from(name), Some(Arc::downgrade(parent)), Some(inode)))
+        Arc::new(Dentry::new(
+            Arc::from(name),
+            Some(Arc::downgrade(parent)),
+            Some(inode),
+        ))
     }
 
     fn new(name: Arc<[u8]>, parent: Option<Weak<Dentry>>, inode: Option<Arc<Inode>>) -> Dentry {
@@ -115,7 +124,12 @@ impl Dentry {
     /// `seq`, compared with the value the node was published with. Falls back (`Miss`) when the
     /// name is not cached or the child was renamed or removed since.
     #[inline]
-    pub(crate) fn lookup_fast<'g>(&self, hash_len: u64, name: &[u8], guard: &'g LocalGuard<'_>) -> Cached<'g> {
+    pub(crate) fn lookup_fast<'g>(
+        &self,
+        hash_len: u64,
+        name: &[u8],
+        guard: &'g LocalGuard<'_>,
+    ) -> Cached<'g> {
         match self.children.find(hash_len, name, guard) {
             Some(n) if n.dentry.seq.raw() == n.expect_seq => Cached::Hit(&n.dentry),
             _ => Cached::Miss,
@@ -134,7 +148,11 @@ impl Dentry {
             return d.clone();
         }
         let negative = inode.is_none();
-        let d = Arc::new(Dentry::new(Arc::from(name), Some(Arc::downgrade(self)), inode));
+        let d = Arc::new(Dentry::new(
+            Arc::from(name),
+            Some(Arc::downgrade(self)),
+            inode,
+        ));
         if negative && (w.negatives() >= super::dcache::MAX_NEGATIVE_CHILDREN || self.is_dead()) {
             return d;
         }
@@ -159,7 +177,11 @@ impl Dentry {
         if let Some(old) = w.find(hl, name).cloned() {
             Self::kill(&mut w, hl, name, &old);
         }
-        let d = Arc::new(Dentry::new(Arc::from(name), Some(Arc::downgrade(self)), Some(inode)));
+        let d = Arc::new(Dentry::new(
+            Arc::from(name),
+            Some(Arc::downgrade(self)),
+            Some(inode),
+        ));
         w.insert(hl, name, d.clone(), 0);
         d
     }
@@ -202,7 +224,13 @@ impl Dentry {
     /// # Locking
     /// Caller holds the inode locks of both directories exclusive (and the superblock's
     /// rename lock when they differ).
-    pub(crate) fn d_move(self: &Arc<Self>, old_name: &[u8], child: &Arc<Dentry>, new_parent: &Arc<Dentry>, new_name: &[u8]) {
+    pub(crate) fn d_move(
+        self: &Arc<Self>,
+        old_name: &[u8],
+        child: &Arc<Dentry>,
+        new_parent: &Arc<Dentry>,
+        new_name: &[u8],
+    ) {
         let old_hl = hash_len(hash_seed(), old_name);
         let new_hl = hash_len(hash_seed(), new_name);
         // Kill the target first (its table may be ours).
@@ -222,7 +250,10 @@ impl Dentry {
             l.parent = Some(Arc::downgrade(new_parent));
         }
         let expect = child.seq.raw().wrapping_add(1);
-        new_parent.children.writer().insert(new_hl, new_name, child.clone(), expect);
+        new_parent
+            .children
+            .writer()
+            .insert(new_hl, new_name, child.clone(), expect);
         child.seq.write_end();
     }
 
@@ -256,7 +287,10 @@ impl Dentry {
         }
         let ea = a.seq.raw().wrapping_add(1);
         let eb = b.seq.raw().wrapping_add(1);
-        b_parent.children.writer().insert(b_hl, b_name, a.clone(), ea);
+        b_parent
+            .children
+            .writer()
+            .insert(b_hl, b_name, a.clone(), ea);
         self.children.writer().insert(a_hl, a_name, b.clone(), eb);
         b.seq.write_end();
         a.seq.write_end();

@@ -32,7 +32,13 @@ pub struct FdTable {
 
 impl Default for FdTable {
     fn default() -> Self {
-        FdTable { inner: Mutex::new(Inner { slots: Vec::new(), first_free: 0, limit: DEFAULT_NOFILE }) }
+        FdTable {
+            inner: Mutex::new(Inner {
+                slots: Vec::new(),
+                first_free: 0,
+                limit: DEFAULT_NOFILE,
+            }),
+        }
     }
 }
 
@@ -64,7 +70,11 @@ impl FdTable {
         let min = usize::try_from(min).map_err(|_| Errno::EINVAL)?;
         let limit = g.limit as usize;
         if min >= limit {
-            return Err(if min == 0 { Errno::EMFILE } else { Errno::EINVAL });
+            return Err(if min == 0 {
+                Errno::EMFILE
+            } else {
+                Errno::EINVAL
+            });
         }
         let start = min.max(g.first_free);
         let mut i = start;
@@ -88,7 +98,12 @@ impl FdTable {
     ///
     /// # Errors
     /// `EBADF` if `fd` is negative or at/past the limit.
-    pub fn install_at(&self, fd: i32, file: Arc<FileDescription>, cloexec: bool) -> Result<Option<Arc<FileDescription>>> {
+    pub fn install_at(
+        &self,
+        fd: i32,
+        file: Arc<FileDescription>,
+        cloexec: bool,
+    ) -> Result<Option<Arc<FileDescription>>> {
         let i = usize::try_from(fd).map_err(|_| Errno::EBADF)?;
         let mut g = self.inner.lock();
         if i >= g.limit as usize {
@@ -108,7 +123,11 @@ impl FdTable {
     pub fn remove(&self, fd: i32) -> Result<Arc<FileDescription>> {
         let i = usize::try_from(fd).map_err(|_| Errno::EBADF)?;
         let mut g = self.inner.lock();
-        let e = g.slots.get_mut(i).and_then(Option::take).ok_or(Errno::EBADF)?;
+        let e = g
+            .slots
+            .get_mut(i)
+            .and_then(Option::take)
+            .ok_or(Errno::EBADF)?;
         if i < g.first_free {
             g.first_free = i;
         }
@@ -178,6 +197,12 @@ impl FdTable {
     /// A copy of the table (fork without shared files).
     pub fn duplicate(&self) -> FdTable {
         let g = self.inner.lock();
-        FdTable { inner: Mutex::new(Inner { slots: g.slots.clone(), first_free: 0, limit: g.limit }) }
+        FdTable {
+            inner: Mutex::new(Inner {
+                slots: g.slots.clone(),
+                first_free: 0,
+                limit: g.limit,
+            }),
+        }
     }
 }

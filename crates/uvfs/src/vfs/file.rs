@@ -42,7 +42,12 @@ pub struct FileDescription {
 
 impl FileDescription {
     /// Builds an open file.
-    pub(crate) fn new(path: VfsPath, inode: Arc<Inode>, flags: OpenFlags, ops: Box<dyn FileOps>) -> Arc<Self> {
+    pub(crate) fn new(
+        path: VfsPath,
+        inode: Arc<Inode>,
+        flags: OpenFlags,
+        ops: Box<dyn FileOps>,
+    ) -> Arc<Self> {
         let path_only = flags.contains(OpenFlags::PATH);
         let (read, write) = if path_only {
             (false, false)
@@ -55,11 +60,20 @@ impl FileDescription {
             }
         };
         let kept = flags.bits()
-            & !(OpenFlags::CREAT | OpenFlags::EXCL | OpenFlags::NOCTTY | OpenFlags::TRUNC | OpenFlags::CLOEXEC).bits();
+            & !(OpenFlags::CREAT
+                | OpenFlags::EXCL
+                | OpenFlags::NOCTTY
+                | OpenFlags::TRUNC
+                | OpenFlags::CLOEXEC)
+                .bits();
         Arc::new(FileDescription {
             path,
             inode,
-            fmode: FMode { read, write, path_only },
+            fmode: FMode {
+                read,
+                write,
+                path_only,
+            },
             flags: AtomicU32::new(kept),
             pos: Mutex::new(0),
             ops,
@@ -107,7 +121,10 @@ impl Drop for FileDescription {
 
 impl std::fmt::Debug for FileDescription {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("FileDescription").field("inode", &self.inode).field("fmode", &self.fmode).finish()
+        f.debug_struct("FileDescription")
+            .field("inode", &self.inode)
+            .field("fmode", &self.fmode)
+            .finish()
     }
 }
 

@@ -27,11 +27,17 @@ struct AtomicTimespec {
 
 impl AtomicTimespec {
     fn new(t: Timespec) -> Self {
-        AtomicTimespec { sec: AtomicI64::new(t.sec), nsec: AtomicI64::new(t.nsec) }
+        AtomicTimespec {
+            sec: AtomicI64::new(t.sec),
+            nsec: AtomicI64::new(t.nsec),
+        }
     }
     #[inline]
     fn load(&self) -> Timespec {
-        Timespec::new(self.sec.load(Ordering::Relaxed), self.nsec.load(Ordering::Relaxed))
+        Timespec::new(
+            self.sec.load(Ordering::Relaxed),
+            self.nsec.load(Ordering::Relaxed),
+        )
     }
     #[inline]
     fn store(&self, t: Timespec) {
@@ -351,7 +357,9 @@ impl AttrWriter<'_> {
     /// Adds `delta` (may be negative) to the link count.
     pub fn add_nlink(&self, delta: i32) {
         let n = self.inode.nlink.load(Ordering::Relaxed);
-        self.inode.nlink.store(n.saturating_add_signed(delta), Ordering::Relaxed);
+        self.inode
+            .nlink
+            .store(n.saturating_add_signed(delta), Ordering::Relaxed);
     }
     /// Sets the size.
     pub fn set_size(&self, size: u64) {

@@ -95,7 +95,10 @@ impl Mount {
 
 impl std::fmt::Debug for Mount {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Mount").field("id", &self.id).field("flags", &self.flags()).finish()
+        f.debug_struct("Mount")
+            .field("id", &self.id)
+            .field("flags", &self.flags())
+            .finish()
     }
 }
 
@@ -141,7 +144,11 @@ pub struct MountNamespace {
 impl MountNamespace {
     /// A namespace whose root is `root`.
     pub fn new(root: Arc<Mount>) -> Arc<MountNamespace> {
-        Arc::new(MountNamespace { root, table: ArcSwap::from_pointee(MountTable::default()), lock: Mutex::new(()) })
+        Arc::new(MountNamespace {
+            root,
+            table: ArcSwap::from_pointee(MountTable::default()),
+            lock: Mutex::new(()),
+        })
     }
 
     /// The root mount.
@@ -157,7 +164,12 @@ impl MountNamespace {
 
     /// Mounts attached directly below `mnt`.
     pub fn children(&self, mnt: &Mount) -> Vec<Arc<Mount>> {
-        self.table.load().children.get(&mnt.id).cloned().unwrap_or_default()
+        self.table
+            .load()
+            .children
+            .get(&mnt.id)
+            .cloned()
+            .unwrap_or_default()
     }
 
     /// Attaches `child` at `point`.
@@ -167,8 +179,12 @@ impl MountNamespace {
     pub(crate) fn attach(&self, child: &Arc<Mount>, point: &VfsPath) {
         let _g = self.lock.lock();
         let mut t = MountTable::clone(&self.table.load());
-        t.by_point.insert(key(&point.mnt, &point.dentry), child.clone());
-        t.children.entry(point.mnt.id).or_default().push(child.clone());
+        t.by_point
+            .insert(key(&point.mnt, &point.dentry), child.clone());
+        t.children
+            .entry(point.mnt.id)
+            .or_default()
+            .push(child.clone());
         *child.parent.lock() = Some((point.mnt.clone(), point.dentry.clone()));
         point.dentry.add_mount();
         self.table.store(Arc::new(t));
@@ -179,7 +195,12 @@ impl MountNamespace {
     ///
     /// # Errors
     /// `EINVAL` if `child` is not attached; `EBUSY` as above.
-    pub(crate) fn detach(&self, child: &Arc<Mount>, busy: BusyCheck, caller_refs: usize) -> crate::abi::Result<()> {
+    pub(crate) fn detach(
+        &self,
+        child: &Arc<Mount>,
+        busy: BusyCheck,
+        caller_refs: usize,
+    ) -> crate::abi::Result<()> {
         let _g = self.lock.lock();
         let parent = child.parent.lock().clone();
         let Some((pm, pd)) = parent else {

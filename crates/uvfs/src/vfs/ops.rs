@@ -69,8 +69,7 @@ pub trait SuperOps: Send + Sync + 'static {
     fn remount(&self, sb: &SuperBlock, data: Option<&str>) -> Result<()> {
         let _ = sb;
         match data {
-            None => Ok(()),
-            Some(s) if s.is_empty() => Ok(()),
+            None | Some("") => Ok(()),
             Some(_) => Err(Errno::EINVAL),
         }
     }
@@ -120,7 +119,13 @@ pub trait InodeOps: Send + Sync + 'static {
     }
 
     /// Creates a symbolic link holding `target`. Locking and errors as [`InodeOps::create`].
-    fn symlink(&self, dir: &Inode, name: &[u8], target: &[u8], new: &NewInode<'_>) -> Result<Arc<Inode>> {
+    fn symlink(
+        &self,
+        dir: &Inode,
+        name: &[u8],
+        target: &[u8],
+        new: &NewInode<'_>,
+    ) -> Result<Arc<Inode>> {
         Err(Errno::EPERM)
     }
 
@@ -300,7 +305,13 @@ pub trait FileOps: Send + Sync + 'static {
     ///
     /// # Errors
     /// `EOPNOTSUPP` for unsupported modes; `ENOSPC`; `EFBIG`.
-    fn fallocate(&self, file: &FileDescription, mode: FallocFlags, offset: u64, len: u64) -> Result<()> {
+    fn fallocate(
+        &self,
+        file: &FileDescription,
+        mode: FallocFlags,
+        offset: u64,
+        len: u64,
+    ) -> Result<()> {
         Err(Errno::EOPNOTSUPP)
     }
 

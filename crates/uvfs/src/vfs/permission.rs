@@ -38,7 +38,9 @@ pub fn generic_permission(cred: &Cred, inode: &Inode, mask: Access) -> Result<()
     if mask == Access::READ && cred.capable(Capabilities::DAC_READ_SEARCH) {
         return Ok(());
     }
-    if (!mask.contains(Access::EXEC) || mode & S_IXUGO != 0) && cred.capable(Capabilities::DAC_OVERRIDE) {
+    if (!mask.contains(Access::EXEC) || mode & S_IXUGO != 0)
+        && cred.capable(Capabilities::DAC_OVERRIDE)
+    {
         return Ok(());
     }
     Err(Errno::EACCES)
@@ -52,7 +54,10 @@ pub fn generic_permission(cred: &Cred, inode: &Inode, mask: Access) -> Result<()
 pub fn inode_permission(cred: &Cred, inode: &Inode, mask: Access) -> Result<()> {
     if mask.contains(Access::WRITE)
         && inode.sb().is_rdonly()
-        && matches!(inode.file_type(), FileType::Regular | FileType::Directory | FileType::Symlink)
+        && matches!(
+            inode.file_type(),
+            FileType::Regular | FileType::Directory | FileType::Symlink
+        )
     {
         return Err(Errno::EROFS);
     }
@@ -102,7 +107,13 @@ pub enum VictimKind {
 /// # Errors
 /// In Linux's order: `EACCES`/`EROFS` (write+search on `dir`), `EPERM` (sticky), `ENOTDIR`
 /// or `EISDIR` (type), `ENOENT` if `dir` is dead.
-pub fn may_delete(cred: &Cred, dir: &Inode, victim: &Inode, kind: VictimKind, dir_dead: bool) -> Result<()> {
+pub fn may_delete(
+    cred: &Cred,
+    dir: &Inode,
+    victim: &Inode,
+    kind: VictimKind,
+    dir_dead: bool,
+) -> Result<()> {
     inode_permission(cred, dir, Access::WRITE | Access::EXEC)?;
     if check_sticky(cred, dir, victim) {
         return Err(Errno::EPERM);

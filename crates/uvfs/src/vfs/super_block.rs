@@ -71,6 +71,9 @@ impl SuperBlock {
 
 impl std::fmt::Debug for SuperBlock {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("SuperBlock").field("dev", &self.dev).field("fs", &self.ops.fs_name()).finish()
+        f.debug_struct("SuperBlock")
+            .field("dev", &self.dev)
+            .field("fs", &self.ops.fs_name())
+            .finish()
     }
 }

@@ -19,6 +19,9 @@ pub(crate) struct FsState {
 
 const FD_CACHE_SLOTS: usize = 4;
 
+/// One cached fd and its file.
+type FdCacheSlot = Option<(i32, Arc<FileDescription>)>;
+
 /// A thread of a program using the VFS.
 ///
 /// `Task` is `Send` but not `Sync`: one thread uses it at a time, as a Linux thread is the only
@@ -36,7 +39,7 @@ pub struct Task {
     /// table's lock is skipped too: an unshared table changes only through this task, which
     /// evicts an fd from the cache whenever it closes or replaces it. Invalidated by close,
     /// dup2/dup3 onto the fd, exec and sharing; falls back to [`FdTable::get`].
-    fd_cache: RefCell<[Option<(i32, Arc<FileDescription>)>; FD_CACHE_SLOTS]>,
+    fd_cache: RefCell<[FdCacheSlot; FD_CACHE_SLOTS]>,
 }
 
 /// A borrowed open file: from the task's cache, or a counted reference.
@@ -59,11 +62,17 @@ impl std::ops::Deref for FileRef<'_> {
 impl Task {
     /// A task in `ns` with `cred`, rooted and working at the namespace root, umask 022.
     pub fn new(ns: Arc<MountNamespace>, cred: Cred) -> Task {
-        let root = VfsPath { mnt: ns.root().clone(), dentry: ns.root().root().clone() };
+        let root = VfsPath {
+            mnt: ns.root().clone(),
+            dentry: ns.root().root().clone(),
+        };
         Task {
             ns,
             cred: RefCell::new(cred),
-            fs: RefCell::new(FsState { root: root.clone(), cwd: root }),
+            fs: RefCell::new(FsState {
+                root: root.clone(),
+                cwd: root,
+            }),
             umask: Cell::new(0o022),
             files: Arc::new(FdTable::new()),
             fd_cache: RefCell::new(Default::default()),
@@ -198,6 +207,8 @@ impl Task {
 
 impl std::fmt::Debug for Task {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Task").field("cred", &*self.cred.borrow()).finish()
+        f.debug_struct("Task")
+            .field("cred", &*self.cred.borrow())
+            .finish()
     }
 }

@@ -49,7 +49,14 @@ impl DirData {
         let mut e = self.inner.write();
         let off = e.next_off.max(FIRST_OFFSET);
         e.next_off = off + 1;
-        e.by_off.insert(off, Entry { name: name.into(), ino: inode.ino(), d_type: inode.file_type().dirent_type() });
+        e.by_off.insert(
+            off,
+            Entry {
+                name: name.into(),
+                ino: inode.ino(),
+                d_type: inode.file_type().dirent_type(),
+            },
+        );
         e.by_name.insert(name.into(), (off, inode));
     }
 
@@ -69,26 +76,51 @@ impl DirData {
 pub(crate) struct DirFile;
 
 impl FileOps for DirFile {
-    fn readdir(&self, file: &FileDescription, pos: &mut u64, sink: &mut dyn FnMut(DirEntry<'_>) -> bool) -> Result<()> {
+    fn readdir(
+        &self,
+        file: &FileDescription,
+        pos: &mut u64,
+        sink: &mut dyn FnMut(DirEntry<'_>) -> bool,
+    ) -> Result<()> {
         let inode = file.inode();
         let node = Node::of(inode).ok_or(Errno::ENOTDIR)?;
         let d = node.dir()?;
         if *pos == 0 {
-            if !sink(DirEntry { name: b".", ino: inode.ino(), d_type: 4, next_pos: 1 }) {
+            if !sink(DirEntry {
+                name: b".",
+                ino: inode.ino(),
+                d_type: 4,
+                next_pos: 1,
+            }) {
                 return Ok(());
             }
             *pos = 1;
         }
         if *pos == 1 {
-            let pino = file.path().dentry.parent().and_then(|p| p.inode().map(|i| i.ino())).unwrap_or(inode.ino());
-            if !sink(DirEntry { name: b"..", ino: pino, d_type: 4, next_pos: FIRST_OFFSET }) {
+            let pino = file
+                .path()
+                .dentry
+                .parent()
+                .and_then(|p| p.inode().map(|i| i.ino()))
+                .unwrap_or(inode.ino());
+            if !sink(DirEntry {
+                name: b"..",
+                ino: pino,
+                d_type: 4,
+                next_pos: FIRST_OFFSET,
+            }) {
                 return Ok(());
             }
             *pos = FIRST_OFFSET;
         }
         let e = d.inner.read();
         for (&off, ent) in e.by_off.range(*pos..) {
-            if !sink(DirEntry { name: &ent.name, ino: ent.ino, d_type: ent.d_type, next_pos: off + 1 }) {
+            if !sink(DirEntry {
+                name: &ent.name,
+                ino: ent.ino,
+                d_type: ent.d_type,
+                next_pos: off + 1,
+            }) {
                 return Ok(());
             }
             *pos = off + 1;
@@ -96,10 +128,19 @@ impl FileOps for DirFile {
         Ok(())
     }
 
-    fn llseek(&self, _file: &FileDescription, offset: i64, whence: Whence, cur: u64) -> Result<u64> {
+    fn llseek(
+        &self,
+        _file: &FileDescription,
+        offset: i64,
+        whence: Whence,
+        cur: u64,
+    ) -> Result<u64> {
         let new = match whence {
             Whence::SET => offset,
-            Whence::CUR => i64::try_from(cur).map_err(|_| Errno::EINVAL)?.checked_add(offset).ok_or(Errno::EINVAL)?,
+            Whence::CUR => i64::try_from(cur)
+                .map_err(|_| Errno::EINVAL)?
+                .checked_add(offset)
+                .ok_or(Errno::EINVAL)?,
             _ => return Err(Errno::EINVAL),
         };
         if new < 0 {

@@ -17,7 +17,10 @@ const BLOCKS_PER_PAGE: u64 = PAGE_SIZE / BLOCK_UNIT;
 type Page = Box<[u8; PAGE]>;
 
 fn zeroed_page() -> Page {
-    vec![0u8; PAGE].into_boxed_slice().try_into().expect("a PAGE-long slice converts to a PAGE array")
+    vec![0u8; PAGE]
+        .into_boxed_slice()
+        .try_into()
+        .expect("a PAGE-long slice converts to a PAGE array")
 }
 
 /// The pages of a tmpfs file; a missing page is a hole.
@@ -141,7 +144,10 @@ impl FileOps for RegFile {
                     e.insert(zeroed_page())
                 }
             };
-            copy_small(&mut page[in_page..in_page + chunk], &buf[done..done + chunk]);
+            copy_small(
+                &mut page[in_page..in_page + chunk],
+                &buf[done..done + chunk],
+            );
             done += chunk;
         }
         if done == 0 {
@@ -192,20 +198,37 @@ impl FileOps for RegFile {
         }
     }
 
-    fn fallocate(&self, file: &FileDescription, mode: FallocFlags, offset: u64, len: u64) -> Result<()> {
+    fn fallocate(
+        &self,
+        file: &FileDescription,
+        mode: FallocFlags,
+        offset: u64,
+        len: u64,
+    ) -> Result<()> {
         let inode = file.inode();
         let mut pages = self.data.pages.write();
         let end = offset + len;
         if mode.contains(FallocFlags::PUNCH_HOLE) {
             let first_full = offset.div_ceil(PAGE_SIZE);
             let last_full = end / PAGE_SIZE;
-            let doomed: Vec<u64> = pages.range(first_full..last_full.max(first_full)).map(|(&k, _)| k).collect();
+            let doomed: Vec<u64> = pages
+                .range(first_full..last_full.max(first_full))
+                .map(|(&k, _)| k)
+                .collect();
             for k in &doomed {
                 pages.remove(k);
             }
             self.counters.free_blocks(doomed.len() as u64);
             for (idx, from, to) in [
-                (offset / PAGE_SIZE, offset % PAGE_SIZE, if offset / PAGE_SIZE == end / PAGE_SIZE { end % PAGE_SIZE } else { PAGE_SIZE }),
+                (
+                    offset / PAGE_SIZE,
+                    offset % PAGE_SIZE,
+                    if offset / PAGE_SIZE == end / PAGE_SIZE {
+                        end % PAGE_SIZE
+                    } else {
+                        PAGE_SIZE
+                    },
+                ),
                 (end / PAGE_SIZE, 0, end % PAGE_SIZE),
             ] {
                 if from < to {

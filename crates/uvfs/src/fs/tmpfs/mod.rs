@@ -19,7 +19,8 @@ use std::sync::Arc;
 use parking_lot::Mutex;
 
 use crate::abi::{
-    Errno, FileType, OpenFlags, RenameFlags, Result, StatFs, XattrFlags, NAME_MAX, PAGE_SIZE, TMPFS_MAGIC,
+    Errno, FileType, OpenFlags, RenameFlags, Result, StatFs, XattrFlags, NAME_MAX, PAGE_SIZE,
+    TMPFS_MAGIC,
 };
 use crate::vfs::inode::{Inode, InodeInit, SetAttr, Stamp};
 use crate::vfs::ops::{FileOps, InodeOps, NewInode, SuperOps};
@@ -48,9 +49,11 @@ fn reserve(used: &AtomicU64, max: &AtomicU64, n: u64) -> Result<()> {
         used.fetch_add(n, Ordering::Relaxed);
         return Ok(());
     }
-    used.fetch_update(Ordering::Relaxed, Ordering::Relaxed, |u| u.checked_add(n).filter(|&v| v <= limit))
-        .map(|_| ())
-        .map_err(|_| Errno::ENOSPC)
+    used.fetch_update(Ordering::Relaxed, Ordering::Relaxed, |u| {
+        u.checked_add(n).filter(|&v| v <= limit)
+    })
+    .map(|_| ())
+    .map_err(|_| Errno::ENOSPC)
 }
 
 impl Counters {
@@ -79,12 +82,24 @@ impl Tmpfs {
     ///
     /// # Errors
     /// `EINVAL` for bad options.
-    pub fn new_instance(options: &TmpfsOptions, uid: u32, gid: u32) -> Result<(Arc<SuperBlock>, Arc<Dentry>)> {
+    pub fn new_instance(
+        options: &TmpfsOptions,
+        uid: u32,
+        gid: u32,
+    ) -> Result<(Arc<SuperBlock>, Arc<Dentry>)> {
         let ram_pages = total_ram_bytes() / PAGE_SIZE;
         let counters = Arc::new(Counters::default());
-        counters.max_blocks.store(options.max_blocks.unwrap_or(ram_pages / 2), Ordering::Relaxed);
-        counters.max_inodes.store(options.max_inodes.unwrap_or(ram_pages / 2), Ordering::Relaxed);
-        let sb = SuperBlock::new(Box::new(Tmpfs { counters: counters.clone() }));
+        counters.max_blocks.store(
+            options.max_blocks.unwrap_or(ram_pages / 2),
+            Ordering::Relaxed,
+        );
+        counters.max_inodes.store(
+            options.max_inodes.unwrap_or(ram_pages / 2),
+            Ordering::Relaxed,
+        );
+        let sb = SuperBlock::new(Box::new(Tmpfs {
+            counters: counters.clone(),
+        }));
         counters.alloc_inode()?;
         let init = InodeInit {
             ino: sb.alloc_ino(),
@@ -95,7 +110,11 @@ impl Tmpfs {
             rdev: 0,
             nlink: 2,
         };
-        let root = Inode::new(&sb, init, Box::new(Node::new(counters, Kind::Dir(DirData::default()))));
+        let root = Inode::new(
+            &sb,
+            init,
+            Box::new(Node::new(counters, Kind::Dir(DirData::default()))),
+        );
         root.write_attrs(|w| w.set_size(2 * BOGO_DIRENT_SIZE));
         Ok((sb.clone(), Dentry::new_root(root)))
     }
@@ -137,13 +156,13 @@ impl SuperOps for Tmpfs {
         // instance limited.
         if let Some(mb) = o.max_blocks {
             let cur = c.max_blocks.load(Ordering::Relaxed);
-            if (mb != 0 && c.used_blocks.load(Ordering::Relaxed) > mb) || (mb != 0 && cur == 0) {
+            if mb != 0 && (c.used_blocks.load(Ordering::Relaxed) > mb || cur == 0) {
                 return Err(Errno::EINVAL);
             }
         }
         if let Some(mi) = o.max_inodes {
             let cur = c.max_inodes.load(Ordering::Relaxed);
-            if (mi != 0 && c.used_inodes.load(Ordering::Relaxed) > mi) || (mi != 0 && cur == 0) {
+            if mi != 0 && (c.used_inodes.load(Ordering::Relaxed) > mi || cur == 0) {
                 return Err(Errno::EINVAL);
             }
         }
@@ -208,7 +227,9 @@ impl Node {
     /// Returns the inode's charge once it has no link and no open file (Linux:
     /// `shmem_evict_inode()` at the last `iput()`).
     pub(crate) fn maybe_release(&self, inode: &Inode) {
-        if inode.nlink() == 0 && self.opens.load(Ordering::Acquire) == 0 && !self.released.swap(true, Ordering::AcqRel)
+        if inode.nlink() == 0
+            && self.opens.load(Ordering::Acquire) == 0
+            && !self.released.swap(true, Ordering::AcqRel)
         {
             if let Kind::Reg(r) = &self.kind {
                 let pages = r.release_all();
@@ -237,7 +258,11 @@ impl Node {
     fn new_inode(&self, dir: &Inode, new: &NewInode<'_>, kind: Kind) -> Result<Arc<Inode>> {
         self.counters.alloc_inode()?;
         let file_type = FileType::from_mode(new.mode).ok_or(Errno::EINVAL)?;
-        let nlink = if file_type == FileType::Directory { 2 } else { 1 };
+        let nlink = if file_type == FileType::Directory {
+            2
+        } else {
+            1
+        };
         let init = InodeInit {
             ino: dir.sb().alloc_ino(),
             file_type,
@@ -247,7 +272,11 @@ impl Node {
             rdev: new.rdev,
             nlink,
         };
-        let inode = Inode::new(dir.sb(), init, Box::new(Node::new(self.counters.clone(), kind)));
+        let inode = Inode::new(
+            dir.sb(),
+            init,
+            Box::new(Node::new(self.counters.clone(), kind)),
+        );
         if file_type == FileType::Directory {
             inode.write_attrs(|w| w.set_size(2 * BOGO_DIRENT_SIZE));
         }
@@ -255,7 +284,13 @@ impl Node {
     }
 
     /// Creates and links a new inode named `name` in this directory.
-    fn create_entry(&self, dir: &Inode, name: &[u8], new: &NewInode<'_>, kind: Kind) -> Result<Arc<Inode>> {
+    fn create_entry(
+        &self,
+        dir: &Inode,
+        name: &[u8],
+        new: &NewInode<'_>,
+        kind: Kind,
+    ) -> Result<Arc<Inode>> {
         let d = self.dir()?;
         let is_dir = matches!(kind, Kind::Dir(_));
         let inode = self.new_inode(dir, new, kind)?;
@@ -331,7 +366,13 @@ impl InodeOps for Node {
         self.create_entry(dir, name, new, kind)
     }
 
-    fn symlink(&self, dir: &Inode, name: &[u8], target: &[u8], new: &NewInode<'_>) -> Result<Arc<Inode>> {
+    fn symlink(
+        &self,
+        dir: &Inode,
+        name: &[u8],
+        target: &[u8],
+        new: &NewInode<'_>,
+    ) -> Result<Arc<Inode>> {
         let long = target.len() > SHORT_SYMLINK_LEN;
         if long {
             self.counters.alloc_blocks(1)?;
@@ -445,7 +486,10 @@ impl InodeOps for Node {
         match &self.kind {
             Kind::Reg(data) => {
                 self.opened();
-                Ok(Box::new(file::RegFile { data: data.clone(), counters: self.counters.clone() }))
+                Ok(Box::new(file::RegFile {
+                    data: data.clone(),
+                    counters: self.counters.clone(),
+                }))
             }
             Kind::Dir(_) => {
                 self.opened();
@@ -486,4 +530,3 @@ impl InodeOps for Node {
         Ok(())
     }
 }
-

@@ -99,6 +99,11 @@ mod tests {
         assert_eq!(o.uid, Some(5));
         assert_eq!(TmpfsOptions::parse(Some("bogus=1")), Err(Errno::EINVAL));
         assert_eq!(TmpfsOptions::parse(Some("size=abc")), Err(Errno::EINVAL));
-        assert_eq!(TmpfsOptions::parse(Some("size=4097")).expect("valid").max_blocks, Some(2));
+        assert_eq!(
+            TmpfsOptions::parse(Some("size=4097"))
+                .expect("valid")
+                .max_blocks,
+            Some(2)
+        );
     }
 }

@@ -64,12 +64,18 @@ pub(crate) struct Pos<'a> {
 
 impl<'a> Pos<'a> {
     pub(crate) fn borrowed(p: &'a VfsPath) -> Pos<'a> {
-        Pos { mnt: Ref::B(&p.mnt), dentry: Ref::B(&p.dentry) }
+        Pos {
+            mnt: Ref::B(&p.mnt),
+            dentry: Ref::B(&p.dentry),
+        }
     }
 
     /// A counted copy that outlives the walk.
     pub(crate) fn to_path(&self) -> VfsPath {
-        VfsPath { mnt: self.mnt.arc().clone(), dentry: self.dentry.arc().clone() }
+        VfsPath {
+            mnt: self.mnt.arc().clone(),
+            dentry: self.dentry.arc().clone(),
+        }
     }
 
     #[inline]
@@ -79,7 +85,8 @@ impl<'a> Pos<'a> {
 
     #[inline]
     pub(crate) fn same(&self, other: &Pos<'_>) -> bool {
-        Arc::ptr_eq(self.mnt.arc(), other.mnt.arc()) && Arc::ptr_eq(self.dentry.arc(), other.dentry.arc())
+        Arc::ptr_eq(self.mnt.arc(), other.mnt.arc())
+            && Arc::ptr_eq(self.dentry.arc(), other.dentry.arc())
     }
 
     #[inline]

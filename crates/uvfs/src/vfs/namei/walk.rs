@@ -40,7 +40,12 @@ pub(crate) struct Last<'p> {
 
 impl Last<'_> {
     pub(crate) fn into_owned(self) -> Last<'static> {
-        Last { name: Cow::Owned(self.name.into_owned()), kind: self.kind, trailing_slash: self.trailing_slash, hash_len: self.hash_len }
+        Last {
+            name: Cow::Owned(self.name.into_owned()),
+            kind: self.kind,
+            trailing_slash: self.trailing_slash,
+            hash_len: self.hash_len,
+        }
     }
 }
 
@@ -74,7 +79,15 @@ impl<'a> Walker<'a> {
         root: Pos<'a>,
         resolve: ResolveFlags,
     ) -> Self {
-        Walker { guard, cred, ns, root, resolve, links: 0, seed: hash_seed() }
+        Walker {
+            guard,
+            cred,
+            ns,
+            root,
+            resolve,
+            links: 0,
+            seed: hash_seed(),
+        }
     }
 
     /// Resolves every component but the last (Linux: `link_path_walk()`), checking search
@@ -82,7 +95,11 @@ impl<'a> Walker<'a> {
     ///
     /// # Errors
     /// `ENOENT`, `ENOTDIR`, `EACCES`, `ENAMETOOLONG`, `ELOOP`, `EXDEV` (scoped resolution).
-    pub(crate) fn walk_parent<'p>(&mut self, start: Pos<'a>, path: &'p [u8]) -> Result<(Pos<'a>, Last<'p>)> {
+    pub(crate) fn walk_parent<'p>(
+        &mut self,
+        start: Pos<'a>,
+        path: &'p [u8],
+    ) -> Result<(Pos<'a>, Last<'p>)> {
         let mut pos = start;
         let mut i = 0;
         if path.first() == Some(&b'/') {
@@ -92,8 +109,20 @@ impl<'a> Walker<'a> {
             }
         }
         if i == path.len() {
-            let kind = if path.is_empty() { LastKind::Dot } else { LastKind::Root };
-            return Ok((pos, Last { name: Cow::Borrowed(&b""[..]), kind, trailing_slash: false, hash_len: 0 }));
+            let kind = if path.is_empty() {
+                LastKind::Dot
+            } else {
+                LastKind::Root
+            };
+            return Ok((
+                pos,
+                Last {
+                    name: Cow::Borrowed(&b""[..]),
+                    kind,
+                    trailing_slash: false,
+                    hash_len: 0,
+                },
+            ));
         }
         loop {
             let dir = pos.inode().ok_or(Errno::ENOENT)?;
@@ -110,7 +139,15 @@ impl<'a> Walker<'a> {
                     b".." => LastKind::DotDot,
                     _ => LastKind::Normal,
                 };
-                return Ok((pos, Last { name: Cow::Borrowed(name), kind, trailing_slash: i + len < path.len(), hash_len: hl }));
+                return Ok((
+                    pos,
+                    Last {
+                        name: Cow::Borrowed(name),
+                        kind,
+                        trailing_slash: i + len < path.len(),
+                        hash_len: hl,
+                    },
+                ));
             }
             if let Some(d) = self.step_fast(&pos, name, hl, FollowLast::Yes) {
                 if d.inode().is_some_and(|i| i.is_dir()) {
@@ -136,14 +173,22 @@ impl<'a> Walker<'a> {
     /// flag loads. Falls back on `.`/`..`, misses, changed children, negative entries,
     /// mountpoints and links to follow.
     #[inline(always)]
-    fn step_fast(&self, pos: &Pos<'a>, name: &[u8], hl: u64, follow: FollowLast) -> Option<&'a Arc<Dentry>> {
+    fn step_fast(
+        &self,
+        pos: &Pos<'a>,
+        name: &[u8],
+        hl: u64,
+        follow: FollowLast,
+    ) -> Option<&'a Arc<Dentry>> {
         if name.first() == Some(&b'.') && (name.len() == 1 || name == b"..") {
             return None;
         }
         match pos.dentry.lookup_fast(hl, name, self.guard) {
             Cached::Hit(d) => {
                 let inode = d.inode()?;
-                if d.is_mountpoint() || (follow == FollowLast::Yes && inode.file_type() == FileType::Symlink) {
+                if d.is_mountpoint()
+                    || (follow == FollowLast::Yes && inode.file_type() == FileType::Symlink)
+                {
                     return None;
                 }
                 Some(d)
@@ -161,10 +206,18 @@ impl<'a> Walker<'a> {
     /// owned start, a scoped absolute path, `.`/`..`, trailing slashes, misses, changed or
     /// negative entries, mountpoints, links to follow, and failed search permission.
     #[inline]
-    pub(crate) fn lookup_fast_path(&self, start: &Pos<'a>, path: &[u8], follow: FollowLast) -> Option<&'a Arc<Dentry>> {
+    pub(crate) fn lookup_fast_path(
+        &self,
+        start: &Pos<'a>,
+        path: &[u8],
+        follow: FollowLast,
+    ) -> Option<&'a Arc<Dentry>> {
         let mut i = 0;
         let mut d: &'a Arc<Dentry> = if path.first() == Some(&b'/') {
-            if self.resolve.intersects(ResolveFlags::BENEATH | ResolveFlags::NO_XDEV) {
+            if self
+                .resolve
+                .intersects(ResolveFlags::BENEATH | ResolveFlags::NO_XDEV)
+            {
                 return None;
             }
             while i < path.len() && path[i] == b'/' {
@@ -192,7 +245,10 @@ impl<'a> Walker<'a> {
             let name = &path[i..i + len];
             let j = i + len;
             if j == path.len() {
-                let pos = Pos { mnt: start.mnt.clone(), dentry: Ref::B(d) };
+                let pos = Pos {
+                    mnt: start.mnt.clone(),
+                    dentry: Ref::B(d),
+                };
                 return self.step_fast(&pos, name, hl, follow);
             }
             if path[j] == b'/' && j + 1 < path.len() && path[j + 1] == b'/' {
@@ -201,7 +257,10 @@ impl<'a> Walker<'a> {
             if j + 1 == path.len() {
                 return None;
             }
-            let pos = Pos { mnt: start.mnt.clone(), dentry: Ref::B(d) };
+            let pos = Pos {
+                mnt: start.mnt.clone(),
+                dentry: Ref::B(d),
+            };
             d = self.step_fast(&pos, name, hl, FollowLast::Yes)?;
             i = j + 1;
         }
@@ -211,12 +270,20 @@ impl<'a> Walker<'a> {
     ///
     /// # Errors
     /// As [`Walker::walk_parent`]; `ENOTDIR` if a trailing slash names a non-directory.
-    pub(crate) fn lookup(&mut self, start: Pos<'a>, path: &[u8], follow: FollowLast) -> Result<Pos<'a>> {
+    pub(crate) fn lookup(
+        &mut self,
+        start: Pos<'a>,
+        path: &[u8],
+        follow: FollowLast,
+    ) -> Result<Pos<'a>> {
         if path.is_empty() {
             return Ok(start);
         }
         if let Some(d) = self.lookup_fast_path(&start, path, follow) {
-            return Ok(Pos { mnt: start.mnt, dentry: Ref::B(d) });
+            return Ok(Pos {
+                mnt: start.mnt,
+                dentry: Ref::B(d),
+            });
         }
         let (parent, last) = self.walk_parent(start, path)?;
         self.resolve_last(parent, &last, follow)
@@ -226,13 +293,25 @@ impl<'a> Walker<'a> {
     ///
     /// # Errors
     /// As [`Walker::lookup`].
-    pub(crate) fn resolve_last(&mut self, parent: Pos<'a>, last: &Last<'_>, follow: FollowLast) -> Result<Pos<'a>> {
-        let follow = if last.trailing_slash { FollowLast::Yes } else { follow };
+    pub(crate) fn resolve_last(
+        &mut self,
+        parent: Pos<'a>,
+        last: &Last<'_>,
+        follow: FollowLast,
+    ) -> Result<Pos<'a>> {
+        let follow = if last.trailing_slash {
+            FollowLast::Yes
+        } else {
+            follow
+        };
         let pos = match last.kind {
             LastKind::Root | LastKind::Dot => parent,
             LastKind::DotDot => self.follow_dotdot(parent)?,
             LastKind::Normal => match self.step_fast(&parent, &last.name, last.hash_len, follow) {
-                Some(d) => Pos { mnt: parent.mnt, dentry: Ref::B(d) },
+                Some(d) => Pos {
+                    mnt: parent.mnt,
+                    dentry: Ref::B(d),
+                },
                 None => self.step(parent, &last.name, follow)?,
             },
         };
@@ -252,7 +331,10 @@ impl<'a> Walker<'a> {
         let child = self.lookup_one(&pos, name)?;
         let inode = child.inode().ok_or(Errno::ENOENT)?;
         let is_link = inode.file_type() == FileType::Symlink;
-        let next = self.cross_mounts(Pos { mnt: pos.mnt.clone(), dentry: child })?;
+        let next = self.cross_mounts(Pos {
+            mnt: pos.mnt.clone(),
+            dentry: child,
+        })?;
         if is_link && follow == FollowLast::Yes {
             return self.follow_link(pos, next);
         }
@@ -281,11 +363,16 @@ impl<'a> Walker<'a> {
     #[inline]
     fn cross_mounts(&self, mut pos: Pos<'a>) -> Result<Pos<'a>> {
         while pos.dentry.is_mountpoint() {
-            let Some(m) = self.ns.lookup_mount(&pos.mnt, &pos.dentry) else { break };
+            let Some(m) = self.ns.lookup_mount(&pos.mnt, &pos.dentry) else {
+                break;
+            };
             if self.resolve.contains(ResolveFlags::NO_XDEV) {
                 return Err(Errno::EXDEV);
             }
-            pos = Pos { dentry: Ref::O(m.root().clone()), mnt: Ref::O(m) };
+            pos = Pos {
+                dentry: Ref::O(m.root().clone()),
+                mnt: Ref::O(m),
+            };
         }
         Ok(pos)
     }
@@ -307,7 +394,10 @@ impl<'a> Walker<'a> {
                     if self.resolve.contains(ResolveFlags::NO_XDEV) {
                         return Err(Errno::EXDEV);
                     }
-                    pos = Pos { mnt: Ref::O(pm), dentry: Ref::O(pd) };
+                    pos = Pos {
+                        mnt: Ref::O(pm),
+                        dentry: Ref::O(pd),
+                    };
                 }
                 None => return Ok(pos),
             }
@@ -316,7 +406,10 @@ impl<'a> Walker<'a> {
             Some(p) => p,
             None => return Ok(pos),
         };
-        self.cross_mounts(Pos { mnt: pos.mnt, dentry: Ref::O(parent) })
+        self.cross_mounts(Pos {
+            mnt: pos.mnt,
+            dentry: Ref::O(parent),
+        })
     }
 
     /// Jumps to the walk's root for an absolute path or link (Linux: `nd_jump_root()`).
@@ -324,7 +417,9 @@ impl<'a> Walker<'a> {
         if self.resolve.contains(ResolveFlags::BENEATH) {
             return Err(Errno::EXDEV);
         }
-        if self.resolve.contains(ResolveFlags::NO_XDEV) && !Arc::ptr_eq(from.mnt.arc(), self.root.mnt.arc()) {
+        if self.resolve.contains(ResolveFlags::NO_XDEV)
+            && !Arc::ptr_eq(from.mnt.arc(), self.root.mnt.arc())
+        {
             return Err(Errno::EXDEV);
         }
         Ok(self.root.clone())
@@ -337,14 +432,20 @@ impl<'a> Walker<'a> {
     /// `ENOENT` for an empty target; what resolving the target returns.
     pub(crate) fn follow_link(&mut self, parent: Pos<'a>, link: Pos<'a>) -> Result<Pos<'a>> {
         let body = self.read_link_body(&link)?;
-        let start = if body.first() == Some(&b'/') { self.jump_root(&parent)? } else { parent };
+        let start = if body.first() == Some(&b'/') {
+            self.jump_root(&parent)?
+        } else {
+            parent
+        };
         let (p, last) = self.walk_parent(start, &body)?;
         self.resolve_last(p, &last, FollowLast::Yes)
     }
 
     /// Counts one link and reads its target.
     pub(crate) fn read_link_body(&mut self, link: &Pos<'a>) -> Result<Arc<[u8]>> {
-        if self.resolve.contains(ResolveFlags::NO_SYMLINKS) || link.mnt.flags().contains(MntFlags::NOSYMFOLLOW) {
+        if self.resolve.contains(ResolveFlags::NO_SYMLINKS)
+            || link.mnt.flags().contains(MntFlags::NOSYMFOLLOW)
+        {
             return Err(Errno::ELOOP);
         }
         self.links += 1;
