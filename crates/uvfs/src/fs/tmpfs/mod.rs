@@ -34,13 +34,22 @@ pub(crate) const BOGO_DIRENT_SIZE: u64 = 20;
 /// Symlink targets up to this length use no data page (Linux: `SHORT_SYMLINK_LEN`).
 const SHORT_SYMLINK_LEN: usize = 128;
 
-/// Space and inode accounting of one tmpfs instance.
+/// Inode space one inode takes (Linux: `BOGO_INODE_SIZE`).
+const BOGO_INODE_SIZE: u64 = 1024;
+
+/// Inode space an extended attribute takes (Linux: `simple_xattr_space()`).
+pub(crate) fn xattr_space(name: &[u8], value_len: usize) -> u64 {
+    40 + name.len() as u64 + value_len as u64
+}
+
+/// Space and inode accounting of one tmpfs instance. Inodes and extended attributes share
+/// one budget of "inode space" in bytes, `nr_inodes * 1024` (Linux: `free_ispace`).
 #[derive(Debug, Default)]
 pub(crate) struct Counters {
     max_blocks: AtomicU64,
     used_blocks: AtomicU64,
     max_inodes: AtomicU64,
-    used_inodes: AtomicU64,
+    used_ispace: AtomicU64,
 }
 
 fn reserve(used: &AtomicU64, max: &AtomicU64, n: u64) -> Result<()> {
@@ -64,10 +73,27 @@ impl Counters {
         self.used_blocks.fetch_sub(n, Ordering::Relaxed);
     }
     pub(crate) fn alloc_inode(&self) -> Result<()> {
-        reserve(&self.used_inodes, &self.max_inodes, 1)
+        self.alloc_ispace(BOGO_INODE_SIZE)
     }
     pub(crate) fn free_inode(&self) {
-        self.used_inodes.fetch_sub(1, Ordering::Relaxed);
+        self.free_ispace(BOGO_INODE_SIZE);
+    }
+    /// Charges `bytes` of inode space; free when the instance has no inode limit.
+    pub(crate) fn alloc_ispace(&self, bytes: u64) -> Result<()> {
+        let max = self.max_inodes.load(Ordering::Relaxed);
+        if max == 0 {
+            return Ok(());
+        }
+        let limit = max.saturating_mul(BOGO_INODE_SIZE);
+        self.used_ispace
+            .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |u| u.checked_add(bytes).filter(|&v| v <= limit))
+            .map(|_| ())
+            .map_err(|_| Errno::ENOSPC)
+    }
+    pub(crate) fn free_ispace(&self, bytes: u64) {
+        if self.max_inodes.load(Ordering::Relaxed) != 0 {
+            self.used_ispace.fetch_sub(bytes, Ordering::Relaxed);
+        }
     }
 }
 
@@ -144,7 +170,7 @@ impl SuperOps for Tmpfs {
         let mi = c.max_inodes.load(Ordering::Relaxed);
         if mi != 0 {
             s.files = mi;
-            s.ffree = mi.saturating_sub(c.used_inodes.load(Ordering::Relaxed));
+            s.ffree = (mi * BOGO_INODE_SIZE).saturating_sub(c.used_ispace.load(Ordering::Relaxed)) / BOGO_INODE_SIZE;
         }
         Ok(s)
     }
@@ -162,7 +188,7 @@ impl SuperOps for Tmpfs {
         }
         if let Some(mi) = o.max_inodes {
             let cur = c.max_inodes.load(Ordering::Relaxed);
-            if mi != 0 && (c.used_inodes.load(Ordering::Relaxed) > mi || cur == 0) {
+            if mi != 0 && (c.used_ispace.load(Ordering::Relaxed) > mi.saturating_mul(BOGO_INODE_SIZE) || cur == 0) {
                 return Err(Errno::EINVAL);
             }
         }
@@ -241,7 +267,15 @@ impl Node {
                     self.counters.free_blocks(1);
                 }
             }
+            self.free_xattrs();
             self.counters.free_inode();
+        }
+    }
+
+    fn free_xattrs(&self) {
+        let x = std::mem::take(&mut *self.xattrs.lock());
+        for (k, v) in x {
+            self.counters.free_ispace(xattr_space(&k, v.len()));
         }
     }
 
@@ -333,6 +367,7 @@ impl Drop for Node {
             if let Kind::Reg(r) = &self.kind {
                 self.counters.free_blocks(r.release_all());
             }
+            self.free_xattrs();
             self.counters.free_inode();
         }
     }
@@ -505,16 +540,27 @@ impl InodeOps for Node {
     }
 
     fn setxattr(&self, inode: &Inode, name: &[u8], value: &[u8], flags: XattrFlags) -> Result<()> {
-        {
+        // Charge first, refund what is replaced (Linux: `shmem_xattr_handler_set()`).
+        self.counters.alloc_ispace(xattr_space(name, value.len()))?;
+        let old = {
             let mut x = self.xattrs.lock();
             let exists = x.contains_key(name);
-            if flags.contains(XattrFlags::CREATE) && exists {
-                return Err(Errno::EEXIST);
+            let refused = if flags.contains(XattrFlags::CREATE) && exists {
+                Some(Errno::EEXIST)
+            } else if flags.contains(XattrFlags::REPLACE) && !exists {
+                Some(Errno::ENODATA)
+            } else {
+                None
+            };
+            if let Some(e) = refused {
+                drop(x);
+                self.counters.free_ispace(xattr_space(name, value.len()));
+                return Err(e);
             }
-            if flags.contains(XattrFlags::REPLACE) && !exists {
-                return Err(Errno::ENODATA);
-            }
-            x.insert(name.to_vec(), value.to_vec());
+            x.insert(name.to_vec(), value.to_vec())
+        };
+        if let Some(old) = old {
+            self.counters.free_ispace(xattr_space(name, old.len()));
         }
         inode.touch_ctime(Stamp::Ctime);
         Ok(())
@@ -525,7 +571,8 @@ impl InodeOps for Node {
     }
 
     fn removexattr(&self, inode: &Inode, name: &[u8]) -> Result<()> {
-        self.xattrs.lock().remove(name).ok_or(Errno::ENODATA)?;
+        let old = self.xattrs.lock().remove(name).ok_or(Errno::ENODATA)?;
+        self.counters.free_ispace(xattr_space(name, old.len()));
         inode.touch_ctime(Stamp::Ctime);
         Ok(())
     }
