@@ -8,6 +8,7 @@ use seize::LocalGuard;
 use super::lookup::lookup_slow;
 use super::{Pos, Ref};
 use crate::abi::{Errno, FileType, ResolveFlags, Result, MAXSYMLINKS, NAME_MAX};
+use crate::vfs::atime::touch_atime_at;
 use crate::vfs::cred::Cred;
 use crate::vfs::dcache::{hash_component, hash_len, hash_seed};
 use crate::vfs::dentry::{Cached, Dentry};
@@ -454,6 +455,8 @@ impl<'a> Walker<'a> {
         }
         let inode = link.inode().ok_or(Errno::ENOENT)?;
         let body = inode.ops().get_link(inode)?;
+        // Following a link reads it (Linux: `touch_atime()` in `pick_link()`).
+        touch_atime_at(&link.mnt, inode);
         if body.is_empty() {
             return Err(Errno::ENOENT);
         }
