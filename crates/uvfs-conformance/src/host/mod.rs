@@ -1,0 +1,281 @@
+//! [`HostBackend`]: the oracle. Runs ops as real system calls in the helper process, which
+//! [`sandbox::enter`] has put in a private mount namespace chrooted into a fresh tmpfs.
+
+pub mod protocol;
+pub mod sandbox;
+// Allowed here only: raw system calls take raw fds and buffer pointers (see the module doc).
+#[allow(unsafe_code)]
+pub mod sys;
+
+use std::io::{IoSlice, IoSliceMut};
+
+use crate::backend::{Backend, Fds};
+use crate::op::{Fcntl, Op, XattrTarget};
+use crate::outcome::{decode_dirents, Bytes, Dev, DirentRec, Outcome, StatFsRec, StatRec, StatxRec, Ts, Value};
+use sys::{CPath, SysResult, XattrAt};
+
+/// The calling process, already inside the sandbox, as a backend. Its credentials, cwd, root,
+/// umask and fd table are the process's own.
+#[derive(Debug, Default)]
+pub struct HostBackend;
+
+const AT_FDCWD: i32 = -100;
+const F_DUPFD: i32 = 0;
+const F_GETFD: i32 = 1;
+const F_SETFD: i32 = 2;
+const F_GETFL: i32 = 3;
+const F_SETFL: i32 = 4;
+const F_DUPFD_CLOEXEC: i32 = 1030;
+const O_DIRECTORY_CLOEXEC: i32 = 0o200000 | 0o2000000;
+const RLIMIT_NOFILE: u32 = 7;
+
+fn unit(r: SysResult) -> Outcome {
+    done(r.map(|_| Value::Unit))
+}
+
+fn int(r: SysResult) -> Outcome {
+    done(r.map(Value::Int))
+}
+
+fn done(r: Result<Value, i32>) -> Outcome {
+    match r {
+        Ok(v) => Outcome::Ok(v),
+        Err(e) => Outcome::Errno(e),
+    }
+}
+
+/// Runs a call that fills a buffer of `size` bytes and returns how many it used.
+fn filled(size: usize, wrap: fn(Vec<u8>) -> Value, f: impl FnOnce(&mut [u8]) -> SysResult) -> Outcome {
+    let mut buf = vec![0u8; size];
+    done(f(&mut buf).map(|n| {
+        buf.truncate(usize::try_from(n).unwrap_or(0));
+        wrap(buf)
+    }))
+}
+
+fn bytes(b: Vec<u8>) -> Value {
+    Value::Bytes(Bytes(b))
+}
+
+fn xattr_list(b: Vec<u8>) -> Value {
+    Value::XattrList(Bytes(b))
+}
+
+fn dev(d: u64) -> Dev {
+    Dev { major: libc::major(d), minor: libc::minor(d) }
+}
+
+fn stat_rec(s: libc::stat) -> Value {
+    Value::Stat(StatRec {
+        dev: dev(s.st_dev),
+        ino: s.st_ino,
+        nlink: s.st_nlink,
+        mode: s.st_mode,
+        uid: s.st_uid,
+        gid: s.st_gid,
+        rdev: dev(s.st_rdev),
+        size: s.st_size,
+        blksize: s.st_blksize,
+        blocks: s.st_blocks,
+        atime: Ts { sec: s.st_atime, nsec: s.st_atime_nsec },
+        mtime: Ts { sec: s.st_mtime, nsec: s.st_mtime_nsec },
+        ctime: Ts { sec: s.st_ctime, nsec: s.st_ctime_nsec },
+    })
+}
+
+fn statx_ts(t: libc::statx_timestamp) -> Ts {
+    Ts { sec: t.tv_sec, nsec: i64::from(t.tv_nsec) }
+}
+
+fn statx_rec(s: libc::statx) -> Value {
+    Value::Statx(StatxRec {
+        mask: s.stx_mask,
+        blksize: s.stx_blksize,
+        attributes: s.stx_attributes,
+        nlink: s.stx_nlink,
+        uid: s.stx_uid,
+        gid: s.stx_gid,
+        mode: s.stx_mode,
+        ino: s.stx_ino,
+        size: s.stx_size,
+        blocks: s.stx_blocks,
+        attributes_mask: s.stx_attributes_mask,
+        atime: statx_ts(s.stx_atime),
+        btime: statx_ts(s.stx_btime),
+        ctime: statx_ts(s.stx_ctime),
+        mtime: statx_ts(s.stx_mtime),
+        rdev: Dev { major: s.stx_rdev_major, minor: s.stx_rdev_minor },
+        dev: Dev { major: s.stx_dev_major, minor: s.stx_dev_minor },
+        mnt_id: s.stx_mnt_id,
+    })
+}
+
+fn statfs_rec(s: sys::StatFs) -> Value {
+    Value::StatFs(StatFsRec {
+        fs_type: s.f_type,
+        bsize: s.f_bsize,
+        blocks: s.f_blocks,
+        bfree: s.f_bfree,
+        bavail: s.f_bavail,
+        files: s.f_files,
+        ffree: s.f_ffree,
+        namelen: s.f_namelen,
+        frsize: s.f_frsize,
+        flags: s.f_flags,
+    })
+}
+
+fn getdents(fd: i32, bufsize: usize) -> Result<Vec<DirentRec>, i32> {
+    let mut buf = vec![0u8; bufsize];
+    let n = sys::getdents64(fd, &mut buf)?;
+    Ok(decode_dirents(&buf[..usize::try_from(n).unwrap_or(0)]))
+}
+
+/// `listdir`: open, `getdents64` until it returns 0, close.
+fn listdir(path: &[u8]) -> Result<Value, i32> {
+    let fd = sys::openat(AT_FDCWD, &CPath::new(path), O_DIRECTORY_CLOEXEC, 0)? as i32;
+    let mut all = Vec::new();
+    let r = loop {
+        match getdents(fd, 4096) {
+            Ok(v) if v.is_empty() => break Ok(()),
+            Ok(v) => all.extend(v),
+            Err(e) => break Err(e),
+        }
+    };
+    let closed = sys::close(fd).map(|_| ());
+    r.and(closed)?;
+    Ok(Value::Dirents(all))
+}
+
+/// Becomes `uid`/`gid` with `groups` as `as` does: groups first, then gids, then uids (which
+/// clears the capabilities when leaving uid 0).
+pub fn become_user(uid: u32, gid: u32, groups: &[u32]) -> SysResult {
+    sys::setgroups(groups)?;
+    sys::setresgid(gid, gid, gid)?;
+    sys::setresuid(uid, uid, uid)
+}
+
+fn xattr(op: &Op, fds: &Fds) -> Outcome {
+    let with = |target: &XattrTarget, f: &mut dyn FnMut(XattrAt<'_>) -> Outcome| match target {
+        XattrTarget::Path(p) => f(XattrAt::Path(&CPath::new(p))),
+        XattrTarget::Link(p) => f(XattrAt::Link(&CPath::new(p))),
+        XattrTarget::File(fd) => f(XattrAt::File(fds.get(fd))),
+    };
+    match op {
+        Op::Setxattr { target, name, value, flags } => {
+            with(target, &mut |at| unit(sys::setxattr(at, &CPath::new(name), value, *flags as i32)))
+        }
+        Op::Getxattr { target, name, size } => with(target, &mut |at| match size {
+            0 => int(sys::getxattr(at, &CPath::new(name), &mut [])),
+            _ => filled(*size, bytes, |b| sys::getxattr(at, &CPath::new(name), b)),
+        }),
+        Op::Listxattr { target, size } => with(target, &mut |at| match size {
+            0 => int(sys::listxattr(at, &mut [])),
+            _ => filled(*size, xattr_list, |b| sys::listxattr(at, b)),
+        }),
+        Op::Removexattr { target, name } => {
+            let name = CPath::new(name);
+            match target {
+                XattrTarget::Path(p) => unit(sys::removexattr(&CPath::new(p), &name)),
+                XattrTarget::Link(p) => unit(sys::lremovexattr(&CPath::new(p), &name)),
+                XattrTarget::File(fd) => unit(sys::fremovexattr(fds.get(fd), &name)),
+            }
+        }
+        _ => unreachable!("xattr() is only called for xattr ops"),
+    }
+}
+
+impl Backend for HostBackend {
+    fn run(&mut self, op: &Op, fds: &Fds) -> Outcome {
+        let fd = |f| fds.get(f);
+        let p = |b: &Vec<u8>| CPath::new(b);
+        match op {
+            Op::Open { path, flags, mode } => int(sys::openat(AT_FDCWD, &p(path), *flags as i32, *mode as u32)),
+            Op::Openat { dirfd, path, flags, mode } => int(sys::openat(fd(dirfd), &p(path), *flags as i32, *mode as u32)),
+            Op::Openat2 { dirfd, path, flags, mode, resolve } => {
+                int(sys::openat2(fd(dirfd), &p(path), &sys::OpenHow { flags: *flags, mode: *mode, resolve: *resolve }))
+            }
+            Op::Close { fd: f } => unit(sys::close(fd(f))),
+            Op::Read { fd: f, count } => filled(*count, bytes, |b| sys::read(fd(f), b)),
+            Op::Pread { fd: f, count, off } => filled(*count, bytes, |b| sys::pread(fd(f), b, *off)),
+            Op::Write { fd: f, data } => int(sys::write(fd(f), data)),
+            Op::Pwrite { fd: f, data, off } => int(sys::pwrite(fd(f), data, *off)),
+            Op::Readv { fd: f, counts } => {
+                let mut bufs: Vec<Vec<u8>> = counts.iter().map(|&c| vec![0u8; c]).collect();
+                let mut iov: Vec<IoSliceMut<'_>> = bufs.iter_mut().map(|b| IoSliceMut::new(b)).collect();
+                let r = sys::readv(fd(f), &mut iov);
+                done(r.map(|n| bytes(bufs.concat().into_iter().take(n as usize).collect())))
+            }
+            Op::Writev { fd: f, bufs } => {
+                let iov: Vec<IoSlice<'_>> = bufs.iter().map(|b| IoSlice::new(b)).collect();
+                int(sys::writev(fd(f), &iov))
+            }
+            Op::Lseek { fd: f, off, whence } => int(sys::lseek(fd(f), *off, *whence as u32)),
+            Op::Truncate { path, len } => unit(sys::truncate(&p(path), *len)),
+            Op::Ftruncate { fd: f, len } => unit(sys::ftruncate(fd(f), *len)),
+            Op::Fallocate { fd: f, mode, off, len } => unit(sys::fallocate(fd(f), *mode as i32, *off, *len)),
+            Op::Fsync { fd: f } => unit(sys::fsync(fd(f))),
+            Op::Fdatasync { fd: f } => unit(sys::fdatasync(fd(f))),
+            Op::Dup { fd: f } => int(sys::dup(fd(f))),
+            Op::Dup2 { fd: f, newfd } => int(sys::dup2(fd(f), *newfd as i32)),
+            Op::Dup3 { fd: f, newfd, flags } => int(sys::dup3(fd(f), *newfd as i32, *flags as i32)),
+            Op::Fcntl { fd: f, cmd } => {
+                let (cmd, arg) = match *cmd {
+                    Fcntl::DupFd(min) => (F_DUPFD, min),
+                    Fcntl::DupFdCloexec(min) => (F_DUPFD_CLOEXEC, min),
+                    Fcntl::GetFd => (F_GETFD, 0),
+                    Fcntl::SetFd(v) => (F_SETFD, v),
+                    Fcntl::GetFl => (F_GETFL, 0),
+                    Fcntl::SetFl(v) => (F_SETFL, v),
+                };
+                int(sys::fcntl(fd(f), cmd, i64::from(arg)))
+            }
+            Op::Mkdirat { dirfd, path, mode } => unit(sys::mkdirat(fd(dirfd), &p(path), *mode as u32)),
+            Op::Mknod { path, mode, dev } => unit(sys::mknodat(AT_FDCWD, &p(path), *mode as u32, *dev)),
+            Op::Unlinkat { dirfd, path, flags } => unit(sys::unlinkat(fd(dirfd), &p(path), *flags as i32)),
+            Op::Renameat2 { olddirfd, old, newdirfd, new, flags } => {
+                unit(sys::renameat2(fd(olddirfd), &p(old), fd(newdirfd), &p(new), *flags as u32))
+            }
+            Op::Linkat { olddirfd, old, newdirfd, new, flags } => {
+                unit(sys::linkat(fd(olddirfd), &p(old), fd(newdirfd), &p(new), *flags as i32))
+            }
+            Op::Symlink { target, path } => unit(sys::symlinkat(&p(target), AT_FDCWD, &p(path))),
+            Op::Readlinkat { dirfd, path, count } => filled(*count, bytes, |b| sys::readlinkat(fd(dirfd), &p(path), b)),
+            Op::Fstatat { dirfd, path, flags } => done(sys::fstatat(fd(dirfd), &p(path), *flags as i32).map(stat_rec)),
+            Op::Fstat { fd: f } => done(sys::fstat(fd(f)).map(stat_rec)),
+            Op::Statx { dirfd, path, flags, mask } => {
+                done(sys::statx(fd(dirfd), &p(path), *flags as i32, *mask as u32).map(statx_rec))
+            }
+            Op::Fchmodat { dirfd, path, mode, flags } => unit(sys::fchmodat2(fd(dirfd), &p(path), *mode as u32, *flags as u32)),
+            Op::Fchmod { fd: f, mode } => unit(sys::fchmod(fd(f), *mode as u32)),
+            Op::Fchownat { dirfd, path, uid, gid, flags } => {
+                unit(sys::fchownat(fd(dirfd), &p(path), *uid as u32, *gid as u32, *flags as i32))
+            }
+            Op::Fchown { fd: f, uid, gid } => unit(sys::fchown(fd(f), *uid as u32, *gid as u32)),
+            Op::Utimensat { dirfd, path, times, flags } => {
+                let ts = times.map(|t| t.map(|t| libc::timespec { tv_sec: t.sec, tv_nsec: t.nsec }));
+                unit(sys::utimensat(fd(dirfd), path.as_ref().map(p).as_ref(), ts.as_ref(), *flags as i32))
+            }
+            Op::Faccessat2 { dirfd, path, mode, flags } => unit(sys::faccessat2(fd(dirfd), &p(path), *mode as i32, *flags as i32)),
+            Op::Getdents { fd: f, bufsize } => done(getdents(fd(f), *bufsize).map(Value::Dirents)),
+            Op::Listdir { path } => done(listdir(path)),
+            Op::Chdir { path } => unit(sys::chdir(&p(path))),
+            Op::Fchdir { fd: f } => unit(sys::fchdir(fd(f))),
+            Op::Getcwd { size } => filled(*size, bytes, sys::getcwd),
+            Op::Chroot { path } => unit(sys::chroot(&p(path))),
+            Op::Umask { mask } => int(sys::umask(*mask as u32)),
+            Op::Setxattr { .. } | Op::Getxattr { .. } | Op::Listxattr { .. } | Op::Removexattr { .. } => xattr(op, fds),
+            Op::Statfs { path } => done(sys::statfs(&p(path)).map(statfs_rec)),
+            Op::Fstatfs { fd: f } => done(sys::fstatfs(fd(f)).map(statfs_rec)),
+            Op::Mount { src, target, fstype, flags, data } => {
+                let src = src.as_ref().map(p);
+                let fstype = fstype.as_ref().map(|s| CPath::new(s.as_bytes()));
+                let data = data.as_ref().map(|s| CPath::new(s.as_bytes()));
+                unit(sys::mount(src.as_ref(), &p(target), fstype.as_ref(), *flags, data.as_ref()))
+            }
+            Op::Umount2 { target, flags } => unit(sys::umount2(&p(target), *flags as i32)),
+            Op::SetrlimitNofile { limit } => unit(sys::setrlimit(RLIMIT_NOFILE, *limit, *limit)),
+            Op::As { uid, gid, groups } => unit(become_user(*uid, *gid, groups)),
+        }
+    }
+}

@@ -1,0 +1,78 @@
+//! What the helper binary writes to its result fd, and how the test reads it back.
+
+use serde::{Deserialize, Serialize};
+
+use crate::backend::CaseRun;
+use crate::outcome::Outcome;
+
+/// Exit status of the helper when the environment refuses the sandbox (not root, no mount
+/// namespace): the test reports the host side as skipped, never as passed.
+pub const EXIT_ENV_REFUSED: i32 = 77;
+/// Exit status of the helper for a bad command line or case file.
+pub const EXIT_USAGE: i32 = 2;
+
+/// One JSON line of helper output.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum HostLine {
+    /// The outcome of step `step` (0: the root mount).
+    Step {
+        /// Step number.
+        step: usize,
+        /// What the kernel returned.
+        outcome: Outcome,
+    },
+    /// The case ran to its end (or stopped where both sides stop: a failed root mount).
+    Done,
+}
+
+impl HostLine {
+    /// The line as JSON with its newline.
+    pub fn to_line(&self) -> String {
+        let mut s = serde_json::to_string(self).expect("a HostLine always serialises");
+        s.push('\n');
+        s
+    }
+}
+
+/// Rebuilds a [`CaseRun`] from the helper's stdout; a missing `done` line or a malformed line
+/// becomes the run's `aborted` reason.
+pub fn read_host_output(stdout: &[u8]) -> CaseRun {
+    let mut run = CaseRun::default();
+    for line in String::from_utf8_lossy(stdout).lines() {
+        match serde_json::from_str::<HostLine>(line) {
+            Ok(HostLine::Step { step, outcome }) if step == run.outcomes.len() => run.outcomes.push(outcome),
+            Ok(HostLine::Step { step, .. }) => {
+                run.aborted = Some(format!("helper sent step {step} out of order"));
+                return run;
+            }
+            Ok(HostLine::Done) => return run,
+            Err(e) => {
+                run.aborted = Some(format!("unreadable helper line {line:?}: {e}"));
+                return run;
+            }
+        }
+    }
+    run.aborted = Some("helper stopped before its last op".into());
+    run
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::outcome::Value;
+
+    #[test]
+    fn complete_and_truncated_outputs() {
+        let mut out = String::new();
+        out += &HostLine::Step { step: 0, outcome: Outcome::Ok(Value::Unit) }.to_line();
+        out += &HostLine::Step { step: 1, outcome: Outcome::Errno(2) }.to_line();
+        let cut = read_host_output(out.as_bytes());
+        assert_eq!(cut.outcomes.len(), 2);
+        assert!(cut.aborted.is_some());
+        out += &HostLine::Done.to_line();
+        let full = read_host_output(out.as_bytes());
+        assert_eq!(full.aborted, None);
+        assert_eq!(full.outcomes[1], Outcome::Errno(2));
+    }
+}

@@ -1,0 +1,352 @@
+//! Safe wrappers over the raw Linux system calls the host oracle makes.
+//!
+//! Every call goes through `syscall(2)` rather than a libc wrapper, so nothing in user space
+//! checks, rewrites or emulates an argument before the kernel sees it (glibc's `utimensat`
+//! rejects a null path, its `fchmodat` emulates `AT_SYMLINK_NOFOLLOW`, its `getcwd` allocates).
+//! Fds are raw numbers on purpose: cases pass bad ones (`-1`, `99`) and must get the kernel's
+//! answer. Each wrapper takes Rust buffers and passes their pointers and lengths together, so
+//! the kernel never writes outside memory it was given.
+
+use std::io::{IoSlice, IoSliceMut};
+
+use libc::c_long;
+
+/// A path or name as the kernel reads it: the bytes with a NUL appended. An interior NUL is
+/// kept, so the kernel sees the string up to it, as a C caller passing that buffer would.
+#[derive(Clone, Debug)]
+pub struct CPath(Vec<u8>);
+
+impl CPath {
+    /// Copies `bytes` and appends the terminating NUL.
+    pub fn new(bytes: &[u8]) -> CPath {
+        let mut v = Vec::with_capacity(bytes.len() + 1);
+        v.extend_from_slice(bytes);
+        v.push(0);
+        CPath(v)
+    }
+
+    fn ptr(&self) -> c_long {
+        self.0.as_ptr() as c_long
+    }
+}
+
+/// A call's result: the kernel's return value or its errno.
+pub type SysResult = Result<i64, i32>;
+
+fn opt_ptr(p: Option<&CPath>) -> c_long {
+    p.map_or(0, CPath::ptr)
+}
+
+/// The raw system call.
+///
+/// # Safety
+/// Every pointer in `args` must be valid for the reads and writes syscall `nr` makes through
+/// it, with the lengths passed beside it.
+unsafe fn raw(nr: c_long, args: [c_long; 6]) -> SysResult {
+    // SAFETY: the caller vouches for the pointers; the other arguments are plain integers the
+    // kernel validates.
+    let r = unsafe { libc::syscall(nr, args[0], args[1], args[2], args[3], args[4], args[5]) };
+    if r == -1 {
+        Err(std::io::Error::last_os_error().raw_os_error().unwrap_or(libc::EIO))
+    } else {
+        Ok(r)
+    }
+}
+
+/// Pads the arguments of one call to the six registers, converting each with `as c_long`.
+macro_rules! args {
+    ($($a:expr),* $(,)?) => {{
+        let mut a = [0 as c_long; 6];
+        let v = [$($a as c_long),*];
+        a[..v.len()].copy_from_slice(&v);
+        a
+    }};
+}
+
+/// Defines a wrapper whose arguments are all integers or `CPath`s (read-only, NUL-terminated).
+macro_rules! call {
+    ($(#[$m:meta])* $name:ident($($p:ident: $t:ty),*) => $nr:ident($($a:expr),*)) => {
+        $(#[$m])*
+        pub fn $name($($p: $t),*) -> SysResult {
+            // SAFETY: the only pointers passed are `CPath`s, NUL-terminated and alive for the
+            // call; the kernel only reads them.
+            unsafe { raw(libc::$nr, args!($($a),*)) }
+        }
+    };
+}
+
+call!(/// `openat(2)`.
+    openat(dirfd: i32, path: &CPath, flags: i32, mode: u32) => SYS_openat(dirfd, path.ptr(), flags, mode));
+call!(/// `close(2)`.
+    close(fd: i32) => SYS_close(fd));
+call!(/// `lseek(2)`.
+    lseek(fd: i32, off: i64, whence: u32) => SYS_lseek(fd, off, whence));
+call!(/// `truncate(2)`.
+    truncate(path: &CPath, len: i64) => SYS_truncate(path.ptr(), len));
+call!(/// `ftruncate(2)`.
+    ftruncate(fd: i32, len: i64) => SYS_ftruncate(fd, len));
+call!(/// `fallocate(2)`.
+    fallocate(fd: i32, mode: i32, off: i64, len: i64) => SYS_fallocate(fd, mode, off, len));
+call!(/// `fsync(2)`.
+    fsync(fd: i32) => SYS_fsync(fd));
+call!(/// `fdatasync(2)`.
+    fdatasync(fd: i32) => SYS_fdatasync(fd));
+call!(/// `dup(2)`.
+    dup(fd: i32) => SYS_dup(fd));
+call!(/// `dup2(2)`.
+    dup2(fd: i32, newfd: i32) => SYS_dup2(fd, newfd));
+call!(/// `dup3(2)`.
+    dup3(fd: i32, newfd: i32, flags: i32) => SYS_dup3(fd, newfd, flags));
+call!(/// `fcntl(2)` with an integer argument.
+    fcntl(fd: i32, cmd: i32, arg: i64) => SYS_fcntl(fd, cmd, arg));
+call!(/// `mkdirat(2)`.
+    mkdirat(dirfd: i32, path: &CPath, mode: u32) => SYS_mkdirat(dirfd, path.ptr(), mode));
+call!(/// `mknodat(2)`; the kernel reads `dev` as an `unsigned int` in its own encoding.
+    mknodat(dirfd: i32, path: &CPath, mode: u32, dev: u64) => SYS_mknodat(dirfd, path.ptr(), mode, dev));
+call!(/// `unlinkat(2)`.
+    unlinkat(dirfd: i32, path: &CPath, flags: i32) => SYS_unlinkat(dirfd, path.ptr(), flags));
+call!(/// `renameat2(2)`.
+    renameat2(olddirfd: i32, old: &CPath, newdirfd: i32, new: &CPath, flags: u32)
+        => SYS_renameat2(olddirfd, old.ptr(), newdirfd, new.ptr(), flags));
+call!(/// `linkat(2)`.
+    linkat(olddirfd: i32, old: &CPath, newdirfd: i32, new: &CPath, flags: i32)
+        => SYS_linkat(olddirfd, old.ptr(), newdirfd, new.ptr(), flags));
+call!(/// `symlinkat(2)`.
+    symlinkat(target: &CPath, newdirfd: i32, path: &CPath) => SYS_symlinkat(target.ptr(), newdirfd, path.ptr()));
+call!(/// `fchmodat2(2)`.
+    fchmodat2(dirfd: i32, path: &CPath, mode: u32, flags: u32) => SYS_fchmodat2(dirfd, path.ptr(), mode, flags));
+call!(/// `fchmod(2)`.
+    fchmod(fd: i32, mode: u32) => SYS_fchmod(fd, mode));
+call!(/// `fchownat(2)`.
+    fchownat(dirfd: i32, path: &CPath, uid: u32, gid: u32, flags: i32) => SYS_fchownat(dirfd, path.ptr(), uid, gid, flags));
+call!(/// `fchown(2)`.
+    fchown(fd: i32, uid: u32, gid: u32) => SYS_fchown(fd, uid, gid));
+call!(/// `faccessat2(2)`.
+    faccessat2(dirfd: i32, path: &CPath, mode: i32, flags: i32) => SYS_faccessat2(dirfd, path.ptr(), mode, flags));
+call!(/// `chdir(2)`.
+    chdir(path: &CPath) => SYS_chdir(path.ptr()));
+call!(/// `fchdir(2)`.
+    fchdir(fd: i32) => SYS_fchdir(fd));
+call!(/// `chroot(2)`.
+    chroot(path: &CPath) => SYS_chroot(path.ptr()));
+call!(/// `umask(2)`.
+    umask(mask: u32) => SYS_umask(mask));
+call!(/// `removexattr(2)`.
+    removexattr(path: &CPath, name: &CPath) => SYS_removexattr(path.ptr(), name.ptr()));
+call!(/// `lremovexattr(2)`.
+    lremovexattr(path: &CPath, name: &CPath) => SYS_lremovexattr(path.ptr(), name.ptr()));
+call!(/// `fremovexattr(2)`.
+    fremovexattr(fd: i32, name: &CPath) => SYS_fremovexattr(fd, name.ptr()));
+call!(/// `umount2(2)`.
+    umount2(target: &CPath, flags: i32) => SYS_umount2(target.ptr(), flags));
+call!(/// `unshare(2)`.
+    unshare(flags: i32) => SYS_unshare(flags));
+call!(/// `close_range(2)`.
+    close_range(first: u32, last: u32, flags: u32) => SYS_close_range(first, last, flags));
+call!(/// `setresuid(2)` for the calling thread (the helper has one).
+    setresuid(r: u32, e: u32, s: u32) => SYS_setresuid(r, e, s));
+call!(/// `setresgid(2)` for the calling thread (the helper has one).
+    setresgid(r: u32, e: u32, s: u32) => SYS_setresgid(r, e, s));
+call!(/// `alarm(2)`: the kernel kills the process with `SIGALRM` after `secs` seconds.
+    alarm(secs: u32) => SYS_alarm(secs));
+
+/// `mount(2)`; `None` passes a null pointer.
+pub fn mount(src: Option<&CPath>, target: &CPath, fstype: Option<&CPath>, flags: u64, data: Option<&CPath>) -> SysResult {
+    // SAFETY: every pointer is a live NUL-terminated `CPath` or null; for tmpfs and bind mounts
+    // the kernel reads `data` as a string up to its NUL.
+    unsafe { raw(libc::SYS_mount, args!(opt_ptr(src), target.ptr(), opt_ptr(fstype), flags, opt_ptr(data))) }
+}
+
+/// `read(2)` into `buf`.
+pub fn read(fd: i32, buf: &mut [u8]) -> SysResult {
+    // SAFETY: `buf` is writable for `buf.len()` bytes.
+    unsafe { raw(libc::SYS_read, args!(fd, buf.as_mut_ptr(), buf.len())) }
+}
+
+/// `pread64(2)` into `buf`.
+pub fn pread(fd: i32, buf: &mut [u8], off: i64) -> SysResult {
+    // SAFETY: `buf` is writable for `buf.len()` bytes.
+    unsafe { raw(libc::SYS_pread64, args!(fd, buf.as_mut_ptr(), buf.len(), off)) }
+}
+
+/// `write(2)` from `buf`.
+pub fn write(fd: i32, buf: &[u8]) -> SysResult {
+    // SAFETY: `buf` is readable for `buf.len()` bytes.
+    unsafe { raw(libc::SYS_write, args!(fd, buf.as_ptr(), buf.len())) }
+}
+
+/// `pwrite64(2)` from `buf`.
+pub fn pwrite(fd: i32, buf: &[u8], off: i64) -> SysResult {
+    // SAFETY: `buf` is readable for `buf.len()` bytes.
+    unsafe { raw(libc::SYS_pwrite64, args!(fd, buf.as_ptr(), buf.len(), off)) }
+}
+
+/// `readv(2)`.
+pub fn readv(fd: i32, iov: &mut [IoSliceMut<'_>]) -> SysResult {
+    // SAFETY: `IoSliceMut` is ABI-compatible with `struct iovec` on Unix (std guarantees it),
+    // and each one describes a live writable buffer.
+    unsafe { raw(libc::SYS_readv, args!(fd, iov.as_mut_ptr(), iov.len())) }
+}
+
+/// `writev(2)`.
+pub fn writev(fd: i32, iov: &[IoSlice<'_>]) -> SysResult {
+    // SAFETY: `IoSlice` is ABI-compatible with `struct iovec` on Unix (std guarantees it), and
+    // each one describes a live readable buffer.
+    unsafe { raw(libc::SYS_writev, args!(fd, iov.as_ptr(), iov.len())) }
+}
+
+/// `struct open_how` of `openat2(2)`.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default)]
+pub struct OpenHow {
+    /// `O_*` flags.
+    pub flags: u64,
+    /// Creation mode.
+    pub mode: u64,
+    /// `RESOLVE_*` flags.
+    pub resolve: u64,
+}
+
+/// `openat2(2)`.
+pub fn openat2(dirfd: i32, path: &CPath, how: &OpenHow) -> SysResult {
+    // SAFETY: `how` is a live `struct open_how` of the size passed; the kernel only reads it.
+    unsafe { raw(libc::SYS_openat2, args!(dirfd, path.ptr(), how as *const OpenHow, size_of::<OpenHow>())) }
+}
+
+/// `readlinkat(2)` into `buf`.
+pub fn readlinkat(dirfd: i32, path: &CPath, buf: &mut [u8]) -> SysResult {
+    // SAFETY: `buf` is writable for `buf.len()` bytes.
+    unsafe { raw(libc::SYS_readlinkat, args!(dirfd, path.ptr(), buf.as_mut_ptr(), buf.len())) }
+}
+
+/// `newfstatat(2)`.
+pub fn fstatat(dirfd: i32, path: &CPath, flags: i32) -> Result<libc::stat, i32> {
+    // SAFETY: `struct stat` is plain integers, for which all-zero bytes are a valid value.
+    let mut st: libc::stat = unsafe { std::mem::zeroed() };
+    // SAFETY: `st` is a writable `struct stat`, the size the kernel writes for x86-64.
+    unsafe { raw(libc::SYS_newfstatat, args!(dirfd, path.ptr(), &mut st as *mut libc::stat, flags)) }.map(|_| st)
+}
+
+/// `fstat(2)`.
+pub fn fstat(fd: i32) -> Result<libc::stat, i32> {
+    // SAFETY: `struct stat` is plain integers, for which all-zero bytes are a valid value.
+    let mut st: libc::stat = unsafe { std::mem::zeroed() };
+    // SAFETY: `st` is a writable `struct stat`.
+    unsafe { raw(libc::SYS_fstat, args!(fd, &mut st as *mut libc::stat)) }.map(|_| st)
+}
+
+/// `statx(2)`.
+pub fn statx(dirfd: i32, path: &CPath, flags: i32, mask: u32) -> Result<libc::statx, i32> {
+    // SAFETY: `struct statx` is plain integers, for which all-zero bytes are a valid value.
+    let mut st: libc::statx = unsafe { std::mem::zeroed() };
+    // SAFETY: `st` is a writable `struct statx` (256 bytes, the size the kernel writes).
+    unsafe { raw(libc::SYS_statx, args!(dirfd, path.ptr(), flags, mask, &mut st as *mut libc::statx)) }.map(|_| st)
+}
+
+/// The kernel's `struct statfs` on x86-64 (libc's hides `f_flags` in its spare words).
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default)]
+#[allow(missing_docs)] // The fields are the kernel's.
+pub struct StatFs {
+    pub f_type: i64,
+    pub f_bsize: i64,
+    pub f_blocks: u64,
+    pub f_bfree: u64,
+    pub f_bavail: u64,
+    pub f_files: u64,
+    pub f_ffree: u64,
+    pub f_fsid: [i32; 2],
+    pub f_namelen: i64,
+    pub f_frsize: i64,
+    pub f_flags: i64,
+    pub f_spare: [i64; 4],
+}
+
+/// `statfs(2)`.
+pub fn statfs(path: &CPath) -> Result<StatFs, i32> {
+    let mut st = StatFs::default();
+    // SAFETY: `st` is a writable `struct statfs` of the kernel's layout.
+    unsafe { raw(libc::SYS_statfs, args!(path.ptr(), &mut st as *mut StatFs)) }.map(|_| st)
+}
+
+/// `fstatfs(2)`.
+pub fn fstatfs(fd: i32) -> Result<StatFs, i32> {
+    let mut st = StatFs::default();
+    // SAFETY: `st` is a writable `struct statfs` of the kernel's layout.
+    unsafe { raw(libc::SYS_fstatfs, args!(fd, &mut st as *mut StatFs)) }.map(|_| st)
+}
+
+/// `utimensat(2)`; `path == None` passes a null path (the fd itself), `times == None` a null
+/// times pointer (both now).
+pub fn utimensat(dirfd: i32, path: Option<&CPath>, times: Option<&[libc::timespec; 2]>, flags: i32) -> SysResult {
+    let t = times.map_or(std::ptr::null(), |t| t.as_ptr());
+    // SAFETY: `t` is null or two live `struct timespec`s, which the kernel only reads.
+    unsafe { raw(libc::SYS_utimensat, args!(dirfd, opt_ptr(path), t, flags)) }
+}
+
+/// `getdents64(2)` into `buf`.
+pub fn getdents64(fd: i32, buf: &mut [u8]) -> SysResult {
+    // SAFETY: `buf` is writable for `buf.len()` bytes.
+    unsafe { raw(libc::SYS_getdents64, args!(fd, buf.as_mut_ptr(), buf.len())) }
+}
+
+/// `getcwd(2)` (the system call: returns the length including the NUL).
+pub fn getcwd(buf: &mut [u8]) -> SysResult {
+    // SAFETY: `buf` is writable for `buf.len()` bytes.
+    unsafe { raw(libc::SYS_getcwd, args!(buf.as_mut_ptr(), buf.len())) }
+}
+
+/// Where an xattr call points: a path that is followed, one that is not, or an fd.
+#[derive(Clone, Copy, Debug)]
+pub enum XattrAt<'a> {
+    /// `*xattr`.
+    Path(&'a CPath),
+    /// `l*xattr`.
+    Link(&'a CPath),
+    /// `f*xattr`.
+    File(i32),
+}
+
+impl XattrAt<'_> {
+    fn pick(self, path: c_long, link: c_long, file: c_long) -> (c_long, c_long) {
+        match self {
+            XattrAt::Path(p) => (path, p.ptr()),
+            XattrAt::Link(p) => (link, p.ptr()),
+            XattrAt::File(fd) => (file, fd as c_long),
+        }
+    }
+}
+
+/// `setxattr(2)`, `lsetxattr(2)` or `fsetxattr(2)`.
+pub fn setxattr(at: XattrAt<'_>, name: &CPath, value: &[u8], flags: i32) -> SysResult {
+    let (nr, first) = at.pick(libc::SYS_setxattr, libc::SYS_lsetxattr, libc::SYS_fsetxattr);
+    // SAFETY: `value` is readable for `value.len()` bytes; `name` and a path are `CPath`s.
+    unsafe { raw(nr, args!(first, name.ptr(), value.as_ptr(), value.len(), flags)) }
+}
+
+/// `getxattr(2)`, `lgetxattr(2)` or `fgetxattr(2)` into `buf` (empty: ask the size).
+pub fn getxattr(at: XattrAt<'_>, name: &CPath, buf: &mut [u8]) -> SysResult {
+    let (nr, first) = at.pick(libc::SYS_getxattr, libc::SYS_lgetxattr, libc::SYS_fgetxattr);
+    // SAFETY: `buf` is writable for `buf.len()` bytes; `name` and a path are `CPath`s.
+    unsafe { raw(nr, args!(first, name.ptr(), buf.as_mut_ptr(), buf.len())) }
+}
+
+/// `listxattr(2)`, `llistxattr(2)` or `flistxattr(2)` into `buf` (empty: ask the size).
+pub fn listxattr(at: XattrAt<'_>, buf: &mut [u8]) -> SysResult {
+    let (nr, first) = at.pick(libc::SYS_listxattr, libc::SYS_llistxattr, libc::SYS_flistxattr);
+    // SAFETY: `buf` is writable for `buf.len()` bytes; a path is a `CPath`.
+    unsafe { raw(nr, args!(first, buf.as_mut_ptr(), buf.len())) }
+}
+
+/// `prlimit64(2)` on the calling process: sets `resource`'s soft and hard limits.
+pub fn setrlimit(resource: u32, soft: u64, hard: u64) -> SysResult {
+    let lim = libc::rlimit64 { rlim_cur: soft, rlim_max: hard };
+    // SAFETY: `lim` is a live `struct rlimit64` the kernel reads; the old-limit pointer is null.
+    unsafe { raw(libc::SYS_prlimit64, args!(0, resource, &lim as *const libc::rlimit64, 0)) }
+}
+
+/// `setgroups(2)` for the calling thread (the helper has one).
+pub fn setgroups(groups: &[u32]) -> SysResult {
+    // SAFETY: `groups` is readable for `groups.len()` `gid_t`s.
+    unsafe { raw(libc::SYS_setgroups, args!(groups.len(), groups.as_ptr())) }
+}

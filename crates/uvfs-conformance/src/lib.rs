@@ -1,0 +1,27 @@
+//! Differential conformance for uvfs: each case (CASES.md) runs on uvfs in process and on the
+//! host kernel in a sandboxed helper process; both sides' outcomes are normalised and compared.
+//! The host kernel is the oracle: cases carry no expected values.
+//!
+//! Map: [`lex`] and [`parse`] read case files into [`Op`]s; [`backend`] runs them on a
+//! [`Backend`]: [`UvfsBackend`] or [`HostBackend`] (raw system calls, inside the sandbox of
+//! [`host::sandbox`], driven by the `uvfs-conformance-host` binary through
+//! [`host::protocol`]); [`outcome`] is what a call returned; [`normalise`] and [`report`]
+//! compare and summarise. `tests/differential.rs` ties them together.
+
+pub mod backend;
+pub mod host;
+pub mod lex;
+pub mod names;
+pub mod normalise;
+pub mod op;
+pub mod outcome;
+pub mod parse;
+pub mod report;
+pub mod uvfs_backend;
+
+pub use backend::{run_case, Backend, CaseRun, Fds};
+pub use host::HostBackend;
+pub use op::Op;
+pub use outcome::{Outcome, Value};
+pub use parse::{load_dir, load_file, Case, Step};
+pub use uvfs_backend::{run_on_uvfs, UvfsBackend};

@@ -1,0 +1,137 @@
+//! The differential conformance suite: every case of `cases/*.cases` runs on uvfs (in this
+//! process) and on the host kernel (in `uvfs-conformance-host`, one sandboxed process per
+//! case, two at a time); the normalised outcomes are compared step by step. Oracle: the host
+//! kernel. Deliberate differences are listed in `expected-divergences.txt`, one reason each.
+//!
+//! Needs root for the host side (mount namespace, tmpfs, chroot). Without it the suite says
+//! `skipped N cases: why`, and fails when `CI` is set.
+//!
+//! `UVFS_CONFORMANCE_CASES=text` runs only the cases whose name contains `text`;
+//! `UVFS_CONFORMANCE_VERBOSE=1` prints every step of every case run, both sides.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::process::{Command, ExitCode, Stdio};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Mutex;
+use std::thread;
+use std::time::{Duration, Instant};
+
+use uvfs_conformance::host::protocol::{read_host_output, EXIT_ENV_REFUSED};
+use uvfs_conformance::report::{compare, load_expectations, render_divergence, render_steps, verdict, Summary, Verdict};
+use uvfs_conformance::{load_dir, run_on_uvfs, Case, CaseRun};
+
+const HELPER: &str = env!("CARGO_BIN_EXE_uvfs-conformance-host");
+/// Host helpers run at once (the machine has two cores).
+const HOST_WORKERS: usize = 2;
+/// How long one case may take on uvfs before it counts as hung.
+const UVFS_TIMEOUT: Duration = Duration::from_secs(10);
+
+fn main() -> ExitCode {
+    let start = Instant::now();
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let loaded = load_dir(&root.join("cases")).and_then(|c| Ok((c, load_expectations(&root.join("expected-divergences.txt"))?)));
+    let (mut cases, expected) = match loaded {
+        Ok(v) => v,
+        Err(e) => {
+            println!("differential: {e}\n0 passed, 1 failed");
+            return ExitCode::FAILURE;
+        }
+    };
+    let filter = std::env::var("UVFS_CONFORMANCE_CASES").ok();
+    if let Some(f) = &filter {
+        cases.retain(|c| c.name.contains(f.as_str()));
+    }
+    let verbose = std::env::var_os("UVFS_CONFORMANCE_VERBOSE").is_some();
+    if let Err(why) = probe_host() {
+        println!("skipped {} cases: {why}", cases.len());
+        println!("0 passed, 0 failed, {} skipped", cases.len());
+        return if std::env::var_os("CI").is_some() { ExitCode::FAILURE } else { ExitCode::SUCCESS };
+    }
+    let host_runs = thread::scope(|s| {
+        let host = s.spawn(|| run_all_on_host(&cases));
+        let uvfs_runs: Vec<CaseRun> = cases.iter().map(|c| run_on_uvfs(c, UVFS_TIMEOUT)).collect();
+        (uvfs_runs, host.join().expect("the host runner does not panic"))
+    });
+    let (uvfs_runs, host_runs) = host_runs;
+
+    let mut summary = Summary::default();
+    let mut notes = Vec::new();
+    for ((case, u), h) in cases.iter().zip(&uvfs_runs).zip(&host_runs) {
+        if verbose {
+            print!("{}", render_steps(case, u, h));
+        }
+        let v = verdict(compare(case, u, h), expected.get(&case.name));
+        match &v {
+            Verdict::Match => {}
+            Verdict::Diverged(diffs) => print!("{}", render_divergence(case, diffs)),
+            Verdict::ExpectedDivergence(why) => notes.push(format!("expected divergence {}: {why}", case.name)),
+            Verdict::Stale(why) => println!("STALE expectation {}: the case now matches the host (listed as: {why})", case.name),
+        }
+        summary.add(&v);
+    }
+    for name in unknown_expectations(&expected, &cases).into_iter().filter(|_| filter.is_none()) {
+        println!("STALE expectation {name}: no case has this name");
+        summary.stale += 1;
+    }
+    for n in notes {
+        println!("{n}");
+    }
+    println!("differential: ran in {:.1} s", start.elapsed().as_secs_f64());
+    print!("{}", summary.render());
+    if summary.failed() > 0 {
+        ExitCode::FAILURE
+    } else {
+        ExitCode::SUCCESS
+    }
+}
+
+fn unknown_expectations<'a>(expected: &'a BTreeMap<String, String>, cases: &[Case]) -> Vec<&'a str> {
+    expected.keys().filter(|n| !cases.iter().any(|c| &c.name == *n)).map(String::as_str).collect()
+}
+
+/// Checks that the helper can set up its sandbox here.
+fn probe_host() -> Result<(), String> {
+    let out = Command::new(HELPER).arg("--probe").stdin(Stdio::null()).output().map_err(|e| format!("cannot start {HELPER}: {e}"))?;
+    if out.status.success() {
+        return Ok(());
+    }
+    let why = String::from_utf8_lossy(&out.stderr).trim().to_string();
+    match out.status.code() {
+        Some(EXIT_ENV_REFUSED) => Err(format!("the host sandbox is refused here (needs root): {why}")),
+        _ => Err(format!("the host helper failed its probe ({}): {why}", out.status)),
+    }
+}
+
+/// Runs every case on the host, [`HOST_WORKERS`] helper processes at a time; results in case
+/// order.
+fn run_all_on_host(cases: &[Case]) -> Vec<CaseRun> {
+    let next = AtomicUsize::new(0);
+    let results: Vec<Mutex<Option<CaseRun>>> = cases.iter().map(|_| Mutex::new(None)).collect();
+    thread::scope(|s| {
+        for _ in 0..HOST_WORKERS {
+            s.spawn(|| loop {
+                let i = next.fetch_add(1, Ordering::Relaxed);
+                let Some(case) = cases.get(i) else { break };
+                let run = run_on_host(case);
+                *results[i].lock().expect("no worker panics holding it") = Some(run);
+            });
+        }
+    });
+    results.into_iter().map(|m| m.into_inner().expect("no worker panicked").expect("every case ran")).collect()
+}
+
+fn run_on_host(case: &Case) -> CaseRun {
+    let out = Command::new(HELPER).arg(&case.file).arg(&case.name).stdin(Stdio::null()).output();
+    match out {
+        Err(e) => CaseRun { outcomes: Vec::new(), aborted: Some(format!("cannot start the host helper: {e}")) },
+        Ok(o) => {
+            let mut run = read_host_output(&o.stdout);
+            if !o.status.success() {
+                let stderr = String::from_utf8_lossy(&o.stderr);
+                run.aborted = Some(format!("host helper {}: {}", o.status, stderr.trim()));
+            }
+            run
+        }
+    }
+}
