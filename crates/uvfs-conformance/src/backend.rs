@@ -2,10 +2,13 @@
 //! a backend, binding fds as it goes.
 
 use std::collections::HashMap;
+use std::time::Duration;
+
+use rustix::time::{clock_gettime, ClockId};
 
 use crate::op::Fd;
 use crate::outcome::{Outcome, Value};
-use crate::parse::Case;
+use crate::parse::{Case, Timing};
 use crate::Op;
 
 /// The fd an unbound or failed `=> NAME` leaves in its variable: later uses get `EBADF` on
@@ -46,11 +49,29 @@ pub trait Backend {
     fn run(&mut self, op: &Op, fds: &Fds) -> Outcome;
 }
 
+/// How often [`wait_for_tick`] looks at the clock; a tick is 1 to 10 ms.
+const TICK_POLL: Duration = Duration::from_micros(100);
+
+/// Sleeps until the coarse realtime clock (the one Linux and uvfs stamp inodes with) ticks.
+/// Every stamp taken before the call, fine-grained ones included, is then earlier than every
+/// stamp taken after it, which makes `same`/`later` answers independent of where the ticks
+/// fall.
+pub fn wait_for_tick() {
+    let start = clock_gettime(ClockId::RealtimeCoarse);
+    while clock_gettime(ClockId::RealtimeCoarse) == start {
+        std::thread::sleep(TICK_POLL);
+    }
+}
+
 /// Runs every op of `case` on `backend` in order, calling `emit(step, outcome)` with the
 /// 1-based step number after each (step 0 is the root mount, which the caller reports).
+/// With [`Timing::Ticked`] each op starts on a fresh clock tick.
 pub fn run_case(backend: &mut dyn Backend, case: &Case, mut emit: impl FnMut(usize, &Outcome)) {
     let mut fds = Fds::default();
     for (i, step) in case.steps.iter().enumerate() {
+        if case.timing == Timing::Ticked {
+            wait_for_tick();
+        }
         let outcome = backend.run(&step.op, &fds);
         if let Some(name) = &step.bind {
             fds.bind(name, &outcome);

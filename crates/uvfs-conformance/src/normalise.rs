@@ -12,6 +12,20 @@ use crate::outcome::{Dev, DirentRec, Outcome, StatFsRec, StatRec, StatxRec, Ts, 
 /// A timestamp further than this from now is shown exactly (it was set with `utimens`).
 const FAR_FROM_NOW_SECS: i64 = 24 * 60 * 60;
 
+const STATX_TYPE: u32 = 0x1;
+const STATX_MODE: u32 = 0x2;
+const STATX_NLINK: u32 = 0x4;
+const STATX_UID: u32 = 0x8;
+const STATX_GID: u32 = 0x10;
+const STATX_ATIME: u32 = 0x20;
+const STATX_MTIME: u32 = 0x40;
+const STATX_CTIME: u32 = 0x80;
+const STATX_INO: u32 = 0x100;
+const STATX_SIZE: u32 = 0x200;
+const STATX_BLOCKS: u32 = 0x400;
+const STATX_BTIME: u32 = 0x800;
+const STATX_MNT_ID: u32 = 0x1000;
+
 /// Which timestamp of an inode, for its observation history.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Stamp {
@@ -125,29 +139,37 @@ impl Normaliser {
         )
     }
 
+    /// Fields whose `STATX_*` bit is missing from the returned mask hold nothing meaningful
+    /// (Linux leaves them zero) and read `-`; they are neither renumbered nor recorded.
     fn statx(&mut self, s: &StatxRec) -> String {
-        let ino = self.ino(s.ino);
+        let has = |bit: u32| s.mask & bit != 0;
+        let show = |bit: u32, v: &dyn Fn() -> String| if has(bit) { v() } else { "-".to_string() };
+        let ino = has(STATX_INO).then(|| self.ino(s.ino));
         let dev = self.dev(s.dev);
-        let mnt = renumber(&mut self.mnts, s.mnt_id);
+        let mnt = if has(STATX_MNT_ID) { format!("mnt#{}", renumber(&mut self.mnts, s.mnt_id)) } else { "-".into() };
+        let mut time = |bit: u32, which: Stamp, t: Ts| match ino {
+            Some(i) if has(bit) => self.time(i, which, t),
+            _ if has(bit) => format!("{}.{:09}", t.sec, t.nsec),
+            _ => "-".to_string(),
+        };
+        let (atime, mtime) = (time(STATX_ATIME, Stamp::Atime, s.atime), time(STATX_MTIME, Stamp::Mtime, s.mtime));
+        let (ctime, btime) = (time(STATX_CTIME, Stamp::Ctime, s.ctime), time(STATX_BTIME, Stamp::Btime, s.btime));
         format!(
-            "statx mask={:#x} attributes={:#x} attributes_mask={:#x} mode=0{:o} nlink={} uid={} gid={} size={} \
-             blocks={} blksize={} rdev={}:{} ino=ino#{ino} dev=dev#{dev} mnt=mnt#{mnt} atime={} mtime={} ctime={} btime={}",
+            "statx mask={:#x} attributes={:#x} attributes_mask={:#x} mode={} nlink={} uid={} gid={} size={} \
+             blocks={} blksize={} rdev={}:{} ino={} dev=dev#{dev} mnt={mnt} atime={atime} mtime={mtime} ctime={ctime} btime={btime}",
             s.mask,
             s.attributes,
             s.attributes_mask,
-            s.mode,
-            s.nlink,
-            s.uid,
-            s.gid,
-            s.size,
-            s.blocks,
+            show(STATX_TYPE | STATX_MODE, &|| format!("0{:o}", s.mode)),
+            show(STATX_NLINK, &|| s.nlink.to_string()),
+            show(STATX_UID, &|| s.uid.to_string()),
+            show(STATX_GID, &|| s.gid.to_string()),
+            show(STATX_SIZE, &|| s.size.to_string()),
+            show(STATX_BLOCKS, &|| s.blocks.to_string()),
             s.blksize,
             s.rdev.major,
             s.rdev.minor,
-            self.time(ino, Stamp::Atime, s.atime),
-            self.time(ino, Stamp::Mtime, s.mtime),
-            self.time(ino, Stamp::Ctime, s.ctime),
-            self.time(ino, Stamp::Btime, s.btime),
+            ino.map_or("-".to_string(), |i| format!("ino#{i}")),
         )
     }
 
@@ -238,6 +260,15 @@ mod tests {
         assert_eq!(n.time(1, Stamp::Atime, Ts { sec: t, nsec: 1 }), "first");
         assert_eq!(n.time(1, Stamp::Atime, Ts { sec: t, nsec: 1 }), "not-earlier");
         assert_eq!(n.time(1, Stamp::Mtime, Ts { sec: 1000, nsec: 7 }), "1000.000000007");
+    }
+
+    #[test]
+    fn statx_fields_outside_the_mask_are_not_compared() {
+        let mut n = Normaliser::new();
+        let s = StatxRec { mask: STATX_TYPE | STATX_INO, mode: 0o100644, ino: 77, size: 9, ..StatxRec::default() };
+        let out = n.statx(&s);
+        assert!(out.contains("mode=0100644 nlink=- uid=- gid=- size=- "), "{out}");
+        assert!(out.contains("ino=ino#1 dev=dev#1 mnt=- atime=- mtime=- ctime=- btime=-"), "{out}");
     }
 
     #[test]

@@ -82,8 +82,8 @@ pub enum Op {
     Fsync { fd: Fd },
     Fdatasync { fd: Fd },
     Dup { fd: Fd },
-    Dup2 { fd: Fd, newfd: i64 },
-    Dup3 { fd: Fd, newfd: i64, flags: i64 },
+    Dup2 { fd: Fd, newfd: Fd },
+    Dup3 { fd: Fd, newfd: Fd, flags: i64 },
     Fcntl { fd: Fd, cmd: Fcntl },
     Mkdirat { dirfd: Fd, path: Vec<u8>, mode: i64 },
     Mknod { path: Vec<u8>, mode: i64, dev: u64 },
@@ -172,8 +172,8 @@ impl Op {
             "fsync" => Op::Fsync { fd: a.fd()? },
             "fdatasync" => Op::Fdatasync { fd: a.fd()? },
             "dup" => Op::Dup { fd: a.fd()? },
-            "dup2" => Op::Dup2 { fd: a.fd()?, newfd: a.int()? },
-            "dup3" => Op::Dup3 { fd: a.fd()?, newfd: a.int()?, flags: a.int()? },
+            "dup2" => Op::Dup2 { fd: a.fd()?, newfd: a.fd()? },
+            "dup3" => Op::Dup3 { fd: a.fd()?, newfd: a.fd()?, flags: a.int()? },
             "fcntl" => {
                 let fd = a.fd()?;
                 let cmd = match a.word()?.as_str() {

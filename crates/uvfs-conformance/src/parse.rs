@@ -19,6 +19,18 @@ pub struct Step {
     pub bind: Option<String>,
 }
 
+/// How a case's ops are paced against the coarse clock that stamps inodes.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Timing {
+    /// Each op starts on a fresh tick of the coarse realtime clock, so every timestamp an op
+    /// sets is later than every timestamp earlier ops set, on both sides (the default).
+    #[default]
+    Ticked,
+    /// Ops run back to back (`timing burst`): for cases about what happens within one tick
+    /// (fine-grained stamps after an observation, timestamps that must never go backwards).
+    Burst,
+}
+
 /// One case: a root tmpfs and a sequence of ops.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Case {
@@ -32,6 +44,8 @@ pub struct Case {
     pub mount: Option<String>,
     /// Line of `mount OPTIONS`, or of `case NAME` without one: where step 0 is reported.
     pub mount_line: usize,
+    /// `timing burst|ticked` before the first op; ticked by default.
+    pub timing: Timing,
     /// The ops in order.
     pub steps: Vec<Step>,
 }
@@ -65,7 +79,7 @@ pub fn parse_cases(text: &str, file: &Path) -> Result<Vec<Case>, String> {
                     [n] if valid_name(&n.bytes) => n.text(),
                     _ => return Err(at("`case` takes one name of [a-z0-9_]+".into())),
                 };
-                cur = Some(Case { name, file: file.to_path_buf(), line, mount: None, mount_line: line, steps: Vec::new() });
+                cur = Some(Case { name, file: file.to_path_buf(), line, mount: None, mount_line: line, timing: Timing::Ticked, steps: Vec::new() });
             }
             ("case", Some(c)) => return Err(at(format!("`case` inside case {} (missing `end`)", c.name))),
             ("end", Some(_)) => {
@@ -78,6 +92,13 @@ pub fn parse_cases(text: &str, file: &Path) -> Result<Vec<Case>, String> {
             ("mount", Some(c)) if toks.len() == 2 && c.steps.is_empty() && c.mount.is_none() => {
                 c.mount = Some(toks[1].text());
                 c.mount_line = line;
+            }
+            ("timing", Some(c)) if c.steps.is_empty() => {
+                c.timing = match &toks[1..] {
+                    [t] if t.bytes == b"burst" => Timing::Burst,
+                    [t] if t.bytes == b"ticked" => Timing::Ticked,
+                    _ => return Err(at("`timing` takes `burst` or `ticked`".into())),
+                };
             }
             (_, Some(c)) => {
                 let (step, vars) = parse_step(&toks, line, raw).map_err(at)?;
@@ -175,6 +196,7 @@ mod tests {
 # a comment
 case open_then_write
 mount size=1m,nr_inodes=64
+timing burst
 mkdir /d 0755
 open /d/f O_CREAT|O_WRONLY 0644 => f   # bind
 write $f "a # not a comment"
@@ -189,6 +211,7 @@ end
         let c = &cases[0];
         assert_eq!(c.name, "open_then_write");
         assert_eq!(c.mount.as_deref(), Some("size=1m,nr_inodes=64"));
+        assert_eq!(c.timing, Timing::Burst);
         assert_eq!(c.steps.len(), 4);
         assert_eq!(c.steps[1].bind.as_deref(), Some("f"));
         assert_eq!(c.steps[1].text, "open /d/f O_CREAT|O_WRONLY 0644 => f");

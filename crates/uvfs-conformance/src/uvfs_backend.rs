@@ -241,8 +241,8 @@ impl Backend for UvfsBackend {
             Op::Fsync { fd: f } => unit(t.fsync(fd(f))),
             Op::Fdatasync { fd: f } => unit(t.fdatasync(fd(f))),
             Op::Dup { fd: f } => int(t.dup(fd(f))),
-            Op::Dup2 { fd: f, newfd } => int(t.dup2(fd(f), *newfd as i32)),
-            Op::Dup3 { fd: f, newfd, flags } => int(t.dup3(fd(f), *newfd as i32, OpenFlags::from_bits_retain(*flags as u32))),
+            Op::Dup2 { fd: f, newfd } => int(t.dup2(fd(f), fd(newfd))),
+            Op::Dup3 { fd: f, newfd, flags } => int(t.dup3(fd(f), fd(newfd), OpenFlags::from_bits_retain(*flags as u32))),
             Op::Fcntl { fd: f, cmd } => {
                 let cmd = match *cmd {
                     Fcntl::DupFd(min) => FcntlCmd::DupFd(min),

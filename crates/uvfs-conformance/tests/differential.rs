@@ -7,7 +7,9 @@
 //! `skipped N cases: why`, and fails when `CI` is set.
 //!
 //! `UVFS_CONFORMANCE_CASES=text` runs only the cases whose name contains `text`;
-//! `UVFS_CONFORMANCE_VERBOSE=1` prints every step of every case run, both sides.
+//! `UVFS_CONFORMANCE_VERBOSE=1` prints every step of every case run, both sides;
+//! `UVFS_CONFORMANCE_REPEAT=N` runs everything N times and fails on any case whose outcomes
+//! change from one run to the next on the same side (a case that depends on timing).
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -24,6 +26,8 @@ use uvfs_conformance::{load_dir, run_on_uvfs, Case, CaseRun};
 const HELPER: &str = env!("CARGO_BIN_EXE_uvfs-conformance-host");
 /// Host helpers run at once (the machine has two cores).
 const HOST_WORKERS: usize = 2;
+/// uvfs cases run at once: they spend most of their time waiting for clock ticks.
+const UVFS_WORKERS: usize = 4;
 /// How long one case may take on uvfs before it counts as hung.
 const UVFS_TIMEOUT: Duration = Duration::from_secs(10);
 
@@ -48,12 +52,22 @@ fn main() -> ExitCode {
         println!("0 passed, 0 failed, {} skipped", cases.len());
         return if std::env::var_os("CI").is_some() { ExitCode::FAILURE } else { ExitCode::SUCCESS };
     }
-    let host_runs = thread::scope(|s| {
-        let host = s.spawn(|| run_all_on_host(&cases));
-        let uvfs_runs: Vec<CaseRun> = cases.iter().map(|c| run_on_uvfs(c, UVFS_TIMEOUT)).collect();
-        (uvfs_runs, host.join().expect("the host runner does not panic"))
-    });
-    let (uvfs_runs, host_runs) = host_runs;
+    let repeat: usize = std::env::var("UVFS_CONFORMANCE_REPEAT").ok().and_then(|r| r.parse().ok()).unwrap_or(1).max(1);
+    let (uvfs_runs, host_runs) = run_both(&cases);
+    let mut unstable = 0;
+    for _ in 1..repeat {
+        let (u2, h2) = run_both(&cases);
+        for (i, case) in cases.iter().enumerate() {
+            for (side, first, again) in [("uvfs", &uvfs_runs[i], &u2[i]), ("host", &host_runs[i], &h2[i])] {
+                let diffs = compare(case, first, again);
+                if !diffs.is_empty() {
+                    unstable += 1;
+                    println!("UNSTABLE on {side} (the case depends on timing):");
+                    print!("{}", render_divergence(case, &diffs).replace("uvfs:", "run1:").replace("host:", "rerun:"));
+                }
+            }
+        }
+    }
 
     let mut summary = Summary::default();
     let mut notes = Vec::new();
@@ -77,6 +91,7 @@ fn main() -> ExitCode {
     for n in notes {
         println!("{n}");
     }
+    summary.stale += unstable;
     println!("differential: ran in {:.1} s", start.elapsed().as_secs_f64());
     print!("{}", summary.render());
     if summary.failed() > 0 {
@@ -103,17 +118,25 @@ fn probe_host() -> Result<(), String> {
     }
 }
 
-/// Runs every case on the host, [`HOST_WORKERS`] helper processes at a time; results in case
-/// order.
-fn run_all_on_host(cases: &[Case]) -> Vec<CaseRun> {
+/// Runs every case on both sides: uvfs in this process, the host in helper processes.
+fn run_both(cases: &[Case]) -> (Vec<CaseRun>, Vec<CaseRun>) {
+    thread::scope(|s| {
+        let host = s.spawn(|| pool(cases, HOST_WORKERS, run_on_host));
+        let uvfs = pool(cases, UVFS_WORKERS, |c| run_on_uvfs(c, UVFS_TIMEOUT));
+        (uvfs, host.join().expect("the host runner does not panic"))
+    })
+}
+
+/// Runs `f` on every case, `workers` at a time; results in case order.
+fn pool(cases: &[Case], workers: usize, f: impl Fn(&Case) -> CaseRun + Sync) -> Vec<CaseRun> {
     let next = AtomicUsize::new(0);
     let results: Vec<Mutex<Option<CaseRun>>> = cases.iter().map(|_| Mutex::new(None)).collect();
     thread::scope(|s| {
-        for _ in 0..HOST_WORKERS {
+        for _ in 0..workers {
             s.spawn(|| loop {
                 let i = next.fetch_add(1, Ordering::Relaxed);
                 let Some(case) = cases.get(i) else { break };
-                let run = run_on_host(case);
+                let run = f(case);
                 *results[i].lock().expect("no worker panics holding it") = Some(run);
             });
         }

@@ -217,8 +217,8 @@ impl Backend for HostBackend {
             Op::Fsync { fd: f } => unit(sys::fsync(fd(f))),
             Op::Fdatasync { fd: f } => unit(sys::fdatasync(fd(f))),
             Op::Dup { fd: f } => int(sys::dup(fd(f))),
-            Op::Dup2 { fd: f, newfd } => int(sys::dup2(fd(f), *newfd as i32)),
-            Op::Dup3 { fd: f, newfd, flags } => int(sys::dup3(fd(f), *newfd as i32, *flags as i32)),
+            Op::Dup2 { fd: f, newfd } => int(sys::dup2(fd(f), fd(newfd))),
+            Op::Dup3 { fd: f, newfd, flags } => int(sys::dup3(fd(f), fd(newfd), *flags as i32)),
             Op::Fcntl { fd: f, cmd } => {
                 let (cmd, arg) = match *cmd {
                     Fcntl::DupFd(min) => (F_DUPFD, min),

@@ -18,6 +18,7 @@ pub const TIMEOUT_SECS: u32 = 20;
 
 const CLONE_NEWNS: i32 = 0x0002_0000;
 const RLIMIT_NOFILE: u32 = 7;
+const MNT_DETACH: i32 = 2;
 const MS_REC: u64 = 16384;
 const MS_PRIVATE: u64 = 1 << 18;
 /// Where the staging tmpfs goes inside the private namespace; only its mount is used.
@@ -61,8 +62,13 @@ pub fn prepare_process() -> Result<(), String> {
 }
 
 /// Enters a private mount namespace, mounts a tmpfs with `options` on a fresh directory,
-/// chroots into it and sets umask 022. Returns the outcome of the root mount: when it fails
-/// (bad options) the process is left outside the chroot and the case must stop.
+/// makes it the namespace root and the process root, and sets umask 022. Returns the outcome
+/// of the root mount: when it fails (bad options) the process is left outside and the case
+/// must stop.
+///
+/// The tmpfs becomes the namespace root with `pivot_root(".", ".")` and a lazy unmount of the
+/// old root stacked above it (the pivot_root(2) idiom), then `chroot(".")`: as in uvfs, nothing
+/// exists above the case's root, so paths that `getcwd` reports as `(unreachable)` agree.
 ///
 /// # Errors
 /// A message when the environment refuses the sandbox (not root, no mount namespaces).
@@ -77,7 +83,11 @@ pub fn enter(options: Option<&str>) -> Result<Outcome, String> {
     if let Err(e) = sys::mount(Some(&tmpfs), &root, Some(&tmpfs), 0, data.as_ref()) {
         return Ok(Outcome::Errno(e));
     }
-    step("chroot", sys::chroot(&root))?;
+    let dot = CPath::new(b".");
+    step("chdir to the case root", sys::chdir(&root))?;
+    step("pivot_root", sys::pivot_root(&dot, &dot))?;
+    step("detach the old root", sys::umount2(&dot, MNT_DETACH))?;
+    step("chroot", sys::chroot(&dot))?;
     // uvfs's root task has no supplementary groups; neither has the host's.
     step("setgroups", sys::setgroups(&[]))?;
     step("chdir /", sys::chdir(&CPath::new(b"/")))?;

@@ -139,6 +139,8 @@ call!(/// `fremovexattr(2)`.
     fremovexattr(fd: i32, name: &CPath) => SYS_fremovexattr(fd, name.ptr()));
 call!(/// `umount2(2)`.
     umount2(target: &CPath, flags: i32) => SYS_umount2(target.ptr(), flags));
+call!(/// `pivot_root(2)`.
+    pivot_root(new_root: &CPath, put_old: &CPath) => SYS_pivot_root(new_root.ptr(), put_old.ptr()));
 call!(/// `unshare(2)`.
     unshare(flags: i32) => SYS_unshare(flags));
 call!(/// `close_range(2)`.
