@@ -48,7 +48,10 @@ pub fn tokenize(line: &str) -> Result<Vec<Token>, String> {
                 if j >= b.len() {
                     return Err("unterminated quoted string".into());
                 }
-                out.push(Token { bytes: expand(&b[start..j], Escapes::Process)?, quoted: true });
+                out.push(Token {
+                    bytes: expand(&b[start..j], Escapes::Process)?,
+                    quoted: true,
+                });
                 i = j + 1;
             }
             _ => {
@@ -56,7 +59,10 @@ pub fn tokenize(line: &str) -> Result<Vec<Token>, String> {
                 while i < b.len() && !b[i].is_ascii_whitespace() && b[i] != b'#' {
                     i += 1;
                 }
-                out.push(Token { bytes: expand(&b[start..i], Escapes::Literal)?, quoted: false });
+                out.push(Token {
+                    bytes: expand(&b[start..i], Escapes::Literal)?,
+                    quoted: false,
+                });
             }
         }
     }
@@ -71,8 +77,14 @@ fn expand(raw: &[u8], escapes: Escapes) -> Result<Vec<u8>, String> {
     while i < raw.len() {
         if raw[i..].starts_with(b"{rep:") {
             let body = &raw[i + 5..];
-            let close = body.iter().position(|&c| c == b'}').ok_or("unterminated {rep:N:TEXT}")?;
-            let colon = body[..close].iter().position(|&c| c == b':').ok_or("{rep:N:TEXT} needs N:TEXT")?;
+            let close = body
+                .iter()
+                .position(|&c| c == b'}')
+                .ok_or("unterminated {rep:N:TEXT}")?;
+            let colon = body[..close]
+                .iter()
+                .position(|&c| c == b':')
+                .ok_or("{rep:N:TEXT} needs N:TEXT")?;
             let n: usize = std::str::from_utf8(&body[..colon])
                 .ok()
                 .and_then(|s| s.parse().ok())
@@ -119,17 +131,27 @@ mod tests {
     use super::*;
 
     fn words(line: &str) -> Vec<Vec<u8>> {
-        tokenize(line).expect("valid line").into_iter().map(|t| t.bytes).collect()
+        tokenize(line)
+            .expect("valid line")
+            .into_iter()
+            .map(|t| t.bytes)
+            .collect()
     }
 
     #[test]
     fn comments_end_the_line_outside_quotes_only() {
-        assert_eq!(words(r#"write $f "a # b" # note"#), vec![b"write".to_vec(), b"$f".to_vec(), b"a # b".to_vec()]);
+        assert_eq!(
+            words(r#"write $f "a # b" # note"#),
+            vec![b"write".to_vec(), b"$f".to_vec(), b"a # b".to_vec()]
+        );
     }
 
     #[test]
     fn quoted_strings_take_escapes() {
-        assert_eq!(words(r#""a\n\t\\\"\0\x41""#), vec![b"a\n\t\\\"\0A".to_vec()]);
+        assert_eq!(
+            words(r#""a\n\t\\\"\0\x41""#),
+            vec![b"a\n\t\\\"\0A".to_vec()]
+        );
     }
 
     #[test]

@@ -61,8 +61,16 @@ fn renumber<K: std::hash::Hash + Eq>(map: &mut HashMap<K, usize>, raw: K) -> usi
 impl Normaliser {
     /// Fresh state: nothing observed yet.
     pub fn new() -> Normaliser {
-        let now_sec = SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_secs() as i64);
-        Normaliser { inos: HashMap::new(), devs: HashMap::new(), mnts: HashMap::new(), seen: HashMap::new(), now_sec }
+        let now_sec = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .map_or(0, |d| d.as_secs() as i64);
+        Normaliser {
+            inos: HashMap::new(),
+            devs: HashMap::new(),
+            mnts: HashMap::new(),
+            seen: HashMap::new(),
+            now_sec,
+        }
     }
 
     /// The normalised text of one outcome; call in step order.
@@ -79,7 +87,8 @@ impl Normaliser {
             Value::Int(n) => format!("ok {n}"),
             Value::Bytes(b) => format!("ok {} bytes {}", b.0.len(), quote(&b.0)),
             Value::XattrList(b) => {
-                let mut names: Vec<&[u8]> = b.0.split(|&c| c == 0).filter(|n| !n.is_empty()).collect();
+                let mut names: Vec<&[u8]> =
+                    b.0.split(|&c| c == 0).filter(|n| !n.is_empty()).collect();
                 names.sort();
                 let shown: Vec<String> = names.iter().map(|n| quote(n)).collect();
                 format!("ok {} bytes xattrs [{}]", b.0.len(), shown.join(", "))
@@ -146,14 +155,24 @@ impl Normaliser {
         let show = |bit: u32, v: &dyn Fn() -> String| if has(bit) { v() } else { "-".to_string() };
         let ino = has(STATX_INO).then(|| self.ino(s.ino));
         let dev = self.dev(s.dev);
-        let mnt = if has(STATX_MNT_ID) { format!("mnt#{}", renumber(&mut self.mnts, s.mnt_id)) } else { "-".into() };
+        let mnt = if has(STATX_MNT_ID) {
+            format!("mnt#{}", renumber(&mut self.mnts, s.mnt_id))
+        } else {
+            "-".into()
+        };
         let mut time = |bit: u32, which: Stamp, t: Ts| match ino {
             Some(i) if has(bit) => self.time(i, which, t),
             _ if has(bit) => format!("{}.{:09}", t.sec, t.nsec),
             _ => "-".to_string(),
         };
-        let (atime, mtime) = (time(STATX_ATIME, Stamp::Atime, s.atime), time(STATX_MTIME, Stamp::Mtime, s.mtime));
-        let (ctime, btime) = (time(STATX_CTIME, Stamp::Ctime, s.ctime), time(STATX_BTIME, Stamp::Btime, s.btime));
+        let (atime, mtime) = (
+            time(STATX_ATIME, Stamp::Atime, s.atime),
+            time(STATX_MTIME, Stamp::Mtime, s.mtime),
+        );
+        let (ctime, btime) = (
+            time(STATX_CTIME, Stamp::Ctime, s.ctime),
+            time(STATX_BTIME, Stamp::Btime, s.btime),
+        );
         format!(
             "statx mask={:#x} attributes={:#x} attributes_mask={:#x} mode={} nlink={} uid={} gid={} size={} \
              blocks={} blksize={} rdev={}:{} ino={} dev=dev#{dev} mnt={mnt} atime={atime} mtime={mtime} ctime={ctime} btime={btime}",
@@ -180,7 +199,13 @@ impl Normaliser {
         for (i, e) in sorted.iter().enumerate() {
             let ino = self.ino(e.ino);
             let sep = if i == 0 { "" } else { ", " };
-            write!(out, "{sep}{} {} ino#{ino}", quote(&e.name.0), d_type(e.d_type)).expect("String writes succeed");
+            write!(
+                out,
+                "{sep}{} {} ino#{ino}",
+                quote(&e.name.0),
+                d_type(e.d_type)
+            )
+            .expect("String writes succeed");
         }
         out.push(']');
         out
@@ -239,15 +264,37 @@ mod tests {
     #[test]
     fn inodes_and_devices_renumber_by_first_appearance() {
         let mut n = Normaliser::new();
-        let t = Ts { sec: now(), nsec: 0 };
-        let a = StatRec { ino: 900, dev: Dev { major: 0, minor: 40 }, atime: t, mtime: t, ctime: t, ..StatRec::default() };
-        let b = StatRec { ino: 17, ..a.clone() };
+        let t = Ts {
+            sec: now(),
+            nsec: 0,
+        };
+        let a = StatRec {
+            ino: 900,
+            dev: Dev {
+                major: 0,
+                minor: 40,
+            },
+            atime: t,
+            mtime: t,
+            ctime: t,
+            ..StatRec::default()
+        };
+        let b = StatRec {
+            ino: 17,
+            ..a.clone()
+        };
         let sa = n.stat(&a);
         let sb = n.stat(&b);
-        assert!(sa.contains("ino=ino#1 dev=dev#1") && sa.contains("mtime=first"), "{sa}");
+        assert!(
+            sa.contains("ino=ino#1 dev=dev#1") && sa.contains("mtime=first"),
+            "{sa}"
+        );
         assert!(sb.contains("ino=ino#2 dev=dev#1"), "{sb}");
         let again = n.stat(&a);
-        assert!(again.contains("ino=ino#1") && again.contains("atime=not-earlier mtime=same"), "{again}");
+        assert!(
+            again.contains("ino=ino#1") && again.contains("atime=not-earlier mtime=same"),
+            "{again}"
+        );
     }
 
     #[test]
@@ -258,23 +305,45 @@ mod tests {
         assert_eq!(n.time(1, Stamp::Mtime, Ts { sec: t, nsec: 6 }), "later");
         assert_eq!(n.time(1, Stamp::Mtime, Ts { sec: t, nsec: 1 }), "earlier");
         assert_eq!(n.time(1, Stamp::Atime, Ts { sec: t, nsec: 1 }), "first");
-        assert_eq!(n.time(1, Stamp::Atime, Ts { sec: t, nsec: 1 }), "not-earlier");
-        assert_eq!(n.time(1, Stamp::Mtime, Ts { sec: 1000, nsec: 7 }), "1000.000000007");
+        assert_eq!(
+            n.time(1, Stamp::Atime, Ts { sec: t, nsec: 1 }),
+            "not-earlier"
+        );
+        assert_eq!(
+            n.time(1, Stamp::Mtime, Ts { sec: 1000, nsec: 7 }),
+            "1000.000000007"
+        );
     }
 
     #[test]
     fn statx_fields_outside_the_mask_are_not_compared() {
         let mut n = Normaliser::new();
-        let s = StatxRec { mask: STATX_TYPE | STATX_INO, mode: 0o100644, ino: 77, size: 9, ..StatxRec::default() };
+        let s = StatxRec {
+            mask: STATX_TYPE | STATX_INO,
+            mode: 0o100644,
+            ino: 77,
+            size: 9,
+            ..StatxRec::default()
+        };
         let out = n.statx(&s);
-        assert!(out.contains("mode=0100644 nlink=- uid=- gid=- size=- "), "{out}");
-        assert!(out.contains("ino=ino#1 dev=dev#1 mnt=- atime=- mtime=- ctime=- btime=-"), "{out}");
+        assert!(
+            out.contains("mode=0100644 nlink=- uid=- gid=- size=- "),
+            "{out}"
+        );
+        assert!(
+            out.contains("ino=ino#1 dev=dev#1 mnt=- atime=- mtime=- ctime=- btime=-"),
+            "{out}"
+        );
     }
 
     #[test]
     fn listings_sort_by_name_and_xattr_lists_by_name() {
         let mut n = Normaliser::new();
-        let e = |name: &[u8], ino| DirentRec { name: Bytes(name.to_vec()), d_type: 8, ino };
+        let e = |name: &[u8], ino| DirentRec {
+            name: Bytes(name.to_vec()),
+            d_type: 8,
+            ino,
+        };
         let s = n.dirents(&[e(b"b", 5), e(b"a", 9)]);
         assert_eq!(s, r#"ok 2 entries ["a" reg ino#1, "b" reg ino#2]"#);
         let x = n.value(&Value::XattrList(Bytes(b"user.b\0user.a\0".to_vec())));

@@ -64,7 +64,9 @@ impl<'de> Deserialize<'de> for Bytes {
 }
 
 /// A timestamp: seconds and nanoseconds since the epoch.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[derive(
+    Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize,
+)]
 pub struct Ts {
     /// Seconds.
     pub sec: i64,
@@ -165,7 +167,11 @@ pub fn decode_dirents(mut buf: &[u8]) -> Vec<DirentRec> {
         }
         let name = &buf[NAME_AT..reclen];
         let end = name.iter().position(|&b| b == 0).unwrap_or(name.len());
-        out.push(DirentRec { name: Bytes(name[..end].to_vec()), d_type: buf[18], ino });
+        out.push(DirentRec {
+            name: Bytes(name[..end].to_vec()),
+            d_type: buf[18],
+            ino,
+        });
         buf = &buf[reclen..];
     }
     out
@@ -181,12 +187,24 @@ mod tests {
             Outcome::Errno(2),
             Outcome::Ok(Value::Unit),
             Outcome::Ok(Value::Bytes(Bytes(vec![0, 0xff, b'a']))),
-            Outcome::Ok(Value::Dirents(vec![DirentRec { name: Bytes(b"x".to_vec()), d_type: 8, ino: 7 }])),
-            Outcome::Ok(Value::Stat(StatRec { ino: 3, mode: 0o100644, ..StatRec::default() })),
+            Outcome::Ok(Value::Dirents(vec![DirentRec {
+                name: Bytes(b"x".to_vec()),
+                d_type: 8,
+                ino: 7,
+            }])),
+            Outcome::Ok(Value::Stat(StatRec {
+                ino: 3,
+                mode: 0o100644,
+                ..StatRec::default()
+            })),
         ];
         for o in all {
             let j = serde_json::to_string(&o).expect("serialises");
-            assert_eq!(serde_json::from_str::<Outcome>(&j).expect("parses"), o, "{j}");
+            assert_eq!(
+                serde_json::from_str::<Outcome>(&j).expect("parses"),
+                o,
+                "{j}"
+            );
         }
     }
 
@@ -197,6 +215,13 @@ mod tests {
         buf[16] = 24;
         buf[18] = 4;
         buf[19] = b'.';
-        assert_eq!(decode_dirents(&buf), vec![DirentRec { name: Bytes(b".".to_vec()), d_type: 4, ino: 5 }]);
+        assert_eq!(
+            decode_dirents(&buf),
+            vec![DirentRec {
+                name: Bytes(b".".to_vec()),
+                d_type: 4,
+                ino: 5
+            }]
+        );
     }
 }

@@ -79,9 +79,19 @@ pub fn parse_cases(text: &str, file: &Path) -> Result<Vec<Case>, String> {
                     [n] if valid_name(&n.bytes) => n.text(),
                     _ => return Err(at("`case` takes one name of [a-z0-9_]+".into())),
                 };
-                cur = Some(Case { name, file: file.to_path_buf(), line, mount: None, mount_line: line, timing: Timing::Ticked, steps: Vec::new() });
+                cur = Some(Case {
+                    name,
+                    file: file.to_path_buf(),
+                    line,
+                    mount: None,
+                    mount_line: line,
+                    timing: Timing::Ticked,
+                    steps: Vec::new(),
+                });
             }
-            ("case", Some(c)) => return Err(at(format!("`case` inside case {} (missing `end`)", c.name))),
+            ("case", Some(c)) => {
+                return Err(at(format!("`case` inside case {} (missing `end`)", c.name)))
+            }
             ("end", Some(_)) => {
                 if toks.len() != 1 {
                     return Err(at("`end` takes no arguments".into()));
@@ -131,11 +141,21 @@ fn parse_step(toks: &[Token], line: usize, raw: &str) -> Result<(Step, Vec<Strin
     if bind.is_some() && !op.returns_fd() {
         return Err(format!("`{word}` does not return an fd to bind"));
     }
-    Ok((Step { line, text: strip_comment(raw), op, bind }, vars))
+    Ok((
+        Step {
+            line,
+            text: strip_comment(raw),
+            op,
+            bind,
+        },
+        vars,
+    ))
 }
 
 fn valid_name(b: &[u8]) -> bool {
-    !b.is_empty() && b.iter().all(|&c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == b'_')
+    !b.is_empty()
+        && b.iter()
+            .all(|&c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == b'_')
 }
 
 /// The line without its trailing comment (a `#` outside quotes).
@@ -171,7 +191,12 @@ pub fn load_dir(dir: &Path) -> Result<Vec<Case>, String> {
     for f in files {
         for c in load_file(&f)? {
             if !seen.insert(c.name.clone()) {
-                return Err(format!("{}:{}: duplicate case name {}", f.display(), c.line, c.name));
+                return Err(format!(
+                    "{}:{}: duplicate case name {}",
+                    f.display(),
+                    c.line,
+                    c.name
+                ));
             }
             all.push(c);
         }
@@ -223,7 +248,8 @@ end
     fn structural_errors_name_the_line() {
         let e = parse_cases("case a\nclose 3\n", Path::new("x.cases")).expect_err("no end");
         assert!(e.contains("no `end`"), "{e}");
-        let e = parse_cases("case a\nmkdir /d 0755 => d\nend\n", Path::new("x.cases")).expect_err("bind");
+        let e = parse_cases("case a\nmkdir /d 0755 => d\nend\n", Path::new("x.cases"))
+            .expect_err("bind");
         assert!(e.starts_with("x.cases:2:"), "{e}");
         assert!(parse_cases("close 3\n", Path::new("x.cases")).is_err());
         let e = parse_cases("case a\nclose $g\nend\n", Path::new("x.cases")).expect_err("unbound");

@@ -47,7 +47,12 @@ pub fn compare(case: &Case, uvfs: &CaseRun, host: &CaseRun) -> Vec<StepDiff> {
         }
         let (line, text) = match i {
             0 => (case.mount_line, case.mount_text()),
-            _ => case.steps.get(i - 1).map_or((case.line, "(past the last op)".into()), |s| (s.line, s.text.clone())),
+            _ => case
+                .steps
+                .get(i - 1)
+                .map_or((case.line, "(past the last op)".into()), |s| {
+                    (s.line, s.text.clone())
+                }),
         };
         let none = String::from("(nothing)");
         diffs.push(StepDiff {
@@ -77,7 +82,9 @@ pub fn load_expectations(path: &Path) -> Result<BTreeMap<String, String>, String
             continue;
         }
         let at = format!("{}:{}", path.display(), i + 1);
-        let (name, reason) = line.split_once(':').ok_or_else(|| format!("{at}: expected `case_name: reason`"))?;
+        let (name, reason) = line
+            .split_once(':')
+            .ok_or_else(|| format!("{at}: expected `case_name: reason`"))?;
         let (name, reason) = (name.trim(), reason.trim());
         if reason.is_empty() {
             return Err(format!("{at}: {name} needs a reason"));
@@ -121,7 +128,12 @@ fn cut(s: &str) -> String {
 
 /// A readable report of one divergent case.
 pub fn render_divergence(case: &Case, diffs: &[StepDiff]) -> String {
-    let mut s = format!("DIVERGED {} ({}:{})\n", case.name, case.file.display(), case.line);
+    let mut s = format!(
+        "DIVERGED {} ({}:{})\n",
+        case.name,
+        case.file.display(),
+        case.line
+    );
     for d in diffs {
         writeln!(s, "  line {}: {}", d.line, d.text).expect("String writes succeed");
         writeln!(s, "    uvfs: {}", cut(&d.uvfs)).expect("String writes succeed");
@@ -134,11 +146,26 @@ pub fn render_divergence(case: &Case, diffs: &[StepDiff]) -> String {
 pub fn render_steps(case: &Case, uvfs: &CaseRun, host: &CaseRun) -> String {
     let steps = case.steps.len() + 1;
     let (u, h) = (normalised(uvfs, steps), normalised(host, steps));
-    let mut s = format!("case {} ({}:{})\n", case.name, case.file.display(), case.line);
+    let mut s = format!(
+        "case {} ({}:{})\n",
+        case.name,
+        case.file.display(),
+        case.line
+    );
     for i in 0..steps {
-        let text = if i == 0 { case.mount_text() } else { case.steps[i - 1].text.clone() };
+        let text = if i == 0 {
+            case.mount_text()
+        } else {
+            case.steps[i - 1].text.clone()
+        };
         let mark = if u[i] == h[i] { "  " } else { "!=" };
-        writeln!(s, "{mark} {text}\n     uvfs: {}\n     host: {}", cut(&u[i]), cut(&h[i])).expect("String writes succeed");
+        writeln!(
+            s,
+            "{mark} {text}\n     uvfs: {}\n     host: {}",
+            cut(&u[i]),
+            cut(&h[i])
+        )
+        .expect("String writes succeed");
     }
     s
 }
@@ -201,11 +228,19 @@ mod tests {
 
     #[test]
     fn verdicts_follow_the_expectation_table() {
-        let d = vec![StepDiff { line: 3, text: "x".into(), uvfs: "ok".into(), host: "ENOENT".into() }];
+        let d = vec![StepDiff {
+            line: 3,
+            text: "x".into(),
+            uvfs: "ok".into(),
+            host: "ENOENT".into(),
+        }];
         let r = String::from("why");
         assert_eq!(verdict(vec![], None), Verdict::Match);
         assert_eq!(verdict(vec![], Some(&r)), Verdict::Stale(r.clone()));
-        assert_eq!(verdict(d.clone(), Some(&r)), Verdict::ExpectedDivergence(r.clone()));
+        assert_eq!(
+            verdict(d.clone(), Some(&r)),
+            Verdict::ExpectedDivergence(r.clone())
+        );
         assert_eq!(verdict(d.clone(), None), Verdict::Diverged(d));
     }
 

@@ -8,15 +8,17 @@ use std::thread;
 use std::time::Duration;
 
 use uvfs::abi::{
-    AtFlags, FallocFlags, FcntlCmd, FdFlags, MountFlags, OpenFlags, OpenHow, RenameFlags, Stat, StatFs, Statx, StatxMask,
-    Timespec, UmountFlags, Whence, XattrFlags,
+    AtFlags, FallocFlags, FcntlCmd, FdFlags, MountFlags, OpenFlags, OpenHow, RenameFlags, Stat,
+    StatFs, Statx, StatxMask, Timespec, UmountFlags, Whence, XattrFlags,
 };
 use uvfs::{Cred, Errno, Task, Vfs};
 
 use crate::backend::{run_case, Backend, CaseRun, Fds};
 use crate::op::{Fcntl, Op, Time, XattrTarget};
+use crate::outcome::{
+    decode_dirents, Bytes, Dev, DirentRec, Outcome, StatFsRec, StatRec, StatxRec, Ts, Value,
+};
 use crate::parse::Case;
-use crate::outcome::{decode_dirents, Bytes, Dev, DirentRec, Outcome, StatFsRec, StatRec, StatxRec, Ts, Value};
 
 /// A uvfs namespace whose root is a tmpfs with the case's options, and one root task in it.
 pub struct UvfsBackend {
@@ -30,7 +32,9 @@ impl UvfsBackend {
     /// The errno number uvfs gives for bad options.
     pub fn new(mount: Option<&str>) -> Result<UvfsBackend, i32> {
         let vfs = Vfs::with_root_options(mount).map_err(Errno::raw)?;
-        Ok(UvfsBackend { task: vfs.task(Cred::root()) })
+        Ok(UvfsBackend {
+            task: vfs.task(Cred::root()),
+        })
     }
 }
 
@@ -50,7 +54,11 @@ fn done(r: uvfs::Result<Value>) -> Outcome {
 }
 
 /// Runs a call that fills a buffer of `size` bytes and returns how many it used.
-fn filled(size: usize, wrap: fn(Vec<u8>) -> Value, f: impl FnOnce(&mut [u8]) -> uvfs::Result<usize>) -> Outcome {
+fn filled(
+    size: usize,
+    wrap: fn(Vec<u8>) -> Value,
+    f: impl FnOnce(&mut [u8]) -> uvfs::Result<usize>,
+) -> Outcome {
     let mut buf = vec![0u8; size];
     done(f(&mut buf).map(|n| {
         buf.truncate(n);
@@ -73,11 +81,17 @@ fn id(v: i64) -> Option<u32> {
 }
 
 fn ts(t: Timespec) -> Ts {
-    Ts { sec: t.sec, nsec: t.nsec }
+    Ts {
+        sec: t.sec,
+        nsec: t.nsec,
+    }
 }
 
 fn dev(d: u64) -> Dev {
-    Dev { major: libc::major(d), minor: libc::minor(d) }
+    Dev {
+        major: libc::major(d),
+        minor: libc::minor(d),
+    }
 }
 
 fn stat_rec(s: Stat) -> Value {
@@ -115,8 +129,14 @@ fn statx_rec(s: Statx) -> Value {
         btime: ts(s.btime),
         ctime: ts(s.ctime),
         mtime: ts(s.mtime),
-        rdev: Dev { major: s.rdev_major, minor: s.rdev_minor },
-        dev: Dev { major: s.dev_major, minor: s.dev_minor },
+        rdev: Dev {
+            major: s.rdev_major,
+            minor: s.rdev_minor,
+        },
+        dev: Dev {
+            major: s.dev_major,
+            minor: s.dev_minor,
+        },
         mnt_id: s.mnt_id,
     })
 }
@@ -150,7 +170,12 @@ impl UvfsBackend {
     /// `listdir`: open, `getdents64` until it returns 0, close.
     fn listdir(&self, path: &[u8]) -> uvfs::Result<Value> {
         let t = &self.task;
-        let fd = t.openat(uvfs::abi::AT_FDCWD, path, OpenFlags::DIRECTORY | OpenFlags::CLOEXEC, 0)?;
+        let fd = t.openat(
+            uvfs::abi::AT_FDCWD,
+            path,
+            OpenFlags::DIRECTORY | OpenFlags::CLOEXEC,
+            0,
+        )?;
         let mut all = Vec::new();
         let r = loop {
             match self.getdents(fd, 4096) {
@@ -167,7 +192,12 @@ impl UvfsBackend {
     fn xattr(&self, op: &Op, fds: &Fds) -> Outcome {
         let t = &self.task;
         match op {
-            Op::Setxattr { target, name, value, flags } => {
+            Op::Setxattr {
+                target,
+                name,
+                value,
+                flags,
+            } => {
                 let f = XattrFlags::from_bits_retain(*flags as u32);
                 unit(match target {
                     XattrTarget::Path(p) => t.setxattr(p, name, value, f),
@@ -199,7 +229,13 @@ impl UvfsBackend {
         }
     }
 
-    fn getxattr(&self, target: &XattrTarget, name: &[u8], buf: &mut [u8], fds: &Fds) -> uvfs::Result<usize> {
+    fn getxattr(
+        &self,
+        target: &XattrTarget,
+        name: &[u8],
+        buf: &mut [u8],
+        fds: &Fds,
+    ) -> uvfs::Result<usize> {
         match target {
             XattrTarget::Path(p) => self.task.getxattr(p, name, buf),
             XattrTarget::Link(p) => self.task.lgetxattr(p, name, buf),
@@ -214,11 +250,38 @@ impl Backend for UvfsBackend {
         let fd = |f| fds.get(f);
         let at = |f: &i64| AtFlags::from_bits_retain(*f as u32);
         match op {
-            Op::Open { path, flags, mode } => int(t.openat(uvfs::abi::AT_FDCWD, path, OpenFlags::from_bits_retain(*flags as u32), *mode as u32)),
-            Op::Openat { dirfd, path, flags, mode } => int(t.openat(fd(dirfd), path, OpenFlags::from_bits_retain(*flags as u32), *mode as u32)),
-            Op::Openat2 { dirfd, path, flags, mode, resolve } => {
-                int(t.openat2(fd(dirfd), path, &OpenHow { flags: *flags, mode: *mode, resolve: *resolve }))
-            }
+            Op::Open { path, flags, mode } => int(t.openat(
+                uvfs::abi::AT_FDCWD,
+                path,
+                OpenFlags::from_bits_retain(*flags as u32),
+                *mode as u32,
+            )),
+            Op::Openat {
+                dirfd,
+                path,
+                flags,
+                mode,
+            } => int(t.openat(
+                fd(dirfd),
+                path,
+                OpenFlags::from_bits_retain(*flags as u32),
+                *mode as u32,
+            )),
+            Op::Openat2 {
+                dirfd,
+                path,
+                flags,
+                mode,
+                resolve,
+            } => int(t.openat2(
+                fd(dirfd),
+                path,
+                &OpenHow {
+                    flags: *flags,
+                    mode: *mode,
+                    resolve: *resolve,
+                },
+            )),
             Op::Close { fd: f } => unit(t.close(fd(f))),
             Op::Read { fd: f, count } => filled(*count, bytes, |b| t.read(fd(f), b)),
             Op::Pread { fd: f, count, off } => filled(*count, bytes, |b| t.pread(fd(f), b, *off)),
@@ -226,7 +289,8 @@ impl Backend for UvfsBackend {
             Op::Pwrite { fd: f, data, off } => int(t.pwrite(fd(f), data, *off)),
             Op::Readv { fd: f, counts } => {
                 let mut bufs: Vec<Vec<u8>> = counts.iter().map(|&c| vec![0u8; c]).collect();
-                let mut iov: Vec<IoSliceMut<'_>> = bufs.iter_mut().map(|b| IoSliceMut::new(b)).collect();
+                let mut iov: Vec<IoSliceMut<'_>> =
+                    bufs.iter_mut().map(|b| IoSliceMut::new(b)).collect();
                 let r = t.readv(fd(f), &mut iov);
                 done(r.map(|n| bytes(bufs.concat().into_iter().take(n).collect())))
             }
@@ -237,12 +301,26 @@ impl Backend for UvfsBackend {
             Op::Lseek { fd: f, off, whence } => int(t.lseek(fd(f), *off, Whence(*whence as u32))),
             Op::Truncate { path, len } => unit(t.truncate(path, *len)),
             Op::Ftruncate { fd: f, len } => unit(t.ftruncate(fd(f), *len)),
-            Op::Fallocate { fd: f, mode, off, len } => unit(t.fallocate(fd(f), FallocFlags::from_bits_retain(*mode as u32), *off, *len)),
+            Op::Fallocate {
+                fd: f,
+                mode,
+                off,
+                len,
+            } => unit(t.fallocate(
+                fd(f),
+                FallocFlags::from_bits_retain(*mode as u32),
+                *off,
+                *len,
+            )),
             Op::Fsync { fd: f } => unit(t.fsync(fd(f))),
             Op::Fdatasync { fd: f } => unit(t.fdatasync(fd(f))),
             Op::Dup { fd: f } => int(t.dup(fd(f))),
             Op::Dup2 { fd: f, newfd } => int(t.dup2(fd(f), fd(newfd))),
-            Op::Dup3 { fd: f, newfd, flags } => int(t.dup3(fd(f), fd(newfd), OpenFlags::from_bits_retain(*flags as u32))),
+            Op::Dup3 {
+                fd: f,
+                newfd,
+                flags,
+            } => int(t.dup3(fd(f), fd(newfd), OpenFlags::from_bits_retain(*flags as u32))),
             Op::Fcntl { fd: f, cmd } => {
                 let cmd = match *cmd {
                     Fcntl::DupFd(min) => FcntlCmd::DupFd(min),
@@ -255,46 +333,113 @@ impl Backend for UvfsBackend {
                 int(t.fcntl(fd(f), cmd))
             }
             Op::Mkdirat { dirfd, path, mode } => unit(t.mkdirat(fd(dirfd), path, *mode as u32)),
-            Op::Mknod { path, mode, dev } => unit(t.mknodat(uvfs::abi::AT_FDCWD, path, *mode as u32, *dev)),
+            Op::Mknod { path, mode, dev } => {
+                unit(t.mknodat(uvfs::abi::AT_FDCWD, path, *mode as u32, *dev))
+            }
             Op::Unlinkat { dirfd, path, flags } => unit(t.unlinkat(fd(dirfd), path, at(flags))),
-            Op::Renameat2 { olddirfd, old, newdirfd, new, flags } => {
-                unit(t.renameat2(fd(olddirfd), old, fd(newdirfd), new, RenameFlags::from_bits_retain(*flags as u32)))
-            }
-            Op::Linkat { olddirfd, old, newdirfd, new, flags } => unit(t.linkat(fd(olddirfd), old, fd(newdirfd), new, at(flags))),
+            Op::Renameat2 {
+                olddirfd,
+                old,
+                newdirfd,
+                new,
+                flags,
+            } => unit(t.renameat2(
+                fd(olddirfd),
+                old,
+                fd(newdirfd),
+                new,
+                RenameFlags::from_bits_retain(*flags as u32),
+            )),
+            Op::Linkat {
+                olddirfd,
+                old,
+                newdirfd,
+                new,
+                flags,
+            } => unit(t.linkat(fd(olddirfd), old, fd(newdirfd), new, at(flags))),
             Op::Symlink { target, path } => unit(t.symlinkat(target, uvfs::abi::AT_FDCWD, path)),
-            Op::Readlinkat { dirfd, path, count } => filled(*count, bytes, |b| t.readlinkat(fd(dirfd), path, b)),
-            Op::Fstatat { dirfd, path, flags } => done(t.fstatat(fd(dirfd), path, at(flags)).map(stat_rec)),
+            Op::Readlinkat { dirfd, path, count } => {
+                filled(*count, bytes, |b| t.readlinkat(fd(dirfd), path, b))
+            }
+            Op::Fstatat { dirfd, path, flags } => {
+                done(t.fstatat(fd(dirfd), path, at(flags)).map(stat_rec))
+            }
             Op::Fstat { fd: f } => done(t.fstat(fd(f)).map(stat_rec)),
-            Op::Statx { dirfd, path, flags, mask } => {
-                done(t.statx(fd(dirfd), path, at(flags), StatxMask::from_bits_retain(*mask as u32)).map(statx_rec))
-            }
-            Op::Fchmodat { dirfd, path, mode, flags } => unit(t.fchmodat(fd(dirfd), path, *mode as u32, at(flags))),
+            Op::Statx {
+                dirfd,
+                path,
+                flags,
+                mask,
+            } => done(
+                t.statx(
+                    fd(dirfd),
+                    path,
+                    at(flags),
+                    StatxMask::from_bits_retain(*mask as u32),
+                )
+                .map(statx_rec),
+            ),
+            Op::Fchmodat {
+                dirfd,
+                path,
+                mode,
+                flags,
+            } => unit(t.fchmodat(fd(dirfd), path, *mode as u32, at(flags))),
             Op::Fchmod { fd: f, mode } => unit(t.fchmod(fd(f), *mode as u32)),
-            Op::Fchownat { dirfd, path, uid, gid, flags } => unit(t.fchownat(fd(dirfd), path, id(*uid), id(*gid), at(flags))),
+            Op::Fchownat {
+                dirfd,
+                path,
+                uid,
+                gid,
+                flags,
+            } => unit(t.fchownat(fd(dirfd), path, id(*uid), id(*gid), at(flags))),
             Op::Fchown { fd: f, uid, gid } => unit(t.fchown(fd(f), id(*uid), id(*gid))),
-            Op::Utimensat { dirfd, path, times: tm, flags } => {
-                unit(t.utimensat(fd(dirfd), path.as_deref(), tm.map(times), at(flags)))
+            Op::Utimensat {
+                dirfd,
+                path,
+                times: tm,
+                flags,
+            } => unit(t.utimensat(fd(dirfd), path.as_deref(), tm.map(times), at(flags))),
+            Op::Faccessat2 {
+                dirfd,
+                path,
+                mode,
+                flags,
+            } => unit(t.faccessat2(fd(dirfd), path, *mode as u32, at(flags))),
+            Op::Getdents { fd: f, bufsize } => {
+                done(self.getdents(fd(f), *bufsize).map(Value::Dirents))
             }
-            Op::Faccessat2 { dirfd, path, mode, flags } => unit(t.faccessat2(fd(dirfd), path, *mode as u32, at(flags))),
-            Op::Getdents { fd: f, bufsize } => done(self.getdents(fd(f), *bufsize).map(Value::Dirents)),
             Op::Listdir { path } => done(self.listdir(path)),
             Op::Chdir { path } => unit(t.chdir(path)),
             Op::Fchdir { fd: f } => unit(t.fchdir(fd(f))),
             Op::Getcwd { size } => filled(*size, bytes, |b| t.getcwd(b)),
             Op::Chroot { path } => unit(t.chroot(path)),
             Op::Umask { mask } => Outcome::Ok(Value::Int(i64::from(t.umask(*mask as u32)))),
-            Op::Setxattr { .. } | Op::Getxattr { .. } | Op::Listxattr { .. } | Op::Removexattr { .. } => self.xattr(op, fds),
+            Op::Setxattr { .. }
+            | Op::Getxattr { .. }
+            | Op::Listxattr { .. }
+            | Op::Removexattr { .. } => self.xattr(op, fds),
             Op::Statfs { path } => done(t.statfs(path).map(statfs_rec)),
             Op::Fstatfs { fd: f } => done(t.fstatfs(fd(f)).map(statfs_rec)),
-            Op::Mount { src, target, fstype, flags, data } => unit(t.mount(
+            Op::Mount {
+                src,
+                target,
+                fstype,
+                flags,
+                data,
+            } => unit(t.mount(
                 src.as_deref(),
                 target,
                 fstype.as_deref(),
                 MountFlags::from_bits_retain(*flags),
                 data.as_deref(),
             )),
-            Op::Umount2 { target, flags } => unit(t.umount2(target, UmountFlags::from_bits_retain(*flags as u32))),
-            Op::SetrlimitNofile { limit } => unit(t.set_nofile_limit(u32::try_from(*limit).unwrap_or(u32::MAX))),
+            Op::Umount2 { target, flags } => {
+                unit(t.umount2(target, UmountFlags::from_bits_retain(*flags as u32)))
+            }
+            Op::SetrlimitNofile { limit } => {
+                unit(t.set_nofile_limit(u32::try_from(*limit).unwrap_or(u32::MAX)))
+            }
             Op::As { uid, gid, groups } => {
                 t.set_cred(Cred::user(*uid, *gid, groups));
                 Outcome::Ok(Value::Unit)
@@ -310,28 +455,58 @@ pub fn run_on_uvfs(case: &Case, timeout: Duration) -> CaseRun {
     let outcomes = Arc::new(Mutex::new(Vec::new()));
     let (tx, rx) = mpsc::channel();
     let (shared, case_copy) = (outcomes.clone(), case.clone());
-    let spawned = thread::Builder::new().name(format!("uvfs {}", case.name)).spawn(move || {
-        let push = |o: &Outcome| shared.lock().unwrap_or_else(PoisonError::into_inner).push(o.clone());
-        let result = panic::catch_unwind(AssertUnwindSafe(|| match UvfsBackend::new(case_copy.mount.as_deref()) {
-            Ok(mut backend) => {
-                push(&Outcome::Ok(Value::Unit));
-                run_case(&mut backend, &case_copy, |_, o| push(o));
-            }
-            Err(e) => push(&Outcome::Errno(e)),
-        }));
-        let _ = tx.send(result.err().map(|p| format!("uvfs panicked: {}", panic_message(&*p))));
-    });
+    let spawned = thread::Builder::new()
+        .name(format!("uvfs {}", case.name))
+        .spawn(move || {
+            let push = |o: &Outcome| {
+                shared
+                    .lock()
+                    .unwrap_or_else(PoisonError::into_inner)
+                    .push(o.clone())
+            };
+            let result = panic::catch_unwind(AssertUnwindSafe(|| {
+                match UvfsBackend::new(case_copy.mount.as_deref()) {
+                    Ok(mut backend) => {
+                        push(&Outcome::Ok(Value::Unit));
+                        run_case(&mut backend, &case_copy, |_, o| push(o));
+                    }
+                    Err(e) => push(&Outcome::Errno(e)),
+                }
+            }));
+            let _ = tx.send(
+                result
+                    .err()
+                    .map(|p| format!("uvfs panicked: {}", panic_message(&*p))),
+            );
+        });
     let aborted = match spawned {
         Err(e) => Some(format!("could not start the uvfs thread: {e}")),
         Ok(_) => match rx.recv_timeout(timeout) {
             Ok(panicked) => panicked,
-            Err(RecvTimeoutError::Timeout) => Some(format!("uvfs did not finish within {} s (a hang?)", timeout.as_secs())),
-            Err(RecvTimeoutError::Disconnected) => Some("uvfs panicked while tearing the case down".into()),
+            Err(RecvTimeoutError::Timeout) => Some(format!(
+                "uvfs did not finish within {} s (a hang?)",
+                timeout.as_secs()
+            )),
+            Err(RecvTimeoutError::Disconnected) => {
+                Some("uvfs panicked while tearing the case down".into())
+            }
         },
     };
-    let outcomes = outcomes.lock().unwrap_or_else(PoisonError::into_inner).clone();
-    let finished = aborted.is_none() && (outcomes.len() == case.steps.len() + 1 || matches!(outcomes.first(), Some(Outcome::Errno(_))));
-    CaseRun { aborted: if finished { None } else { aborted.or(Some("uvfs stopped early".into())) }, outcomes }
+    let outcomes = outcomes
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner)
+        .clone();
+    let finished = aborted.is_none()
+        && (outcomes.len() == case.steps.len() + 1
+            || matches!(outcomes.first(), Some(Outcome::Errno(_))));
+    CaseRun {
+        aborted: if finished {
+            None
+        } else {
+            aborted.or(Some("uvfs stopped early".into()))
+        },
+        outcomes,
+    }
 }
 
 fn panic_message(p: &(dyn std::any::Any + Send)) -> String {

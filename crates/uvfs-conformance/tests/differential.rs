@@ -20,7 +20,9 @@ use std::thread;
 use std::time::{Duration, Instant};
 
 use uvfs_conformance::host::protocol::{read_host_output, EXIT_ENV_REFUSED};
-use uvfs_conformance::report::{compare, load_expectations, render_divergence, render_steps, verdict, Summary, Verdict};
+use uvfs_conformance::report::{
+    compare, load_expectations, render_divergence, render_steps, verdict, Summary, Verdict,
+};
 use uvfs_conformance::{load_dir, run_on_uvfs, Case, CaseRun};
 
 const HELPER: &str = env!("CARGO_BIN_EXE_uvfs-conformance-host");
@@ -34,7 +36,12 @@ const UVFS_TIMEOUT: Duration = Duration::from_secs(10);
 fn main() -> ExitCode {
     let start = Instant::now();
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
-    let loaded = load_dir(&root.join("cases")).and_then(|c| Ok((c, load_expectations(&root.join("expected-divergences.txt"))?)));
+    let loaded = load_dir(&root.join("cases")).and_then(|c| {
+        Ok((
+            c,
+            load_expectations(&root.join("expected-divergences.txt"))?,
+        ))
+    });
     let (mut cases, expected) = match loaded {
         Ok(v) => v,
         Err(e) => {
@@ -50,20 +57,36 @@ fn main() -> ExitCode {
     if let Err(why) = probe_host() {
         println!("skipped {} cases: {why}", cases.len());
         println!("0 passed, 0 failed, {} skipped", cases.len());
-        return if std::env::var_os("CI").is_some() { ExitCode::FAILURE } else { ExitCode::SUCCESS };
+        return if std::env::var_os("CI").is_some() {
+            ExitCode::FAILURE
+        } else {
+            ExitCode::SUCCESS
+        };
     }
-    let repeat: usize = std::env::var("UVFS_CONFORMANCE_REPEAT").ok().and_then(|r| r.parse().ok()).unwrap_or(1).max(1);
+    let repeat: usize = std::env::var("UVFS_CONFORMANCE_REPEAT")
+        .ok()
+        .and_then(|r| r.parse().ok())
+        .unwrap_or(1)
+        .max(1);
     let (uvfs_runs, host_runs) = run_both(&cases);
     let mut unstable = 0;
     for _ in 1..repeat {
         let (u2, h2) = run_both(&cases);
         for (i, case) in cases.iter().enumerate() {
-            for (side, first, again) in [("uvfs", &uvfs_runs[i], &u2[i]), ("host", &host_runs[i], &h2[i])] {
+            for (side, first, again) in [
+                ("uvfs", &uvfs_runs[i], &u2[i]),
+                ("host", &host_runs[i], &h2[i]),
+            ] {
                 let diffs = compare(case, first, again);
                 if !diffs.is_empty() {
                     unstable += 1;
                     println!("UNSTABLE on {side} (the case depends on timing):");
-                    print!("{}", render_divergence(case, &diffs).replace("uvfs:", "run1:").replace("host:", "rerun:"));
+                    print!(
+                        "{}",
+                        render_divergence(case, &diffs)
+                            .replace("uvfs:", "run1:")
+                            .replace("host:", "rerun:")
+                    );
                 }
             }
         }
@@ -79,12 +102,20 @@ fn main() -> ExitCode {
         match &v {
             Verdict::Match => {}
             Verdict::Diverged(diffs) => print!("{}", render_divergence(case, diffs)),
-            Verdict::ExpectedDivergence(why) => notes.push(format!("expected divergence {}: {why}", case.name)),
-            Verdict::Stale(why) => println!("STALE expectation {}: the case now matches the host (listed as: {why})", case.name),
+            Verdict::ExpectedDivergence(why) => {
+                notes.push(format!("expected divergence {}: {why}", case.name))
+            }
+            Verdict::Stale(why) => println!(
+                "STALE expectation {}: the case now matches the host (listed as: {why})",
+                case.name
+            ),
         }
         summary.add(&v);
     }
-    for name in unknown_expectations(&expected, &cases).into_iter().filter(|_| filter.is_none()) {
+    for name in unknown_expectations(&expected, &cases)
+        .into_iter()
+        .filter(|_| filter.is_none())
+    {
         println!("STALE expectation {name}: no case has this name");
         summary.stale += 1;
     }
@@ -92,7 +123,10 @@ fn main() -> ExitCode {
         println!("{n}");
     }
     summary.stale += unstable;
-    println!("differential: ran in {:.1} s", start.elapsed().as_secs_f64());
+    println!(
+        "differential: ran in {:.1} s",
+        start.elapsed().as_secs_f64()
+    );
     print!("{}", summary.render());
     if summary.failed() > 0 {
         ExitCode::FAILURE
@@ -101,20 +135,36 @@ fn main() -> ExitCode {
     }
 }
 
-fn unknown_expectations<'a>(expected: &'a BTreeMap<String, String>, cases: &[Case]) -> Vec<&'a str> {
-    expected.keys().filter(|n| !cases.iter().any(|c| &c.name == *n)).map(String::as_str).collect()
+fn unknown_expectations<'a>(
+    expected: &'a BTreeMap<String, String>,
+    cases: &[Case],
+) -> Vec<&'a str> {
+    expected
+        .keys()
+        .filter(|n| !cases.iter().any(|c| &c.name == *n))
+        .map(String::as_str)
+        .collect()
 }
 
 /// Checks that the helper can set up its sandbox here.
 fn probe_host() -> Result<(), String> {
-    let out = Command::new(HELPER).arg("--probe").stdin(Stdio::null()).output().map_err(|e| format!("cannot start {HELPER}: {e}"))?;
+    let out = Command::new(HELPER)
+        .arg("--probe")
+        .stdin(Stdio::null())
+        .output()
+        .map_err(|e| format!("cannot start {HELPER}: {e}"))?;
     if out.status.success() {
         return Ok(());
     }
     let why = String::from_utf8_lossy(&out.stderr).trim().to_string();
     match out.status.code() {
-        Some(EXIT_ENV_REFUSED) => Err(format!("the host sandbox is refused here (needs root): {why}")),
-        _ => Err(format!("the host helper failed its probe ({}): {why}", out.status)),
+        Some(EXIT_ENV_REFUSED) => Err(format!(
+            "the host sandbox is refused here (needs root): {why}"
+        )),
+        _ => Err(format!(
+            "the host helper failed its probe ({}): {why}",
+            out.status
+        )),
     }
 }
 
@@ -141,13 +191,27 @@ fn pool(cases: &[Case], workers: usize, f: impl Fn(&Case) -> CaseRun + Sync) -> 
             });
         }
     });
-    results.into_iter().map(|m| m.into_inner().expect("no worker panicked").expect("every case ran")).collect()
+    results
+        .into_iter()
+        .map(|m| {
+            m.into_inner()
+                .expect("no worker panicked")
+                .expect("every case ran")
+        })
+        .collect()
 }
 
 fn run_on_host(case: &Case) -> CaseRun {
-    let out = Command::new(HELPER).arg(&case.file).arg(&case.name).stdin(Stdio::null()).output();
+    let out = Command::new(HELPER)
+        .arg(&case.file)
+        .arg(&case.name)
+        .stdin(Stdio::null())
+        .output();
     match out {
-        Err(e) => CaseRun { outcomes: Vec::new(), aborted: Some(format!("cannot start the host helper: {e}")) },
+        Err(e) => CaseRun {
+            outcomes: Vec::new(),
+            aborted: Some(format!("cannot start the host helper: {e}")),
+        },
         Ok(o) => {
             let mut run = read_host_output(&o.stdout);
             if !o.status.success() {

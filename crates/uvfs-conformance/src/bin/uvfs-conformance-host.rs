@@ -28,7 +28,10 @@ fn main() {
     }
     // fds 0-2 now belong to the case: nothing may print to stdout or stderr from here on.
     std::panic::set_hook(Box::new(|info| {
-        let _ = writeln!(RawFdWriter(DIAG_FD), "uvfs-conformance-host panicked: {info}");
+        let _ = writeln!(
+            RawFdWriter(DIAG_FD),
+            "uvfs-conformance-host panicked: {info}"
+        );
     }));
     let case = match args.as_slice() {
         [probe] if probe == "--probe" => None,
@@ -37,13 +40,20 @@ fn main() {
             let case = cases.into_iter().find(|c| c.name == *name);
             Some(case.unwrap_or_else(|| fail(EXIT_USAGE, &format!("no case {name} in {file}"))))
         }
-        _ => fail(EXIT_USAGE, "usage: uvfs-conformance-host CASE_FILE CASE_NAME | --probe"),
+        _ => fail(
+            EXIT_USAGE,
+            "usage: uvfs-conformance-host CASE_FILE CASE_NAME | --probe",
+        ),
     };
-    let root = sandbox::enter(case.as_ref().and_then(|c| c.mount.as_deref())).unwrap_or_else(|e| fail(EXIT_ENV_REFUSED, &e));
+    let root = sandbox::enter(case.as_ref().and_then(|c| c.mount.as_deref()))
+        .unwrap_or_else(|e| fail(EXIT_ENV_REFUSED, &e));
     let Some(case) = case else {
         match root {
             Outcome::Ok(_) => exit(0),
-            Outcome::Errno(e) => fail(EXIT_ENV_REFUSED, &format!("mounting a tmpfs failed with errno {e}")),
+            Outcome::Errno(e) => fail(
+                EXIT_ENV_REFUSED,
+                &format!("mounting a tmpfs failed with errno {e}"),
+            ),
         }
     };
     let mut out = RawFdWriter(RESULT_FD);
@@ -53,9 +63,17 @@ fn main() {
         }
     };
     let root_ok = matches!(root, Outcome::Ok(_));
-    emit(HostLine::Step { step: 0, outcome: root });
+    emit(HostLine::Step {
+        step: 0,
+        outcome: root,
+    });
     if root_ok {
-        run_case(&mut HostBackend, &case, |step, o| emit(HostLine::Step { step, outcome: o.clone() }));
+        run_case(&mut HostBackend, &case, |step, o| {
+            emit(HostLine::Step {
+                step,
+                outcome: o.clone(),
+            })
+        });
     }
     emit(HostLine::Done);
 }

@@ -11,7 +11,9 @@ use std::io::{IoSlice, IoSliceMut};
 
 use crate::backend::{Backend, Fds};
 use crate::op::{Fcntl, Op, XattrTarget};
-use crate::outcome::{decode_dirents, Bytes, Dev, DirentRec, Outcome, StatFsRec, StatRec, StatxRec, Ts, Value};
+use crate::outcome::{
+    decode_dirents, Bytes, Dev, DirentRec, Outcome, StatFsRec, StatRec, StatxRec, Ts, Value,
+};
 use sys::{CPath, SysResult, XattrAt};
 
 /// The calling process, already inside the sandbox, as a backend. Its credentials, cwd, root,
@@ -45,7 +47,11 @@ fn done(r: Result<Value, i32>) -> Outcome {
 }
 
 /// Runs a call that fills a buffer of `size` bytes and returns how many it used.
-fn filled(size: usize, wrap: fn(Vec<u8>) -> Value, f: impl FnOnce(&mut [u8]) -> SysResult) -> Outcome {
+fn filled(
+    size: usize,
+    wrap: fn(Vec<u8>) -> Value,
+    f: impl FnOnce(&mut [u8]) -> SysResult,
+) -> Outcome {
     let mut buf = vec![0u8; size];
     done(f(&mut buf).map(|n| {
         buf.truncate(usize::try_from(n).unwrap_or(0));
@@ -62,7 +68,10 @@ fn xattr_list(b: Vec<u8>) -> Value {
 }
 
 fn dev(d: u64) -> Dev {
-    Dev { major: libc::major(d), minor: libc::minor(d) }
+    Dev {
+        major: libc::major(d),
+        minor: libc::minor(d),
+    }
 }
 
 fn stat_rec(s: libc::stat) -> Value {
@@ -77,14 +86,26 @@ fn stat_rec(s: libc::stat) -> Value {
         size: s.st_size,
         blksize: s.st_blksize,
         blocks: s.st_blocks,
-        atime: Ts { sec: s.st_atime, nsec: s.st_atime_nsec },
-        mtime: Ts { sec: s.st_mtime, nsec: s.st_mtime_nsec },
-        ctime: Ts { sec: s.st_ctime, nsec: s.st_ctime_nsec },
+        atime: Ts {
+            sec: s.st_atime,
+            nsec: s.st_atime_nsec,
+        },
+        mtime: Ts {
+            sec: s.st_mtime,
+            nsec: s.st_mtime_nsec,
+        },
+        ctime: Ts {
+            sec: s.st_ctime,
+            nsec: s.st_ctime_nsec,
+        },
     })
 }
 
 fn statx_ts(t: libc::statx_timestamp) -> Ts {
-    Ts { sec: t.tv_sec, nsec: i64::from(t.tv_nsec) }
+    Ts {
+        sec: t.tv_sec,
+        nsec: i64::from(t.tv_nsec),
+    }
 }
 
 fn statx_rec(s: libc::statx) -> Value {
@@ -104,8 +125,14 @@ fn statx_rec(s: libc::statx) -> Value {
         btime: statx_ts(s.stx_btime),
         ctime: statx_ts(s.stx_ctime),
         mtime: statx_ts(s.stx_mtime),
-        rdev: Dev { major: s.stx_rdev_major, minor: s.stx_rdev_minor },
-        dev: Dev { major: s.stx_dev_major, minor: s.stx_dev_minor },
+        rdev: Dev {
+            major: s.stx_rdev_major,
+            minor: s.stx_rdev_minor,
+        },
+        dev: Dev {
+            major: s.stx_dev_major,
+            minor: s.stx_dev_minor,
+        },
         mnt_id: s.stx_mnt_id,
     })
 }
@@ -162,9 +189,14 @@ fn xattr(op: &Op, fds: &Fds) -> Outcome {
         XattrTarget::File(fd) => f(XattrAt::File(fds.get(fd))),
     };
     match op {
-        Op::Setxattr { target, name, value, flags } => {
-            with(target, &mut |at| unit(sys::setxattr(at, &CPath::new(name), value, *flags as i32)))
-        }
+        Op::Setxattr {
+            target,
+            name,
+            value,
+            flags,
+        } => with(target, &mut |at| {
+            unit(sys::setxattr(at, &CPath::new(name), value, *flags as i32))
+        }),
         Op::Getxattr { target, name, size } => with(target, &mut |at| match size {
             0 => int(sys::getxattr(at, &CPath::new(name), &mut [])),
             _ => filled(*size, bytes, |b| sys::getxattr(at, &CPath::new(name), b)),
@@ -190,19 +222,46 @@ impl Backend for HostBackend {
         let fd = |f| fds.get(f);
         let p = |b: &Vec<u8>| CPath::new(b);
         match op {
-            Op::Open { path, flags, mode } => int(sys::openat(AT_FDCWD, &p(path), *flags as i32, *mode as u32)),
-            Op::Openat { dirfd, path, flags, mode } => int(sys::openat(fd(dirfd), &p(path), *flags as i32, *mode as u32)),
-            Op::Openat2 { dirfd, path, flags, mode, resolve } => {
-                int(sys::openat2(fd(dirfd), &p(path), &sys::OpenHow { flags: *flags, mode: *mode, resolve: *resolve }))
+            Op::Open { path, flags, mode } => {
+                int(sys::openat(AT_FDCWD, &p(path), *flags as i32, *mode as u32))
             }
+            Op::Openat {
+                dirfd,
+                path,
+                flags,
+                mode,
+            } => int(sys::openat(
+                fd(dirfd),
+                &p(path),
+                *flags as i32,
+                *mode as u32,
+            )),
+            Op::Openat2 {
+                dirfd,
+                path,
+                flags,
+                mode,
+                resolve,
+            } => int(sys::openat2(
+                fd(dirfd),
+                &p(path),
+                &sys::OpenHow {
+                    flags: *flags,
+                    mode: *mode,
+                    resolve: *resolve,
+                },
+            )),
             Op::Close { fd: f } => unit(sys::close(fd(f))),
             Op::Read { fd: f, count } => filled(*count, bytes, |b| sys::read(fd(f), b)),
-            Op::Pread { fd: f, count, off } => filled(*count, bytes, |b| sys::pread(fd(f), b, *off)),
+            Op::Pread { fd: f, count, off } => {
+                filled(*count, bytes, |b| sys::pread(fd(f), b, *off))
+            }
             Op::Write { fd: f, data } => int(sys::write(fd(f), data)),
             Op::Pwrite { fd: f, data, off } => int(sys::pwrite(fd(f), data, *off)),
             Op::Readv { fd: f, counts } => {
                 let mut bufs: Vec<Vec<u8>> = counts.iter().map(|&c| vec![0u8; c]).collect();
-                let mut iov: Vec<IoSliceMut<'_>> = bufs.iter_mut().map(|b| IoSliceMut::new(b)).collect();
+                let mut iov: Vec<IoSliceMut<'_>> =
+                    bufs.iter_mut().map(|b| IoSliceMut::new(b)).collect();
                 let r = sys::readv(fd(f), &mut iov);
                 done(r.map(|n| bytes(bufs.concat().into_iter().take(n as usize).collect())))
             }
@@ -213,12 +272,21 @@ impl Backend for HostBackend {
             Op::Lseek { fd: f, off, whence } => int(sys::lseek(fd(f), *off, *whence as u32)),
             Op::Truncate { path, len } => unit(sys::truncate(&p(path), *len)),
             Op::Ftruncate { fd: f, len } => unit(sys::ftruncate(fd(f), *len)),
-            Op::Fallocate { fd: f, mode, off, len } => unit(sys::fallocate(fd(f), *mode as i32, *off, *len)),
+            Op::Fallocate {
+                fd: f,
+                mode,
+                off,
+                len,
+            } => unit(sys::fallocate(fd(f), *mode as i32, *off, *len)),
             Op::Fsync { fd: f } => unit(sys::fsync(fd(f))),
             Op::Fdatasync { fd: f } => unit(sys::fdatasync(fd(f))),
             Op::Dup { fd: f } => int(sys::dup(fd(f))),
             Op::Dup2 { fd: f, newfd } => int(sys::dup2(fd(f), fd(newfd))),
-            Op::Dup3 { fd: f, newfd, flags } => int(sys::dup3(fd(f), fd(newfd), *flags as i32)),
+            Op::Dup3 {
+                fd: f,
+                newfd,
+                flags,
+            } => int(sys::dup3(fd(f), fd(newfd), *flags as i32)),
             Op::Fcntl { fd: f, cmd } => {
                 let (cmd, arg) = match *cmd {
                     Fcntl::DupFd(min) => (F_DUPFD, min),
@@ -230,33 +298,111 @@ impl Backend for HostBackend {
                 };
                 int(sys::fcntl(fd(f), cmd, i64::from(arg)))
             }
-            Op::Mkdirat { dirfd, path, mode } => unit(sys::mkdirat(fd(dirfd), &p(path), *mode as u32)),
-            Op::Mknod { path, mode, dev } => unit(sys::mknodat(AT_FDCWD, &p(path), *mode as u32, *dev)),
-            Op::Unlinkat { dirfd, path, flags } => unit(sys::unlinkat(fd(dirfd), &p(path), *flags as i32)),
-            Op::Renameat2 { olddirfd, old, newdirfd, new, flags } => {
-                unit(sys::renameat2(fd(olddirfd), &p(old), fd(newdirfd), &p(new), *flags as u32))
+            Op::Mkdirat { dirfd, path, mode } => {
+                unit(sys::mkdirat(fd(dirfd), &p(path), *mode as u32))
             }
-            Op::Linkat { olddirfd, old, newdirfd, new, flags } => {
-                unit(sys::linkat(fd(olddirfd), &p(old), fd(newdirfd), &p(new), *flags as i32))
+            Op::Mknod { path, mode, dev } => {
+                unit(sys::mknodat(AT_FDCWD, &p(path), *mode as u32, *dev))
             }
+            Op::Unlinkat { dirfd, path, flags } => {
+                unit(sys::unlinkat(fd(dirfd), &p(path), *flags as i32))
+            }
+            Op::Renameat2 {
+                olddirfd,
+                old,
+                newdirfd,
+                new,
+                flags,
+            } => unit(sys::renameat2(
+                fd(olddirfd),
+                &p(old),
+                fd(newdirfd),
+                &p(new),
+                *flags as u32,
+            )),
+            Op::Linkat {
+                olddirfd,
+                old,
+                newdirfd,
+                new,
+                flags,
+            } => unit(sys::linkat(
+                fd(olddirfd),
+                &p(old),
+                fd(newdirfd),
+                &p(new),
+                *flags as i32,
+            )),
             Op::Symlink { target, path } => unit(sys::symlinkat(&p(target), AT_FDCWD, &p(path))),
-            Op::Readlinkat { dirfd, path, count } => filled(*count, bytes, |b| sys::readlinkat(fd(dirfd), &p(path), b)),
-            Op::Fstatat { dirfd, path, flags } => done(sys::fstatat(fd(dirfd), &p(path), *flags as i32).map(stat_rec)),
+            Op::Readlinkat { dirfd, path, count } => {
+                filled(*count, bytes, |b| sys::readlinkat(fd(dirfd), &p(path), b))
+            }
+            Op::Fstatat { dirfd, path, flags } => {
+                done(sys::fstatat(fd(dirfd), &p(path), *flags as i32).map(stat_rec))
+            }
             Op::Fstat { fd: f } => done(sys::fstat(fd(f)).map(stat_rec)),
-            Op::Statx { dirfd, path, flags, mask } => {
-                done(sys::statx(fd(dirfd), &p(path), *flags as i32, *mask as u32).map(statx_rec))
-            }
-            Op::Fchmodat { dirfd, path, mode, flags } => unit(sys::fchmodat2(fd(dirfd), &p(path), *mode as u32, *flags as u32)),
+            Op::Statx {
+                dirfd,
+                path,
+                flags,
+                mask,
+            } => done(sys::statx(fd(dirfd), &p(path), *flags as i32, *mask as u32).map(statx_rec)),
+            Op::Fchmodat {
+                dirfd,
+                path,
+                mode,
+                flags,
+            } => unit(sys::fchmodat2(
+                fd(dirfd),
+                &p(path),
+                *mode as u32,
+                *flags as u32,
+            )),
             Op::Fchmod { fd: f, mode } => unit(sys::fchmod(fd(f), *mode as u32)),
-            Op::Fchownat { dirfd, path, uid, gid, flags } => {
-                unit(sys::fchownat(fd(dirfd), &p(path), *uid as u32, *gid as u32, *flags as i32))
-            }
+            Op::Fchownat {
+                dirfd,
+                path,
+                uid,
+                gid,
+                flags,
+            } => unit(sys::fchownat(
+                fd(dirfd),
+                &p(path),
+                *uid as u32,
+                *gid as u32,
+                *flags as i32,
+            )),
             Op::Fchown { fd: f, uid, gid } => unit(sys::fchown(fd(f), *uid as u32, *gid as u32)),
-            Op::Utimensat { dirfd, path, times, flags } => {
-                let ts = times.map(|t| t.map(|t| libc::timespec { tv_sec: t.sec, tv_nsec: t.nsec }));
-                unit(sys::utimensat(fd(dirfd), path.as_ref().map(p).as_ref(), ts.as_ref(), *flags as i32))
+            Op::Utimensat {
+                dirfd,
+                path,
+                times,
+                flags,
+            } => {
+                let ts = times.map(|t| {
+                    t.map(|t| libc::timespec {
+                        tv_sec: t.sec,
+                        tv_nsec: t.nsec,
+                    })
+                });
+                unit(sys::utimensat(
+                    fd(dirfd),
+                    path.as_ref().map(p).as_ref(),
+                    ts.as_ref(),
+                    *flags as i32,
+                ))
             }
-            Op::Faccessat2 { dirfd, path, mode, flags } => unit(sys::faccessat2(fd(dirfd), &p(path), *mode as i32, *flags as i32)),
+            Op::Faccessat2 {
+                dirfd,
+                path,
+                mode,
+                flags,
+            } => unit(sys::faccessat2(
+                fd(dirfd),
+                &p(path),
+                *mode as i32,
+                *flags as i32,
+            )),
             Op::Getdents { fd: f, bufsize } => done(getdents(fd(f), *bufsize).map(Value::Dirents)),
             Op::Listdir { path } => done(listdir(path)),
             Op::Chdir { path } => unit(sys::chdir(&p(path))),
@@ -264,14 +410,29 @@ impl Backend for HostBackend {
             Op::Getcwd { size } => filled(*size, bytes, sys::getcwd),
             Op::Chroot { path } => unit(sys::chroot(&p(path))),
             Op::Umask { mask } => int(sys::umask(*mask as u32)),
-            Op::Setxattr { .. } | Op::Getxattr { .. } | Op::Listxattr { .. } | Op::Removexattr { .. } => xattr(op, fds),
+            Op::Setxattr { .. }
+            | Op::Getxattr { .. }
+            | Op::Listxattr { .. }
+            | Op::Removexattr { .. } => xattr(op, fds),
             Op::Statfs { path } => done(sys::statfs(&p(path)).map(statfs_rec)),
             Op::Fstatfs { fd: f } => done(sys::fstatfs(fd(f)).map(statfs_rec)),
-            Op::Mount { src, target, fstype, flags, data } => {
+            Op::Mount {
+                src,
+                target,
+                fstype,
+                flags,
+                data,
+            } => {
                 let src = src.as_ref().map(p);
                 let fstype = fstype.as_ref().map(|s| CPath::new(s.as_bytes()));
                 let data = data.as_ref().map(|s| CPath::new(s.as_bytes()));
-                unit(sys::mount(src.as_ref(), &p(target), fstype.as_ref(), *flags, data.as_ref()))
+                unit(sys::mount(
+                    src.as_ref(),
+                    &p(target),
+                    fstype.as_ref(),
+                    *flags,
+                    data.as_ref(),
+                ))
             }
             Op::Umount2 { target, flags } => unit(sys::umount2(&p(target), *flags as i32)),
             Op::SetrlimitNofile { limit } => unit(sys::setrlimit(RLIMIT_NOFILE, *limit, *limit)),

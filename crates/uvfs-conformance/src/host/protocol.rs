@@ -41,7 +41,9 @@ pub fn read_host_output(stdout: &[u8]) -> CaseRun {
     let mut run = CaseRun::default();
     for line in String::from_utf8_lossy(stdout).lines() {
         match serde_json::from_str::<HostLine>(line) {
-            Ok(HostLine::Step { step, outcome }) if step == run.outcomes.len() => run.outcomes.push(outcome),
+            Ok(HostLine::Step { step, outcome }) if step == run.outcomes.len() => {
+                run.outcomes.push(outcome)
+            }
             Ok(HostLine::Step { step, .. }) => {
                 run.aborted = Some(format!("helper sent step {step} out of order"));
                 return run;
@@ -65,8 +67,16 @@ mod tests {
     #[test]
     fn complete_and_truncated_outputs() {
         let mut out = String::new();
-        out += &HostLine::Step { step: 0, outcome: Outcome::Ok(Value::Unit) }.to_line();
-        out += &HostLine::Step { step: 1, outcome: Outcome::Errno(2) }.to_line();
+        out += &HostLine::Step {
+            step: 0,
+            outcome: Outcome::Ok(Value::Unit),
+        }
+        .to_line();
+        out += &HostLine::Step {
+            step: 1,
+            outcome: Outcome::Errno(2),
+        }
+        .to_line();
         let cut = read_host_output(out.as_bytes());
         assert_eq!(cut.outcomes.len(), 2);
         assert!(cut.aborted.is_some());

@@ -33,7 +33,9 @@ pub struct RawFdWriter(pub i32);
 
 impl io::Write for RawFdWriter {
     fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
-        sys::write(self.0, buf).map(|n| n as usize).map_err(io::Error::from_raw_os_error)
+        sys::write(self.0, buf)
+            .map(|n| n as usize)
+            .map_err(io::Error::from_raw_os_error)
     }
 
     fn flush(&mut self) -> io::Result<()> {
@@ -42,7 +44,8 @@ impl io::Write for RawFdWriter {
 }
 
 fn step(what: &str, r: sys::SysResult) -> Result<(), String> {
-    r.map(|_| ()).map_err(|e| format!("{what}: {}", io::Error::from_raw_os_error(e)))
+    r.map(|_| ())
+        .map_err(|e| format!("{what}: {}", io::Error::from_raw_os_error(e)))
 }
 
 /// Prepares the process for a case: sets `RLIMIT_NOFILE` to [`NOFILE`], moves stdout to
@@ -53,11 +56,17 @@ fn step(what: &str, r: sys::SysResult) -> Result<(), String> {
 /// # Errors
 /// A message if an fd could not be moved (the caller can still print it to stderr).
 pub fn prepare_process() -> Result<(), String> {
-    step("setrlimit RLIMIT_NOFILE", sys::setrlimit(RLIMIT_NOFILE, NOFILE, NOFILE))?;
+    step(
+        "setrlimit RLIMIT_NOFILE",
+        sys::setrlimit(RLIMIT_NOFILE, NOFILE, NOFILE),
+    )?;
     step("dup2 stdout", sys::dup2(1, RESULT_FD))?;
     step("dup2 stderr", sys::dup2(2, DIAG_FD))?;
     step("close_range", sys::close_range(0, (DIAG_FD - 1) as u32, 0))?;
-    step("close_range", sys::close_range((RESULT_FD + 1) as u32, u32::MAX, 0))?;
+    step(
+        "close_range",
+        sys::close_range((RESULT_FD + 1) as u32, u32::MAX, 0),
+    )?;
     step("alarm", sys::alarm(TIMEOUT_SECS))
 }
 
@@ -74,9 +83,15 @@ pub fn prepare_process() -> Result<(), String> {
 /// A message when the environment refuses the sandbox (not root, no mount namespaces).
 pub fn enter(options: Option<&str>) -> Result<Outcome, String> {
     step("unshare(CLONE_NEWNS)", sys::unshare(CLONE_NEWNS))?;
-    step("make / private", sys::mount(None, &CPath::new(b"/"), None, MS_REC | MS_PRIVATE, None))?;
+    step(
+        "make / private",
+        sys::mount(None, &CPath::new(b"/"), None, MS_REC | MS_PRIVATE, None),
+    )?;
     let tmpfs = CPath::new(b"tmpfs");
-    step("mount staging tmpfs", sys::mount(Some(&tmpfs), &CPath::new(STAGING), Some(&tmpfs), 0, None))?;
+    step(
+        "mount staging tmpfs",
+        sys::mount(Some(&tmpfs), &CPath::new(STAGING), Some(&tmpfs), 0, None),
+    )?;
     let root = CPath::new(CASE_ROOT);
     step("mkdir case root", sys::mkdirat(-100, &root, 0o700))?;
     let data = options.map(|o| CPath::new(o.as_bytes()));

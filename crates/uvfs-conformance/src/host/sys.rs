@@ -47,7 +47,9 @@ unsafe fn raw(nr: c_long, args: [c_long; 6]) -> SysResult {
     // kernel validates.
     let r = unsafe { libc::syscall(nr, args[0], args[1], args[2], args[3], args[4], args[5]) };
     if r == -1 {
-        Err(std::io::Error::last_os_error().raw_os_error().unwrap_or(libc::EIO))
+        Err(std::io::Error::last_os_error()
+            .raw_os_error()
+            .unwrap_or(libc::EIO))
     } else {
         Ok(r)
     }
@@ -153,10 +155,27 @@ call!(/// `alarm(2)`: the kernel kills the process with `SIGALRM` after `secs` s
     alarm(secs: u32) => SYS_alarm(secs));
 
 /// `mount(2)`; `None` passes a null pointer.
-pub fn mount(src: Option<&CPath>, target: &CPath, fstype: Option<&CPath>, flags: u64, data: Option<&CPath>) -> SysResult {
+pub fn mount(
+    src: Option<&CPath>,
+    target: &CPath,
+    fstype: Option<&CPath>,
+    flags: u64,
+    data: Option<&CPath>,
+) -> SysResult {
     // SAFETY: every pointer is a live NUL-terminated `CPath` or null; for tmpfs and bind mounts
     // the kernel reads `data` as a string up to its NUL.
-    unsafe { raw(libc::SYS_mount, args!(opt_ptr(src), target.ptr(), opt_ptr(fstype), flags, opt_ptr(data))) }
+    unsafe {
+        raw(
+            libc::SYS_mount,
+            args!(
+                opt_ptr(src),
+                target.ptr(),
+                opt_ptr(fstype),
+                flags,
+                opt_ptr(data)
+            ),
+        )
+    }
 }
 
 /// `read(2)` into `buf`.
@@ -168,7 +187,12 @@ pub fn read(fd: i32, buf: &mut [u8]) -> SysResult {
 /// `pread64(2)` into `buf`.
 pub fn pread(fd: i32, buf: &mut [u8], off: i64) -> SysResult {
     // SAFETY: `buf` is writable for `buf.len()` bytes.
-    unsafe { raw(libc::SYS_pread64, args!(fd, buf.as_mut_ptr(), buf.len(), off)) }
+    unsafe {
+        raw(
+            libc::SYS_pread64,
+            args!(fd, buf.as_mut_ptr(), buf.len(), off),
+        )
+    }
 }
 
 /// `write(2)` from `buf`.
@@ -212,13 +236,28 @@ pub struct OpenHow {
 /// `openat2(2)`.
 pub fn openat2(dirfd: i32, path: &CPath, how: &OpenHow) -> SysResult {
     // SAFETY: `how` is a live `struct open_how` of the size passed; the kernel only reads it.
-    unsafe { raw(libc::SYS_openat2, args!(dirfd, path.ptr(), how as *const OpenHow, size_of::<OpenHow>())) }
+    unsafe {
+        raw(
+            libc::SYS_openat2,
+            args!(
+                dirfd,
+                path.ptr(),
+                how as *const OpenHow,
+                size_of::<OpenHow>()
+            ),
+        )
+    }
 }
 
 /// `readlinkat(2)` into `buf`.
 pub fn readlinkat(dirfd: i32, path: &CPath, buf: &mut [u8]) -> SysResult {
     // SAFETY: `buf` is writable for `buf.len()` bytes.
-    unsafe { raw(libc::SYS_readlinkat, args!(dirfd, path.ptr(), buf.as_mut_ptr(), buf.len())) }
+    unsafe {
+        raw(
+            libc::SYS_readlinkat,
+            args!(dirfd, path.ptr(), buf.as_mut_ptr(), buf.len()),
+        )
+    }
 }
 
 /// `newfstatat(2)`.
@@ -226,7 +265,13 @@ pub fn fstatat(dirfd: i32, path: &CPath, flags: i32) -> Result<libc::stat, i32> 
     // SAFETY: `struct stat` is plain integers, for which all-zero bytes are a valid value.
     let mut st: libc::stat = unsafe { std::mem::zeroed() };
     // SAFETY: `st` is a writable `struct stat`, the size the kernel writes for x86-64.
-    unsafe { raw(libc::SYS_newfstatat, args!(dirfd, path.ptr(), &mut st as *mut libc::stat, flags)) }.map(|_| st)
+    unsafe {
+        raw(
+            libc::SYS_newfstatat,
+            args!(dirfd, path.ptr(), &mut st as *mut libc::stat, flags),
+        )
+    }
+    .map(|_| st)
 }
 
 /// `fstat(2)`.
@@ -242,7 +287,13 @@ pub fn statx(dirfd: i32, path: &CPath, flags: i32, mask: u32) -> Result<libc::st
     // SAFETY: `struct statx` is plain integers, for which all-zero bytes are a valid value.
     let mut st: libc::statx = unsafe { std::mem::zeroed() };
     // SAFETY: `st` is a writable `struct statx` (256 bytes, the size the kernel writes).
-    unsafe { raw(libc::SYS_statx, args!(dirfd, path.ptr(), flags, mask, &mut st as *mut libc::statx)) }.map(|_| st)
+    unsafe {
+        raw(
+            libc::SYS_statx,
+            args!(dirfd, path.ptr(), flags, mask, &mut st as *mut libc::statx),
+        )
+    }
+    .map(|_| st)
 }
 
 /// The kernel's `struct statfs` on x86-64 (libc's hides `f_flags` in its spare words).
@@ -280,7 +331,12 @@ pub fn fstatfs(fd: i32) -> Result<StatFs, i32> {
 
 /// `utimensat(2)`; `path == None` passes a null path (the fd itself), `times == None` a null
 /// times pointer (both now).
-pub fn utimensat(dirfd: i32, path: Option<&CPath>, times: Option<&[libc::timespec; 2]>, flags: i32) -> SysResult {
+pub fn utimensat(
+    dirfd: i32,
+    path: Option<&CPath>,
+    times: Option<&[libc::timespec; 2]>,
+    flags: i32,
+) -> SysResult {
     let t = times.map_or(std::ptr::null(), |t| t.as_ptr());
     // SAFETY: `t` is null or two live `struct timespec`s, which the kernel only reads.
     unsafe { raw(libc::SYS_utimensat, args!(dirfd, opt_ptr(path), t, flags)) }
@@ -323,7 +379,12 @@ impl XattrAt<'_> {
 pub fn setxattr(at: XattrAt<'_>, name: &CPath, value: &[u8], flags: i32) -> SysResult {
     let (nr, first) = at.pick(libc::SYS_setxattr, libc::SYS_lsetxattr, libc::SYS_fsetxattr);
     // SAFETY: `value` is readable for `value.len()` bytes; `name` and a path are `CPath`s.
-    unsafe { raw(nr, args!(first, name.ptr(), value.as_ptr(), value.len(), flags)) }
+    unsafe {
+        raw(
+            nr,
+            args!(first, name.ptr(), value.as_ptr(), value.len(), flags),
+        )
+    }
 }
 
 /// `getxattr(2)`, `lgetxattr(2)` or `fgetxattr(2)` into `buf` (empty: ask the size).
@@ -335,16 +396,28 @@ pub fn getxattr(at: XattrAt<'_>, name: &CPath, buf: &mut [u8]) -> SysResult {
 
 /// `listxattr(2)`, `llistxattr(2)` or `flistxattr(2)` into `buf` (empty: ask the size).
 pub fn listxattr(at: XattrAt<'_>, buf: &mut [u8]) -> SysResult {
-    let (nr, first) = at.pick(libc::SYS_listxattr, libc::SYS_llistxattr, libc::SYS_flistxattr);
+    let (nr, first) = at.pick(
+        libc::SYS_listxattr,
+        libc::SYS_llistxattr,
+        libc::SYS_flistxattr,
+    );
     // SAFETY: `buf` is writable for `buf.len()` bytes; a path is a `CPath`.
     unsafe { raw(nr, args!(first, buf.as_mut_ptr(), buf.len())) }
 }
 
 /// `prlimit64(2)` on the calling process: sets `resource`'s soft and hard limits.
 pub fn setrlimit(resource: u32, soft: u64, hard: u64) -> SysResult {
-    let lim = libc::rlimit64 { rlim_cur: soft, rlim_max: hard };
+    let lim = libc::rlimit64 {
+        rlim_cur: soft,
+        rlim_max: hard,
+    };
     // SAFETY: `lim` is a live `struct rlimit64` the kernel reads; the old-limit pointer is null.
-    unsafe { raw(libc::SYS_prlimit64, args!(0, resource, &lim as *const libc::rlimit64, 0)) }
+    unsafe {
+        raw(
+            libc::SYS_prlimit64,
+            args!(0, resource, &lim as *const libc::rlimit64, 0),
+        )
+    }
 }
 
 /// `setgroups(2)` for the calling thread (the helper has one).
