@@ -116,6 +116,13 @@ pub fn parse_cases(text: &str, file: &Path) -> Result<Vec<Case>, String> {
                 if let Some(v) = vars.iter().find(|v| !bound(v)) {
                     return Err(at(format!("${v} is not bound by an earlier `=> {v}`")));
                 }
+                if matches!(step.op, Op::As { .. })
+                    && c.steps.iter().any(|s| matches!(s.op, Op::As { .. }))
+                {
+                    return Err(at(
+                        "a case has one `as`: the host cannot regain root after it".into(),
+                    ));
+                }
                 c.steps.push(step);
             }
         }
@@ -252,6 +259,9 @@ end
             .expect_err("bind");
         assert!(e.starts_with("x.cases:2:"), "{e}");
         assert!(parse_cases("close 3\n", Path::new("x.cases")).is_err());
+        let e =
+            parse_cases("case a\nas 1 1\nas 2 2\nend\n", Path::new("x.cases")).expect_err("two as");
+        assert!(e.contains("one `as`"), "{e}");
         let e = parse_cases("case a\nclose $g\nend\n", Path::new("x.cases")).expect_err("unbound");
         assert!(e.contains("$g is not bound"), "{e}");
         assert!(parse_cases("case Bad\nend\n", Path::new("x.cases")).is_err());

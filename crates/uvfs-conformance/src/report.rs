@@ -128,16 +128,29 @@ fn cut(s: &str) -> String {
 
 /// A readable report of one divergent case.
 pub fn render_divergence(case: &Case, diffs: &[StepDiff]) -> String {
-    let mut s = format!(
-        "DIVERGED {} ({}:{})\n",
-        case.name,
-        case.file.display(),
-        case.line
+    render_diffs(
+        &format!("DIVERGED {}", case.name),
+        case,
+        diffs,
+        ["uvfs", "host"],
+    )
+}
+
+/// A readable report of one case whose outcomes changed between two runs of the same side.
+pub fn render_instability(side: &str, case: &Case, diffs: &[StepDiff]) -> String {
+    let title = format!(
+        "UNSTABLE {} on {side} (its outcomes depend on timing)",
+        case.name
     );
+    render_diffs(&title, case, diffs, ["run 1", "rerun"])
+}
+
+fn render_diffs(title: &str, case: &Case, diffs: &[StepDiff], labels: [&str; 2]) -> String {
+    let mut s = format!("{title} ({}:{})\n", case.file.display(), case.line);
     for d in diffs {
         writeln!(s, "  line {}: {}", d.line, d.text).expect("String writes succeed");
-        writeln!(s, "    uvfs: {}", cut(&d.uvfs)).expect("String writes succeed");
-        writeln!(s, "    host: {}", cut(&d.host)).expect("String writes succeed");
+        writeln!(s, "    {}: {}", labels[0], cut(&d.uvfs)).expect("String writes succeed");
+        writeln!(s, "    {}: {}", labels[1], cut(&d.host)).expect("String writes succeed");
     }
     s
 }
@@ -183,6 +196,8 @@ pub struct Summary {
     pub diverged: usize,
     /// Listed cases that matched, and listed names that are no case.
     pub stale: usize,
+    /// Cases whose outcomes changed between repeated runs of one side.
+    pub unstable: usize,
 }
 
 impl Summary {
@@ -202,20 +217,26 @@ impl Summary {
         self.matched + self.expected
     }
 
-    /// Cases that count as failed: unexpected divergences and stale expectations.
+    /// Cases that count as failed: unexpected divergences, stale expectations and unstable
+    /// cases.
     pub fn failed(&self) -> usize {
-        self.diverged + self.stale
+        self.diverged + self.stale + self.unstable
     }
 
     /// The closing lines: the differential summary and `N passed, M failed`.
     pub fn render(&self) -> String {
+        let mut extra = format!("{} expected", self.expected);
+        if self.stale > 0 {
+            write!(extra, ", {} stale expectations", self.stale).expect("String writes succeed");
+        }
+        if self.unstable > 0 {
+            write!(extra, ", {} unstable", self.unstable).expect("String writes succeed");
+        }
         format!(
-            "differential: {} cases compared with the host kernel, {} diverged outside expected-divergences.txt \
-             ({} expected, {} stale expectations)\n{} passed, {} failed\n",
+            "differential: {} cases compared with the host kernel, {} diverged outside \
+             expected-divergences.txt ({extra})\n{} passed, {} failed\n",
             self.compared,
             self.diverged,
-            self.expected,
-            self.stale,
             self.passed(),
             self.failed()
         )
@@ -251,6 +272,13 @@ mod tests {
         s.add(&Verdict::ExpectedDivergence("r".into()));
         s.add(&Verdict::Stale("r".into()));
         assert_eq!((s.passed(), s.failed()), (2, 1));
-        assert!(s.render().ends_with("2 passed, 1 failed\n"));
+        let text = s.render();
+        assert!(
+            text.contains(
+                "0 diverged outside expected-divergences.txt (1 expected, 1 stale expectations)"
+            ),
+            "{text}"
+        );
+        assert!(text.ends_with("\n2 passed, 1 failed\n"), "{text}");
     }
 }

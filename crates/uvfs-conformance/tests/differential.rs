@@ -21,7 +21,8 @@ use std::time::{Duration, Instant};
 
 use uvfs_conformance::host::protocol::{read_host_output, EXIT_ENV_REFUSED};
 use uvfs_conformance::report::{
-    compare, load_expectations, render_divergence, render_steps, verdict, Summary, Verdict,
+    compare, load_expectations, render_divergence, render_instability, render_steps, verdict,
+    Summary, Verdict,
 };
 use uvfs_conformance::{load_dir, run_on_uvfs, Case, CaseRun};
 
@@ -69,30 +70,14 @@ fn main() -> ExitCode {
         .unwrap_or(1)
         .max(1);
     let (uvfs_runs, host_runs) = run_both(&cases);
-    let mut unstable = 0;
-    for _ in 1..repeat {
-        let (u2, h2) = run_both(&cases);
-        for (i, case) in cases.iter().enumerate() {
-            for (side, first, again) in [
-                ("uvfs", &uvfs_runs[i], &u2[i]),
-                ("host", &host_runs[i], &h2[i]),
-            ] {
-                let diffs = compare(case, first, again);
-                if !diffs.is_empty() {
-                    unstable += 1;
-                    println!("UNSTABLE on {side} (the case depends on timing):");
-                    print!(
-                        "{}",
-                        render_divergence(case, &diffs)
-                            .replace("uvfs:", "run1:")
-                            .replace("host:", "rerun:")
-                    );
-                }
-            }
-        }
-    }
+    let unstable: usize = (1..repeat)
+        .map(|_| count_unstable(&cases, &uvfs_runs, &host_runs))
+        .sum();
 
-    let mut summary = Summary::default();
+    let mut summary = Summary {
+        unstable,
+        ..Summary::default()
+    };
     let mut notes = Vec::new();
     for ((case, u), h) in cases.iter().zip(&uvfs_runs).zip(&host_runs) {
         if verbose {
@@ -122,7 +107,6 @@ fn main() -> ExitCode {
     for n in notes {
         println!("{n}");
     }
-    summary.stale += unstable;
     println!(
         "differential: ran in {:.1} s",
         start.elapsed().as_secs_f64()
@@ -144,6 +128,26 @@ fn unknown_expectations<'a>(
         .filter(|n| !cases.iter().any(|c| &c.name == *n))
         .map(String::as_str)
         .collect()
+}
+
+/// Runs everything again and prints each case whose outcomes on one side differ from the
+/// first run; returns how many (case, side) pairs changed.
+fn count_unstable(cases: &[Case], uvfs_runs: &[CaseRun], host_runs: &[CaseRun]) -> usize {
+    let (u2, h2) = run_both(cases);
+    let mut unstable = 0;
+    for (i, case) in cases.iter().enumerate() {
+        for (side, first, again) in [
+            ("uvfs", &uvfs_runs[i], &u2[i]),
+            ("host", &host_runs[i], &h2[i]),
+        ] {
+            let diffs = compare(case, first, again);
+            if !diffs.is_empty() {
+                unstable += 1;
+                print!("{}", render_instability(side, case, &diffs));
+            }
+        }
+    }
+    unstable
 }
 
 /// Checks that the helper can set up its sandbox here.
