@@ -233,23 +233,43 @@ fn d_type(t: u8) -> String {
     }
 }
 
-/// Bytes as a double-quoted string with `\n`, `\t`, `\\`, `\"`, `\0` and `\xNN` escapes.
+/// Runs of one byte at least this long are shown as `{rep:N:X}`.
+const RUN_SHOWN_AS_REP: usize = 16;
+
+/// Bytes as a double-quoted string with `\n`, `\t`, `\\`, `\"`, `\0` and `\xNN` escapes, and
+/// long runs of one byte as `{rep:N:X}` as in case files (a literal `{` is `\x7b`, so the text
+/// stays exact).
 pub fn quote(b: &[u8]) -> String {
     let mut s = String::with_capacity(b.len() + 2);
     s.push('"');
-    for &c in b {
-        match c {
-            b'\n' => s.push_str("\\n"),
-            b'\t' => s.push_str("\\t"),
-            b'\\' => s.push_str("\\\\"),
-            b'"' => s.push_str("\\\""),
-            0 => s.push_str("\\0"),
-            0x20..=0x7e => s.push(c as char),
-            _ => write!(s, "\\x{c:02x}").expect("String writes succeed"),
+    let mut i = 0;
+    while i < b.len() {
+        let run = b[i..].iter().take_while(|&&c| c == b[i]).count();
+        if run >= RUN_SHOWN_AS_REP {
+            s.push_str(&format!("{{rep:{run}:"));
+            push_escaped(&mut s, b[i]);
+            s.push('}');
+            i += run;
+        } else {
+            push_escaped(&mut s, b[i]);
+            i += 1;
         }
     }
     s.push('"');
     s
+}
+
+fn push_escaped(s: &mut String, c: u8) {
+    match c {
+        b'\n' => s.push_str("\\n"),
+        b'\t' => s.push_str("\\t"),
+        b'\\' => s.push_str("\\\\"),
+        b'"' => s.push_str("\\\""),
+        0 => s.push_str("\\0"),
+        b'{' => s.push_str("\\x7b"),
+        0x20..=0x7e => s.push(c as char),
+        _ => write!(s, "\\x{c:02x}").expect("String writes succeed"),
+    }
 }
 
 #[cfg(test)]
@@ -313,6 +333,15 @@ mod tests {
             n.time(1, Stamp::Mtime, Ts { sec: 1000, nsec: 7 }),
             "1000.000000007"
         );
+    }
+
+    #[test]
+    fn quoting_escapes_and_folds_long_runs() {
+        assert_eq!(quote(b"a\n\0\xff\"{"), r#""a\n\0\xff\"\x7b""#);
+        let mut data = vec![0u8; 20];
+        data.extend_from_slice(b"xy");
+        assert_eq!(quote(&data), r#""{rep:20:\0}xy""#);
+        assert_eq!(quote(&[b'z'; 15]), format!("\"{}\"", "z".repeat(15)));
     }
 
     #[test]
