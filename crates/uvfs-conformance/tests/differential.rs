@@ -6,7 +6,8 @@
 //! Needs root for the host side (mount namespace, tmpfs, chroot). Without it the suite says
 //! `skipped N cases: why`, and fails when `CI` is set.
 //!
-//! `UVFS_CONFORMANCE_CASES=text` runs only the cases whose name contains `text`;
+//! `UVFS_CONFORMANCE_CASES=text` (or a bare argument, `cargo test -p uvfs-conformance text`)
+//! runs only the cases whose name contains `text`;
 //! `UVFS_CONFORMANCE_VERBOSE=1` prints every step of every case run, both sides;
 //! `UVFS_CONFORMANCE_REPEAT=N` runs everything N times and fails on any case whose outcomes
 //! change from one run to the next on the same side (a case that depends on timing).
@@ -50,7 +51,9 @@ fn main() -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    let filter = std::env::var("UVFS_CONFORMANCE_CASES").ok();
+    // Like libtest, a bare argument (`cargo test -p uvfs-conformance NAME`) filters by name.
+    let arg_filter = std::env::args().skip(1).find(|a| !a.starts_with('-'));
+    let filter = arg_filter.or_else(|| std::env::var("UVFS_CONFORMANCE_CASES").ok());
     if let Some(f) = &filter {
         cases.retain(|c| c.name.contains(f.as_str()));
     }

@@ -19,6 +19,7 @@ pub const TIMEOUT_SECS: u32 = 20;
 const CLONE_NEWNS: i32 = 0x0002_0000;
 const RLIMIT_NOFILE: u32 = 7;
 const MNT_DETACH: i32 = 2;
+const AT_FDCWD: i32 = -100;
 const MS_REC: u64 = 16384;
 const MS_PRIVATE: u64 = 1 << 18;
 /// Where the staging tmpfs goes inside the private namespace; only its mount is used.
@@ -93,7 +94,7 @@ pub fn enter(options: Option<&str>) -> Result<Outcome, String> {
         sys::mount(Some(&tmpfs), &CPath::new(STAGING), Some(&tmpfs), 0, None),
     )?;
     let root = CPath::new(CASE_ROOT);
-    step("mkdir case root", sys::mkdirat(-100, &root, 0o700))?;
+    step("mkdir case root", sys::mkdirat(AT_FDCWD, &root, 0o700))?;
     let data = options.map(|o| CPath::new(o.as_bytes()));
     if let Err(e) = sys::mount(Some(&tmpfs), &root, Some(&tmpfs), 0, data.as_ref()) {
         return Ok(Outcome::Errno(e));
