@@ -148,6 +148,8 @@ pub mod st_flags {
     pub const NODIRATIME: i64 = 2048;
     /// `ST_RELATIME`.
     pub const RELATIME: i64 = 4096;
+    /// `ST_NOSYMFOLLOW`.
+    pub const NOSYMFOLLOW: i64 = 0x2000;
 }
 
 /// `TMPFS_MAGIC`.

@@ -8,13 +8,15 @@ use std::sync::Arc;
 use super::EmptyPath;
 use crate::abi::{
     Access, AtFlags, Errno, FileType, ResolveFlags, Result, Timespec, S_IALLUGO, S_ISGID, S_ISUID,
-    S_IXGRP, UTIME_NOW, UTIME_OMIT,
+    UTIME_NOW, UTIME_OMIT,
 };
 use crate::vfs::cred::{Capabilities, Cred};
 use crate::vfs::inode::{Inode, SetAttr, TimeSet};
 use crate::vfs::mount::{MntFlags, Mount};
 use crate::vfs::namei::FollowLast;
-use crate::vfs::permission::{inode_permission, owner_or_capable};
+use crate::vfs::permission::{
+    inode_permission, owner_or_capable, should_drop_sgid, should_remove_suid,
+};
 use crate::vfs::{Task, VfsPath};
 
 fn follow_of(flags: AtFlags) -> FollowLast {
@@ -28,16 +30,9 @@ fn follow_of(flags: AtFlags) -> FollowLast {
 /// Adds set-id clearing to a truncate by a caller without `CAP_FSETID` (Linux:
 /// `dentry_needs_remove_privs()` in `do_truncate()`).
 pub(crate) fn kill_privs_on_truncate(cred: &Cred, inode: &Inode, attr: &mut SetAttr) {
-    let mode = inode.mode();
-    let mut kill = 0;
-    if mode & S_ISUID != 0 {
-        kill |= S_ISUID;
-    }
-    if mode & (S_ISGID | S_IXGRP) == (S_ISGID | S_IXGRP) {
-        kill |= S_ISGID;
-    }
-    if kill != 0 && !cred.capable(Capabilities::FSETID) {
-        attr.perm = Some(mode & S_IALLUGO & !kill);
+    let kill = should_remove_suid(cred, inode);
+    if kill != 0 {
+        attr.perm = Some(inode.mode() & S_IALLUGO & !kill);
         attr.ctime = true;
     }
 }
@@ -182,17 +177,11 @@ impl Task {
         };
         if !inode.is_dir() {
             let mode = inode.mode();
-            let mut kill = 0;
+            // Linux `chown_common()`: `ATTR_KILL_SUID` for every non-directory, plus
+            // `setattr_should_drop_sgid()`.
+            let mut kill = should_drop_sgid(&cred, inode);
             if mode & S_ISUID != 0 {
                 kill |= S_ISUID;
-            }
-            // Linux: `setattr_should_drop_sgid()`.
-            if mode & S_ISGID != 0
-                && (mode & S_IXGRP != 0
-                    || (!cred.in_group(gid.unwrap_or(inode.gid()))
-                        && !cred.capable(Capabilities::FSETID)))
-            {
-                kill |= S_ISGID;
             }
             if kill != 0 {
                 attr.perm = Some(mode & S_IALLUGO & !kill);
@@ -205,7 +194,8 @@ impl Task {
     /// sets both to now. `UTIME_NOW` and `UTIME_OMIT` are honoured per timestamp.
     ///
     /// # Errors
-    /// `EINVAL` for a bad nanosecond value or unknown flags; path errors; `EROFS`; `EACCES`
+    /// `EINVAL` for unknown flags; path errors (`EFAULT` for no path at `AT_FDCWD`); `EINVAL`
+    /// for a bad nanosecond value; `EROFS`; `EACCES`
     /// (setting now without owning or write access); `EPERM` (explicit times without owning).
     pub fn utimensat(
         &self,
@@ -214,24 +204,27 @@ impl Task {
         times: Option<[Timespec; 2]>,
         flags: AtFlags,
     ) -> Result<()> {
+        // Linux's order: both OMIT returns before anything is looked at (`sys_utimensat`),
+        // then flags, then the file, then the nanosecond values (`vfs_utimes()`).
         if let Some(t) = &times {
-            if !nsec_valid(&t[0]) || !nsec_valid(&t[1]) {
-                return Err(Errno::EINVAL);
-            }
             if t[0].nsec == UTIME_OMIT && t[1].nsec == UTIME_OMIT {
                 return Ok(());
             }
         }
-        if !(flags - (AtFlags::SYMLINK_NOFOLLOW | AtFlags::EMPTY_PATH)).is_empty() {
-            return Err(Errno::EINVAL);
-        }
         let (mnt, inode) = match path {
             Some(p) => {
+                if !(flags - (AtFlags::SYMLINK_NOFOLLOW | AtFlags::EMPTY_PATH)).is_empty() {
+                    return Err(Errno::EINVAL);
+                }
                 let vp = self.resolve(dirfd, p, flags)?;
                 let i = vp.dentry.inode().ok_or(Errno::ENOENT)?.clone();
                 (vp.mnt, i)
             }
+            None if dirfd == crate::abi::AT_FDCWD => return Err(Errno::EFAULT),
             None => {
+                if !flags.is_empty() {
+                    return Err(Errno::EINVAL);
+                }
                 let file = self.files.get(dirfd)?;
                 if file.fmode().path_only {
                     return Err(Errno::EBADF);
@@ -239,6 +232,11 @@ impl Task {
                 (file.path().mnt.clone(), file.inode().clone())
             }
         };
+        if let Some(t) = &times {
+            if !nsec_valid(&t[0]) || !nsec_valid(&t[1]) {
+                return Err(Errno::EINVAL);
+            }
+        }
         if mnt.is_rdonly() {
             return Err(Errno::EROFS);
         }
@@ -393,14 +391,15 @@ impl Task {
 /// `MAX_LFS_FILESIZE`, so `EFBIG` cannot arise here.
 fn do_truncate(cred: &Cred, inode: &Arc<Inode>, length: i64, stamp: bool) -> Result<()> {
     let _g = inode.lock.write();
+    // Linux 6.x stamps mtime and ctime on every truncate, same size included (checked
+    // against the host by times_truncate_same_size_vs_ftruncate_same_size).
+    let _ = stamp;
     let mut attr = SetAttr {
         size: Some(length as u64),
+        mtime: Some(TimeSet::Now),
+        ctime: true,
         ..SetAttr::default()
     };
-    if stamp {
-        attr.mtime = Some(TimeSet::Now);
-        attr.ctime = true;
-    }
     kill_privs_on_truncate(cred, inode, &mut attr);
     inode.ops().setattr(inode, &attr)
 }

@@ -121,7 +121,8 @@ impl Task {
     /// A cwd outside the root is prefixed with `(unreachable)`, as Linux does.
     ///
     /// # Errors
-    /// `ENOENT` if the cwd was removed; `ERANGE` if `buf` is too small.
+    /// `ENOENT` if the cwd was removed; `ENAMETOOLONG` past `PATH_MAX`; `ERANGE` if `buf` is too
+    /// small.
     pub fn getcwd(&self, buf: &mut [u8]) -> Result<usize> {
         let fs = self.fs.borrow();
         if fs.cwd.dentry.is_dead() {
@@ -134,6 +135,10 @@ impl Task {
         }
         out.extend_from_slice(&path);
         out.push(0);
+        // Linux builds the path in one page (`d_path` into a `PATH_MAX` buffer).
+        if out.len() > crate::abi::PATH_MAX {
+            return Err(Errno::ENAMETOOLONG);
+        }
         if out.len() > buf.len() {
             return Err(Errno::ERANGE);
         }

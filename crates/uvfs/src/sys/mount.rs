@@ -57,6 +57,11 @@ fn mnt_flags_of(flags: MountFlags) -> MntFlags {
     m
 }
 
+/// Whether a superblock cannot become read-only now (Linux: `sb_prepare_remount_readonly()`).
+fn readonly_busy(sb: &crate::vfs::SuperBlock) -> bool {
+    sb.writers() > 0 || sb.ops().has_orphans()
+}
+
 const ATIME_FLAGS: MntFlags = MntFlags::RELATIME
     .union(MntFlags::NOATIME)
     .union(MntFlags::NODIRATIME);
@@ -89,10 +94,11 @@ impl Task {
         flags: MountFlags,
         data: Option<&str>,
     ) -> Result<()> {
+        // Linux: the target path first (`do_mount()`), then `may_mount()`.
+        let target = self.mount_point(target.as_ref(), FollowLast::Yes)?;
         if !self.cred.borrow().capable(Capabilities::SYS_ADMIN) {
             return Err(Errno::EPERM);
         }
-        let target = self.mount_point(target.as_ref(), FollowLast::Yes)?;
         let prop = MountFlags::SHARED
             | MountFlags::PRIVATE
             | MountFlags::SLAVE
@@ -110,12 +116,24 @@ impl Task {
             ) {
                 mf = (mf - ATIME_FLAGS) | (target.mnt.flags() & ATIME_FLAGS);
             }
-            if !flags.contains(MountFlags::BIND) {
-                target.mnt.sb().ops().remount(target.mnt.sb(), data)?;
-                target
-                    .mnt
-                    .sb()
-                    .set_rdonly(flags.contains(MountFlags::RDONLY));
+            let sb = target.mnt.sb();
+            if flags.contains(MountFlags::BIND) {
+                // Linux: `mnt_make_readonly()` refuses while files write through the mount.
+                if mf.contains(MntFlags::RDONLY)
+                    && !target.mnt.flags().contains(MntFlags::RDONLY)
+                    && target.mnt.writers() > 0
+                {
+                    return Err(Errno::EBUSY);
+                }
+            } else {
+                // Linux: `sb_prepare_remount_readonly()` refuses while files are open for
+                // writing or unlinked files are still open.
+                if flags.contains(MountFlags::RDONLY) && !sb.is_rdonly() && readonly_busy(sb) {
+                    return Err(Errno::EBUSY);
+                }
+                sb.ops().remount(sb, data)?;
+                sb.set_rdonly(flags.contains(MountFlags::RDONLY));
+                sb.set_synchronous(flags.contains(MountFlags::SYNCHRONOUS));
             }
             target.mnt.set_flags(mf);
             return Ok(());
@@ -126,11 +144,8 @@ impl Task {
             if src.dentry.inode().is_some_and(|i| i.is_dir())
                 != target.dentry.inode().is_some_and(|i| i.is_dir())
             {
-                return Err(if target.dentry.inode().is_some_and(|i| i.is_dir()) {
-                    Errno::ENOTDIR
-                } else {
-                    Errno::EISDIR
-                });
+                // Linux: `graft_tree()` says ENOTDIR for either mismatch.
+                return Err(Errno::ENOTDIR);
             }
             let m = Mount::new(src.mnt.sb().clone(), src.dentry.clone(), src.mnt.flags());
             self.ns.attach(&m, &target);
@@ -169,6 +184,7 @@ impl Task {
         if flags.contains(MountFlags::RDONLY) {
             sb.set_rdonly(true);
         }
+        sb.set_synchronous(flags.contains(MountFlags::SYNCHRONOUS));
         let m = Mount::new(sb, root, mnt_flags_of(flags));
         self.ns.attach(&m, &target);
         Ok(())
@@ -213,29 +229,59 @@ impl Task {
     /// `umount2(2)`.
     ///
     /// # Errors
-    /// `EINVAL` (flags; `MNT_EXPIRE` with `FORCE`/`DETACH`; not a mount root; the namespace
-    /// root); `EPERM` without `CAP_SYS_ADMIN`; path errors; `EBUSY` (open files, cwd or root
-    /// inside, or mounts below; not with `MNT_DETACH`).
+    /// `EINVAL` (flags; `MNT_EXPIRE` with `FORCE`/`DETACH`; not a mount root); `EPERM` without
+    /// `CAP_SYS_ADMIN`; path errors; `EBUSY` (open files, cwd or root inside, or mounts below;
+    /// not with `MNT_DETACH`). Unmounting the task's root mount remounts it read-only
+    /// (`EBUSY` while files are open for writing), as Linux does.
     pub fn umount2(&self, target: impl AsRef<[u8]>, flags: UmountFlags) -> Result<()> {
         if !UmountFlags::all().contains(flags) {
             return Err(Errno::EINVAL);
-        }
-        if flags.contains(UmountFlags::EXPIRE)
-            && flags.intersects(UmountFlags::FORCE | UmountFlags::DETACH)
-        {
-            return Err(Errno::EINVAL);
-        }
-        if !self.cred.borrow().capable(Capabilities::SYS_ADMIN) {
-            return Err(Errno::EPERM);
         }
         let follow = if flags.contains(UmountFlags::NOFOLLOW) {
             FollowLast::No
         } else {
             FollowLast::Yes
         };
+        // Linux: the path first (`ksys_umount()`), then `can_umount()`, then `do_umount()`.
         let p = self.mount_point(target.as_ref(), follow)?;
-        if !Arc::ptr_eq(&p.dentry, p.mnt.root()) || p.mnt.parent().is_none() {
+        if !self.cred.borrow().capable(Capabilities::SYS_ADMIN) {
+            return Err(Errno::EPERM);
+        }
+        if !Arc::ptr_eq(&p.dentry, p.mnt.root()) || !p.mnt.is_attached() {
             return Err(Errno::EINVAL);
+        }
+        let is_task_root = Arc::ptr_eq(&p.mnt, &self.fs.borrow().root.mnt);
+        if flags.contains(UmountFlags::EXPIRE) {
+            // Marks the mount on the first call (EAGAIN), unmounts on the next if still unused.
+            if is_task_root || flags.intersects(UmountFlags::FORCE | UmountFlags::DETACH) {
+                return Err(Errno::EINVAL);
+            }
+            if !self.ns.children(&p.mnt).is_empty() || Arc::strong_count(&p.mnt) > 3 {
+                return Err(Errno::EBUSY);
+            }
+            if !p.mnt.set_expiry_mark() {
+                return Err(Errno::EAGAIN);
+            }
+        }
+        if is_task_root && !flags.contains(UmountFlags::DETACH) {
+            // Linux: `do_umount_root()` — "unmounting" the root remounts it read-only.
+            let sb = p.mnt.sb();
+            if !sb.is_rdonly() {
+                if readonly_busy(sb) {
+                    return Err(Errno::EBUSY);
+                }
+                sb.set_rdonly(true);
+            }
+            return Ok(());
+        }
+        if p.mnt.parent().is_none() {
+            // The namespace root: a lazy detach takes it out of the tree (the tasks rooted in
+            // it keep using it); a plain umount finds it busy.
+            if flags.contains(UmountFlags::DETACH) {
+                p.mnt.set_detached();
+                return Ok(());
+            }
+            return Err(Errno::EBUSY);
         }
         let m = p.mnt.clone();
         drop(p);

@@ -7,8 +7,8 @@ use std::sync::Arc;
 
 use super::{check_path, init_owner, lookup_locked, EmptyPath};
 use crate::abi::{
-    Access, AtFlags, Errno, FileType, RenameFlags, ResolveFlags, Result, S_IALLUGO, S_IFMT,
-    S_ISGID, S_ISUID, S_ISVTX, S_IXGRP,
+    Access, AtFlags, Errno, FileType, RenameFlags, ResolveFlags, Result, AT_FDCWD, S_IALLUGO,
+    S_IFMT, S_ISGID, S_ISUID, S_ISVTX, S_IXGRP,
 };
 use crate::vfs::atime::touch_atime_at;
 use crate::vfs::cred::{Capabilities, Cred};
@@ -137,7 +137,9 @@ impl Task {
             |cred, parent, dir, name| {
                 may_create(cred, dir, parent.dentry.is_dead())?;
                 let is_dev = matches!(ft, FileType::CharDevice | FileType::BlockDevice);
-                if is_dev && !cred.capable(Capabilities::MKNOD) {
+                // A 0:0 character device is a whiteout, which needs no privilege (Linux 5.8+).
+                let whiteout = ft == FileType::CharDevice && dev == 0;
+                if is_dev && !whiteout && !cred.capable(Capabilities::MKNOD) {
                     return Err(Errno::EPERM);
                 }
                 let rdev = if is_dev { dev } else { 0 };
@@ -216,9 +218,17 @@ impl Task {
         if !(flags - (AtFlags::SYMLINK_FOLLOW | AtFlags::EMPTY_PATH)).is_empty() {
             return Err(Errno::EINVAL);
         }
+        let oldpath = oldpath.as_ref();
         let empty = if flags.contains(AtFlags::EMPTY_PATH) {
-            if !self.cred.borrow().capable(Capabilities::DAC_READ_SEARCH) {
-                return Err(Errno::ENOENT);
+            // Linux 6.10+: naming an open file needs `CAP_DAC_READ_SEARCH` or the credentials
+            // that opened it (`LOOKUP_LINKAT_EMPTY` in `path_init()`).
+            if oldpath.is_empty() && olddirfd != AT_FDCWD {
+                let file = self.files.get(olddirfd)?;
+                if file.opener_cred() != self.cred_id.get()
+                    && !self.cred.borrow().capable(Capabilities::DAC_READ_SEARCH)
+                {
+                    return Err(Errno::ENOENT);
+                }
             }
             EmptyPath::Allow
         } else {
@@ -229,7 +239,6 @@ impl Task {
         } else {
             FollowLast::No
         };
-        let oldpath = oldpath.as_ref();
         let old = self.with_path(olddirfd, oldpath, empty, ResolveFlags::empty(), |w, s| {
             Ok(w.lookup(s, oldpath, follow)?.to_path())
         })?;
@@ -323,7 +332,7 @@ impl Task {
     /// `renameat2(2)` with `RENAME_NOREPLACE`, `RENAME_EXCHANGE` and `RENAME_WHITEOUT`.
     ///
     /// # Errors
-    /// In Linux's order: `EINVAL` (flags), `EPERM` (whiteout without `CAP_MKNOD`), path errors
+    /// In Linux's order: `EINVAL` (flags), path errors
     /// of both names, `EXDEV` (different mounts), `EBUSY` (`.`/`..`/`/` as source), `EEXIST`
     /// or `EBUSY` (as target), `EROFS`, `ENOENT` (source; target with `EXCHANGE`), `EEXIST`
     /// (`NOREPLACE`), `ENOTDIR` (trailing slashes), `EINVAL` (into itself), `ENOTEMPTY` (over an
@@ -344,10 +353,6 @@ impl Task {
             && flags.contains(RenameFlags::EXCHANGE)
         {
             return Err(Errno::EINVAL);
-        }
-        if flags.contains(RenameFlags::WHITEOUT) && !self.cred.borrow().capable(Capabilities::MKNOD)
-        {
-            return Err(Errno::EPERM);
         }
         let op = self.parent_of(olddirfd, oldpath.as_ref())?;
         let np = self.parent_of(newdirfd, newpath.as_ref())?;

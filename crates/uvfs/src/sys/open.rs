@@ -153,9 +153,7 @@ impl Task {
         if how.mode & !(S_IALLUGO as u64) != 0 || (!creating && how.mode != 0) {
             return Err(Errno::EINVAL);
         }
-        if flags.contains(OpenFlags::PATH)
-            && flags.bits() & !O_PATH_FLAGS & !OpenFlags::ACCMODE != 0
-        {
+        if flags.contains(OpenFlags::PATH) && flags.bits() & !O_PATH_FLAGS != 0 {
             return Err(Errno::EINVAL);
         }
         if resolve.contains(ResolveFlags::BENEATH | ResolveFlags::IN_ROOT) {
@@ -170,10 +168,12 @@ impl Task {
     }
 
     fn do_open(&self, dirfd: i32, path: &[u8], req: OpenReq) -> Result<i32> {
-        if self.files.limit() == 0 {
+        // Linux takes the fd before it walks, so a full table is EMFILE whatever the path.
+        if !self.files.has_free() {
             return Err(Errno::EMFILE);
         }
         let umask = self.umask.get();
+        let cred_id = self.cred_id.get();
         let file = self.with_path(dirfd, path, EmptyPath::Reject, req.resolve, |w, start| {
             let opened = if req.flags.bits() & O_TMPFILE_BIT != 0 {
                 open_tmpfile(w, start, path, req, umask)?
@@ -187,7 +187,7 @@ impl Task {
             } else {
                 open_last(w, start, path, req, umask)?
             };
-            finish_open(w.cred, opened, req)
+            finish_open(w.cred, opened, req, cred_id)
         })?;
         self.files
             .install(file, req.flags.contains(OpenFlags::CLOEXEC), 0)
@@ -276,7 +276,15 @@ fn open_last<'w>(
         });
     }
     loop {
-        if last.kind != LastKind::Normal || last.trailing_slash {
+        if last.kind != LastKind::Normal {
+            // `.`, `..` or `/`: resolved as usual; `do_open()` then says EEXIST or EISDIR.
+            let pos = w.resolve_last(parent, &last, crate::vfs::namei::FollowLast::Yes)?;
+            return Ok(Opened {
+                path: pos.to_path(),
+                created: false,
+            });
+        }
+        if last.trailing_slash {
             return Err(Errno::EISDIR);
         }
         let dir = parent.dentry.arc().clone();
@@ -345,6 +353,7 @@ fn finish_open(
     cred: &crate::vfs::Cred,
     opened: Opened,
     req: OpenReq,
+    cred_id: u64,
 ) -> Result<Arc<FileDescription>> {
     let Opened { path, created } = opened;
     let inode = path.dentry.inode().ok_or(Errno::ENOENT)?.clone();
@@ -358,12 +367,19 @@ fn finish_open(
             inode,
             req.flags,
             Box::new(PathOnly),
+            cred_id,
         ));
     }
-    if req.flags.contains(OpenFlags::CREAT) && ft == FileType::Directory {
-        return Err(Errno::EISDIR);
+    if req.flags.contains(OpenFlags::CREAT) {
+        if req.flags.contains(OpenFlags::EXCL) && !created {
+            return Err(Errno::EEXIST);
+        }
+        if ft == FileType::Directory {
+            return Err(Errno::EISDIR);
+        }
     }
-    if req.flags.contains(OpenFlags::DIRECTORY) && ft != FileType::Directory {
+    // `O_TMPFILE` carries the `O_DIRECTORY` bit; it named the directory, not the new file.
+    if req.flags.contains(OpenFlags::DIRECTORY) && ft != FileType::Directory && !created {
         return Err(Errno::ENOTDIR);
     }
     let mut truncate = req.flags.contains(OpenFlags::TRUNC) && !created;
@@ -401,7 +417,7 @@ fn finish_open(
         return Err(Errno::ENXIO);
     }
     let ops = inode.ops().open(&inode, req.flags)?;
-    let file = FileDescription::new(path, inode.clone(), req.flags, ops);
+    let file = FileDescription::new(path, inode.clone(), req.flags, ops, cred_id);
     if truncate && ft == FileType::Regular {
         let _g = inode.lock.write();
         let mut attr = SetAttr {

@@ -5,12 +5,12 @@
 use std::io::{IoSlice, IoSliceMut};
 
 use crate::abi::{
-    Errno, FallocFlags, FileType, OpenFlags, Result, Whence, IOV_MAX, S_ISGID, S_ISUID, S_IXGRP,
+    Errno, FallocFlags, FileType, OpenFlags, Result, Whence, IOV_MAX, S_ISGID, S_ISUID,
 };
 use crate::vfs::atime::touch_atime;
-use crate::vfs::cred::Capabilities;
 use crate::vfs::inode::SetAttr;
 use crate::vfs::ops::WritePos;
+use crate::vfs::permission::should_remove_suid;
 use crate::vfs::{FileDescription, Task};
 
 /// Largest count one read or write moves (Linux: `MAX_RW_COUNT`, `INT_MAX` rounded down to a page).
@@ -60,18 +60,12 @@ fn remove_privs(task: &Task, file: &FileDescription) -> Result<()> {
 }
 
 #[cold]
-fn remove_privs_slow(task: &Task, file: &FileDescription, mode: u32) -> Result<()> {
-    let mut kill = 0;
-    if mode & S_ISUID != 0 {
-        kill |= S_ISUID;
-    }
-    if mode & (S_ISGID | S_IXGRP) == (S_ISGID | S_IXGRP) {
-        kill |= S_ISGID;
-    }
-    if kill == 0 || task.cred.borrow().capable(Capabilities::FSETID) {
+fn remove_privs_slow(task: &Task, file: &FileDescription, _mode: u32) -> Result<()> {
+    let inode = file.inode();
+    let kill = should_remove_suid(&task.cred.borrow(), inode);
+    if kill == 0 {
         return Ok(());
     }
-    let inode = file.inode();
     let _g = inode.lock.write();
     let attr = SetAttr {
         perm: Some(inode.mode() & !kill & 0o7777),
@@ -109,6 +103,10 @@ impl Task {
     /// the file's pages, and an atime check that writes only when relatime asks.
     #[inline]
     pub fn pread(&self, fd: i32, buf: &mut [u8], offset: i64) -> Result<usize> {
+        // Linux: `ksys_pread64()` refuses a negative offset before it looks at the fd.
+        if offset < 0 {
+            return Err(Errno::EINVAL);
+        }
         let file = self.fget(fd)?;
         check_readable(&file)?;
         let len = buf.len().min(MAX_RW_COUNT);
@@ -152,6 +150,9 @@ impl Task {
     /// coarse clock ticked since the last one.
     #[inline]
     pub fn pwrite(&self, fd: i32, buf: &[u8], offset: i64) -> Result<usize> {
+        if offset < 0 {
+            return Err(Errno::EINVAL);
+        }
         let file = self.fget(fd)?;
         check_writable(&file)?;
         let len = buf.len().min(MAX_RW_COUNT);
@@ -206,6 +207,13 @@ impl Task {
         offset: Option<i64>,
     ) -> Result<usize> {
         let total = iov_total(iov.iter().map(|b| b.len()), iov.len())?;
+        if total == 0 {
+            // Linux: `vfs_readv()` checks the fd, then returns 0 for an empty vector without
+            // reading (so no atime update).
+            let file = self.fget(fd)?;
+            check_readable(&file)?;
+            return Ok(0);
+        }
         let mut tmp = vec![0u8; total];
         let n = match offset {
             Some(off) => self.pread(fd, &mut tmp, off)?,
@@ -225,6 +233,11 @@ impl Task {
 
     fn vectored_write(&self, fd: i32, iov: &[IoSlice<'_>], offset: Option<i64>) -> Result<usize> {
         let total = iov_total(iov.iter().map(|b| b.len()), iov.len())?;
+        if total == 0 {
+            let file = self.fget(fd)?;
+            check_writable(&file)?;
+            return Ok(0);
+        }
         let mut tmp = Vec::with_capacity(total);
         for b in iov {
             tmp.extend_from_slice(b);
@@ -278,11 +291,12 @@ impl Task {
     /// `fallocate(2)`: mode 0 and `KEEP_SIZE` allocate, `PUNCH_HOLE|KEEP_SIZE` deallocates.
     ///
     /// # Errors
-    /// In Linux's order: `EINVAL` (offset < 0, len <= 0), `EOPNOTSUPP` (unknown or unsupported
+    /// In Linux's order: `EBADF` (closed fd), `EINVAL` (offset < 0, len <= 0), `EOPNOTSUPP` (unknown or unsupported
     /// modes; `PUNCH_HOLE` without `KEEP_SIZE`), `EBADF` (not open for writing), `ESPIPE`
     /// (FIFO), `EISDIR`, `ENODEV` (not a regular file), `EFBIG` (end past the largest offset),
     /// `ENOSPC` (nothing allocated).
     pub fn fallocate(&self, fd: i32, mode: FallocFlags, offset: i64, len: i64) -> Result<()> {
+        let file = self.fget(fd)?;
         if offset < 0 || len <= 0 {
             return Err(Errno::EINVAL);
         }
@@ -301,7 +315,6 @@ impl Task {
         {
             return Err(Errno::EINVAL);
         }
-        let file = self.fget(fd)?;
         if !file.fmode().write {
             return Err(Errno::EBADF);
         }

@@ -57,12 +57,23 @@ pub(crate) fn fill_stat(inode: &Inode) -> Stat {
     }
 }
 
-fn fill_statx(inode: &Inode, mnt: &Mount, is_mount_root: bool) -> Statx {
-    let a = inode.attrs(true);
+fn fill_statx(inode: &Inode, mnt: &Mount, is_mount_root: bool, request: StatxMask) -> Statx {
+    // mtime and ctime are reported (and the ctime marked observed) only when asked for, btime
+    // only when asked for (Linux: `generic_fillattr()`, `shmem_getattr()`).
+    let cmtime = request.intersects(StatxMask::MTIME | StatxMask::CTIME);
+    let a = inode.attrs(cmtime);
+    let mut mask =
+        (StatxMask::BASIC_STATS - StatxMask::MTIME - StatxMask::CTIME) | StatxMask::MNT_ID;
+    if cmtime {
+        mask |= StatxMask::MTIME | StatxMask::CTIME;
+    }
+    if request.contains(StatxMask::BTIME) {
+        mask |= StatxMask::BTIME;
+    }
     let (rdev_major, rdev_minor) = dev_split(inode.rdev());
     let (dev_major, dev_minor) = dev_split(inode.sb().dev());
     Statx {
-        mask: (StatxMask::BASIC_STATS | StatxMask::BTIME | StatxMask::MNT_ID).bits(),
+        mask: mask.bits(),
         blksize: PAGE_SIZE as u32,
         attributes: if is_mount_root {
             STATX_ATTR_MOUNT_ROOT
@@ -142,7 +153,8 @@ impl Task {
         Ok(fill_stat(file.inode()))
     }
 
-    /// `statx(2)`: tmpfs fills the basic fields, the birth time and the mount id.
+    /// `statx(2)`: tmpfs fills the basic fields and the mount id; mtime/ctime and the birth time
+    /// only when `mask` asks for them.
     ///
     /// # Errors
     /// `EINVAL` for `STATX__RESERVED`, unknown flags or both sync types; path errors.
@@ -175,6 +187,7 @@ impl Task {
                     pos.inode().ok_or(Errno::ENOENT)?,
                     &pos.mnt,
                     is_root,
+                    mask,
                 ))
             },
         )
@@ -226,6 +239,12 @@ fn statfs_of(mnt: &Mount) -> Result<StatFs> {
         if f.contains(m) {
             fl |= s;
         }
+    }
+    if mnt.sb().is_synchronous() {
+        fl |= st_flags::SYNCHRONOUS;
+    }
+    if f.contains(MntFlags::NOSYMFOLLOW) {
+        fl |= st_flags::NOSYMFOLLOW;
     }
     s.flags = fl;
     Ok(s)

@@ -62,15 +62,23 @@ fn xattr_permission(cred: &Cred, inode: &Inode, name: &[u8], mask: Access) -> Re
     inode_permission(cred, inode, mask)
 }
 
+/// Finds the namespace of a name (Linux: `xattr_resolve_name()`): a bare prefix is `EINVAL`,
+/// an unknown namespace `EOPNOTSUPP`.
 fn known_prefix(name: &[u8]) -> Result<()> {
-    if PREFIXES
-        .iter()
-        .any(|p| name.starts_with(p) && name.len() > p.len())
-    {
-        Ok(())
-    } else {
-        Err(Errno::EOPNOTSUPP)
+    match PREFIXES.iter().find(|p| name.starts_with(p)) {
+        Some(p) if name.len() == p.len() => Err(Errno::EINVAL),
+        Some(_) => Ok(()),
+        None => Err(Errno::EOPNOTSUPP),
     }
+}
+
+/// The capability hook for writes (Linux: `cap_inode_setxattr()`/`cap_inode_removexattr()`):
+/// `security.*` needs `CAP_SYS_ADMIN`.
+fn cap_xattr_write(cred: &Cred, name: &[u8]) -> Result<()> {
+    if name.starts_with(b"security.") && !cred.capable(Capabilities::SYS_ADMIN) {
+        return Err(Errno::EPERM);
+    }
+    Ok(())
 }
 
 impl Task {
@@ -122,7 +130,9 @@ impl Task {
             return Err(Errno::EROFS);
         }
         let _g = inode.lock.write();
-        xattr_permission(&self.cred.borrow(), &inode, name, Access::WRITE)?;
+        let cred = self.cred.borrow();
+        xattr_permission(&cred, &inode, name, Access::WRITE)?;
+        cap_xattr_write(&cred, name)?;
         known_prefix(name)?;
         inode.ops().setxattr(&inode, name, value, flags)
     }
@@ -180,7 +190,9 @@ impl Task {
             return Err(Errno::EROFS);
         }
         let _g = inode.lock.write();
-        xattr_permission(&self.cred.borrow(), &inode, name, Access::WRITE)?;
+        let cred = self.cred.borrow();
+        xattr_permission(&cred, &inode, name, Access::WRITE)?;
+        cap_xattr_write(&cred, name)?;
         known_prefix(name)?;
         inode.ops().removexattr(&inode, name)
     }

@@ -163,6 +163,17 @@ impl FdTable {
         }
     }
 
+    /// True if some fd below the limit is free (open reserves one before it walks).
+    pub fn has_free(&self) -> bool {
+        let g = self.inner.lock();
+        let limit = g.limit as usize;
+        let mut i = g.first_free;
+        while i < g.slots.len() && g.slots[i].is_some() {
+            i += 1;
+        }
+        i < limit
+    }
+
     /// The open-file limit (Linux: `RLIMIT_NOFILE`).
     pub fn limit(&self) -> u32 {
         self.inner.lock().limit

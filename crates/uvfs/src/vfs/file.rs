@@ -8,7 +8,7 @@ use parking_lot::Mutex;
 use super::inode::Inode;
 use super::mount::VfsPath;
 use super::ops::FileOps;
-use crate::abi::{AccessMode, OpenFlags};
+use crate::abi::{AccessMode, FileType, OpenFlags};
 
 /// How a file may be used, fixed at open (Linux: `f_mode`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -21,11 +21,11 @@ pub struct FMode {
     pub path_only: bool,
 }
 
-/// Status flags `F_SETFL` may change.
+/// Status flags `F_SETFL` may change (Linux: `SETFL_MASK`). `O_ASYNC` is set only by a
+/// file's `fasync` handler, which no uvfs file has yet.
 pub(crate) const SETFL_MASK: u32 = OpenFlags::APPEND.bits()
     | OpenFlags::NONBLOCK.bits()
     | OpenFlags::NOATIME.bits()
-    | OpenFlags::ASYNC.bits()
     | OpenFlags::DIRECT.bits();
 
 /// An open file description.
@@ -33,6 +33,10 @@ pub struct FileDescription {
     path: VfsPath,
     inode: Arc<Inode>,
     fmode: FMode,
+    /// This file is counted in its mount's and superblock's writers.
+    counted_writer: bool,
+    /// Identity of the opener's credentials (`Task::cred_id`; Linux: `f_cred`).
+    opener_cred: u64,
     flags: AtomicU32,
     /// The file position (Linux: `f_pos` under `f_pos_lock`).
     /// Order: before the filesystem's data locks and the inode lock.
@@ -47,6 +51,7 @@ impl FileDescription {
         inode: Arc<Inode>,
         flags: OpenFlags,
         ops: Box<dyn FileOps>,
+        opener_cred: u64,
     ) -> Arc<Self> {
         let path_only = flags.contains(OpenFlags::PATH);
         let (read, write) = if path_only {
@@ -59,6 +64,16 @@ impl FileDescription {
                 AccessMode::Neither => (false, false),
             }
         };
+        // Files of special types write to a device or pipe, not to the filesystem (Linux:
+        // `special_file()` in `do_dentry_open()`).
+        let counted_writer = write
+            && matches!(
+                inode.file_type(),
+                FileType::Regular | FileType::Directory | FileType::Symlink
+            );
+        if counted_writer {
+            path.mnt.get_write();
+        }
         let kept = flags.bits()
             & !(OpenFlags::CREAT
                 | OpenFlags::EXCL
@@ -74,6 +89,8 @@ impl FileDescription {
                 write,
                 path_only,
             },
+            counted_writer,
+            opener_cred,
             flags: AtomicU32::new(kept),
             pos: Mutex::new(0),
             ops,
@@ -106,6 +123,11 @@ impl FileDescription {
         let v = (cur & !SETFL_MASK) | (new.bits() & SETFL_MASK);
         self.flags.store(v, Ordering::Relaxed);
     }
+    /// Identity of the credentials that opened the file.
+    pub fn opener_cred(&self) -> u64 {
+        self.opener_cred
+    }
+
     /// The filesystem's operations for this open file.
     #[inline]
     pub fn ops(&self) -> &dyn FileOps {
@@ -116,6 +138,9 @@ impl FileDescription {
 impl Drop for FileDescription {
     fn drop(&mut self) {
         self.ops.release(self);
+        if self.counted_writer {
+            self.path.mnt.put_write();
+        }
     }
 }
 

@@ -125,7 +125,7 @@ impl Inode {
     /// Creates an inode of `sb` with the given identity and the filesystem's operations; all
     /// four timestamps are "now".
     pub fn new(sb: &Arc<SuperBlock>, init: InodeInit, ops: Box<dyn InodeOps>) -> Arc<Inode> {
-        let now = fine_now();
+        let now = coarse_now();
         Arc::new(Inode {
             ino: init.ino,
             file_type: init.file_type,

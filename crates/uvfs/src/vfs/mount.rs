@@ -1,7 +1,7 @@
 //! Mounts and the mount namespace. Linux: `struct mount`, `struct vfsmount`, fs/namespace.c.
 
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use std::sync::Arc;
 
 use arc_swap::ArcSwap;
@@ -42,6 +42,12 @@ pub struct Mount {
     sb: Arc<SuperBlock>,
     root: Arc<Dentry>,
     flags: AtomicU32,
+    /// Open files that may write through this mount (Linux: `mnt_get_writers()`).
+    writers: AtomicU64,
+    /// Still part of its namespace's tree (Linux: `check_mnt()`); cleared by a detach.
+    attached: AtomicBool,
+    /// Marked by a first `umount2(MNT_EXPIRE)`.
+    expiry_mark: AtomicBool,
     /// Protects: where this mount is attached (parent mount and mountpoint dentry).
     /// Order: innermost.
     parent: Mutex<Option<(Arc<Mount>, Arc<Dentry>)>>,
@@ -55,6 +61,9 @@ impl Mount {
             sb,
             root,
             flags: AtomicU32::new(flags.bits()),
+            writers: AtomicU64::new(0),
+            attached: AtomicBool::new(true),
+            expiry_mark: AtomicBool::new(false),
             parent: Mutex::new(None),
         })
     }
@@ -87,6 +96,39 @@ impl Mount {
     pub fn is_rdonly(&self) -> bool {
         self.flags().contains(MntFlags::RDONLY) || self.sb.is_rdonly()
     }
+    /// Counts an open file that may write through this mount and its filesystem.
+    pub(crate) fn get_write(&self) {
+        self.writers.fetch_add(1, Ordering::Relaxed);
+        self.sb.get_write();
+    }
+
+    /// Uncounts an open file that may write.
+    pub(crate) fn put_write(&self) {
+        self.writers.fetch_sub(1, Ordering::Relaxed);
+        self.sb.put_write();
+    }
+
+    /// Sets the `MNT_EXPIRE` mark; returns whether it was already set (Linux:
+    /// `mnt_expiry_mark`).
+    pub(crate) fn set_expiry_mark(&self) -> bool {
+        self.expiry_mark.swap(true, Ordering::Relaxed)
+    }
+
+    /// True while the mount is part of its namespace's tree.
+    pub fn is_attached(&self) -> bool {
+        self.attached.load(Ordering::Relaxed)
+    }
+
+    /// Takes the mount out of its namespace's tree (a lazy unmount).
+    pub(crate) fn set_detached(&self) {
+        self.attached.store(false, Ordering::Relaxed);
+    }
+
+    /// Files open for writing through this mount.
+    pub fn writers(&self) -> u64 {
+        self.writers.load(Ordering::Relaxed)
+    }
+
     /// Parent mount and mountpoint, or `None` for a namespace root or a detached mount.
     pub fn parent(&self) -> Option<(Arc<Mount>, Arc<Dentry>)> {
         self.parent.lock().clone()
@@ -186,6 +228,7 @@ impl MountNamespace {
             .or_default()
             .push(child.clone());
         *child.parent.lock() = Some((point.mnt.clone(), point.dentry.clone()));
+        child.attached.store(true, Ordering::Relaxed);
         point.dentry.add_mount();
         self.table.store(Arc::new(t));
     }
@@ -224,6 +267,7 @@ impl MountNamespace {
         // Lazy detach: the subtree's own mounts stay attached to it.
         self.table.store(Arc::new(t));
         *child.parent.lock() = None;
+        child.set_detached();
         pd.remove_mount();
         Ok(())
     }

@@ -74,6 +74,12 @@ pub trait SuperOps: Send + Sync + 'static {
         }
     }
 
+    /// True while unlinked inodes are still open (Linux: `s_remove_count`), which keeps the
+    /// filesystem from becoming read-only.
+    fn has_orphans(&self) -> bool {
+        false
+    }
+
     /// Down-casting support.
     fn as_any(&self) -> &dyn Any;
 }

@@ -139,3 +139,35 @@ pub fn may_create(cred: &Cred, dir: &Inode, dir_dead: bool) -> Result<()> {
     }
     inode_permission(cred, dir, Access::WRITE | Access::EXEC)
 }
+
+/// The set-id bits a write or truncate by `cred` must clear (Linux: `should_remove_suid()`
+/// with `setattr_should_drop_sgid()`): set-user-ID always, set-group-ID when group-executable
+/// or when the writer is not in the file's group; nothing for a caller with `CAP_FSETID` or
+/// for a non-regular file.
+pub fn should_remove_suid(cred: &Cred, inode: &Inode) -> u32 {
+    let mode = inode.mode();
+    let mut kill = 0;
+    if mode & crate::abi::S_ISUID != 0 {
+        kill |= crate::abi::S_ISUID;
+    }
+    kill |= should_drop_sgid(cred, inode);
+    if kill != 0 && !cred.capable(Capabilities::FSETID) && inode.file_type() == FileType::Regular {
+        kill
+    } else {
+        0
+    }
+}
+
+/// Whether set-group-ID must go (Linux: `setattr_should_drop_sgid()`).
+pub fn should_drop_sgid(cred: &Cred, inode: &Inode) -> u32 {
+    let mode = inode.mode();
+    if mode & crate::abi::S_ISGID == 0 {
+        return 0;
+    }
+    if mode & crate::abi::S_IXGRP != 0
+        || !(cred.in_group(inode.gid()) || cred.capable(Capabilities::FSETID))
+    {
+        return crate::abi::S_ISGID;
+    }
+    0
+}

@@ -9,6 +9,8 @@ use super::ops::SuperOps;
 
 /// Superblock flag: the filesystem is read-only (`SB_RDONLY`).
 pub const SB_RDONLY: u32 = 1;
+/// Superblock flag: writes are synchronous (`SB_SYNCHRONOUS`; reported by `statfs`).
+pub const SB_SYNCHRONOUS: u32 = 16;
 
 static NEXT_DEV: AtomicU64 = AtomicU64::new(1);
 
@@ -17,6 +19,9 @@ pub struct SuperBlock {
     dev: u64,
     next_ino: AtomicU64,
     flags: AtomicU32,
+    /// Open files that may write (Linux: the mounts' writer counts, summed for
+    /// `sb_prepare_remount_readonly()`).
+    writers: AtomicU64,
     /// Serialises cross-directory renames so that the ancestor check stays true while the
     /// rename runs (Linux: `s_vfs_rename_mutex`).
     /// Order: first of every namespace lock; before any inode lock.
@@ -32,6 +37,7 @@ impl SuperBlock {
             dev: NEXT_DEV.fetch_add(1, Ordering::Relaxed) + 0x40,
             next_ino: AtomicU64::new(1),
             flags: AtomicU32::new(0),
+            writers: AtomicU64::new(0),
             rename_lock: Mutex::new(()),
             ops,
         })
@@ -57,6 +63,35 @@ impl SuperBlock {
     #[inline]
     pub fn is_rdonly(&self) -> bool {
         self.flags.load(Ordering::Relaxed) & SB_RDONLY != 0
+    }
+
+    /// Counts an open file that may write.
+    pub(crate) fn get_write(&self) {
+        self.writers.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// Uncounts an open file that may write.
+    pub(crate) fn put_write(&self) {
+        self.writers.fetch_sub(1, Ordering::Relaxed);
+    }
+
+    /// Files open for writing on this filesystem.
+    pub fn writers(&self) -> u64 {
+        self.writers.load(Ordering::Relaxed)
+    }
+
+    /// True if mounted `MS_SYNCHRONOUS`.
+    pub fn is_synchronous(&self) -> bool {
+        self.flags.load(Ordering::Relaxed) & SB_SYNCHRONOUS != 0
+    }
+
+    /// Sets or clears `SB_SYNCHRONOUS`.
+    pub fn set_synchronous(&self, on: bool) {
+        if on {
+            self.flags.fetch_or(SB_SYNCHRONOUS, Ordering::Relaxed);
+        } else {
+            self.flags.fetch_and(!SB_SYNCHRONOUS, Ordering::Relaxed);
+        }
     }
 
     /// Sets or clears `SB_RDONLY`.

@@ -19,6 +19,12 @@ pub(crate) struct FsState {
 
 const FD_CACHE_SLOTS: usize = 4;
 
+static NEXT_CRED_ID: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
+
+fn new_cred_id() -> u64 {
+    NEXT_CRED_ID.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+}
+
 /// One cached fd and its file.
 type FdCacheSlot = Option<(i32, Arc<FileDescription>)>;
 
@@ -29,6 +35,9 @@ type FdCacheSlot = Option<(i32, Arc<FileDescription>)>;
 pub struct Task {
     pub(crate) ns: Arc<MountNamespace>,
     pub(crate) cred: RefCell<Cred>,
+    /// Identity of the credentials: shared by tasks that share them (fork, clone), renewed by
+    /// [`Task::set_cred`] (Linux compares `struct cred` pointers, e.g. for `linkat`).
+    pub(crate) cred_id: Cell<u64>,
     pub(crate) fs: RefCell<FsState>,
     pub(crate) umask: Cell<u32>,
     pub(crate) files: Arc<FdTable>,
@@ -69,6 +78,7 @@ impl Task {
         Task {
             ns,
             cred: RefCell::new(cred),
+            cred_id: Cell::new(new_cred_id()),
             fs: RefCell::new(FsState {
                 root: root.clone(),
                 cwd: root,
@@ -86,6 +96,7 @@ impl Task {
         Task {
             ns: self.ns.clone(),
             cred: RefCell::new(self.cred.borrow().clone()),
+            cred_id: Cell::new(self.cred_id.get()),
             fs: RefCell::new(self.fs.borrow().clone()),
             umask: Cell::new(self.umask.get()),
             files: self.files.clone(),
@@ -98,6 +109,7 @@ impl Task {
         Task {
             ns: self.ns.clone(),
             cred: RefCell::new(self.cred.borrow().clone()),
+            cred_id: Cell::new(self.cred_id.get()),
             fs: RefCell::new(self.fs.borrow().clone()),
             umask: Cell::new(self.umask.get()),
             files: Arc::new(self.files.duplicate()),
@@ -118,6 +130,7 @@ impl Task {
             cred.caps.remove(super::cred::Capabilities::FS_MASK);
         }
         *self.cred.borrow_mut() = cred;
+        self.cred_id.set(new_cred_id());
     }
 
     /// The mount namespace.

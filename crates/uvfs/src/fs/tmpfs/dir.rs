@@ -13,6 +13,8 @@ use crate::vfs::FileDescription;
 
 /// Offset of the first real entry; 0 and 1 are `.` and `..`.
 const FIRST_OFFSET: u64 = 2;
+/// Offset given to a directory's first entry; later entries get smaller ones.
+const NEWEST_START: u64 = 1 << 62;
 
 struct Entry {
     name: Box<[u8]>,
@@ -29,10 +31,12 @@ struct Entries {
 
 /// The entries of a tmpfs directory.
 ///
-/// Each entry gets the next offset of a counter that only grows, so a `getdents64` cursor (the
-/// offset after the last entry returned) never returns an entry twice and never skips one that
-/// existed for the whole listing, whatever is created or removed meanwhile (Linux:
-/// `simple_offset_add()` in fs/libfs.c).
+/// Each entry gets the next offset of a counter that only shrinks, and a listing walks offsets
+/// upward, so entries come newest first (as Linux 6.18 tmpfs lists them) and a `getdents64`
+/// cursor (the offset after the last entry returned) never returns an entry twice and never
+/// skips one that existed for the whole listing, whatever is created or removed meanwhile; an
+/// entry created during a listing gets an offset below the cursor and is not returned by it
+/// (Linux: `simple_offset_add()` in fs/libfs.c).
 #[derive(Default)]
 pub(crate) struct DirData {
     /// Protects: the entry maps. Taken under the VFS inode lock for changes; shared by readdir
@@ -47,8 +51,12 @@ impl DirData {
 
     pub(crate) fn add(&self, name: &[u8], inode: Arc<Inode>) {
         let mut e = self.inner.write();
-        let off = e.next_off.max(FIRST_OFFSET);
-        e.next_off = off + 1;
+        let off = if e.next_off == 0 {
+            NEWEST_START
+        } else {
+            e.next_off
+        };
+        e.next_off = off - 1;
         e.by_off.insert(
             off,
             Entry {

@@ -1,7 +1,8 @@
 //! tmpfs regular files: sparse pages, read, write, truncate, `SEEK_DATA`/`SEEK_HOLE`,
 //! `fallocate`.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Arc;
 
 use parking_lot::RwLock;
 
@@ -23,21 +24,37 @@ fn zeroed_page() -> Page {
         .expect("a PAGE-long slice converts to a PAGE array")
 }
 
-/// The pages of a tmpfs file; a missing page is a hole.
+/// Page map of a file. A missing page is a hole; a page allocated by `fallocate` and never
+/// written is "unwritten": it holds zeros, counts as allocated, and reads as a hole to
+/// `SEEK_DATA`/`SEEK_HOLE` (Linux: a shmem folio that is not uptodate).
+#[derive(Default)]
+pub(crate) struct Pages {
+    map: BTreeMap<u64, Page>,
+    unwritten: BTreeSet<u64>,
+}
+
+impl Pages {
+    fn is_data(&self, idx: u64) -> bool {
+        self.map.contains_key(&idx) && !self.unwritten.contains(&idx)
+    }
+}
+
+/// The pages of a tmpfs file.
 #[derive(Default)]
 pub(crate) struct RegData {
     /// Protects: the page map and, with the attribute lock, `size` and `blocks` of the inode
     /// (Linux: `i_rwsem` of a shmem file). Shared for reads, exclusive for writes and resizes.
     /// Order: after the inode lock and `FileDescription::pos`; before the attribute lock.
-    pages: RwLock<BTreeMap<u64, Page>>,
+    pages: RwLock<Pages>,
 }
 
 impl RegData {
     /// Drops every page; returns how many there were.
     pub(crate) fn release_all(&self) -> u64 {
         let mut p = self.pages.write();
-        let n = p.len() as u64;
-        p.clear();
+        let n = p.map.len() as u64;
+        p.map.clear();
+        p.unwritten.clear();
         n
     }
 
@@ -51,16 +68,17 @@ impl RegData {
         }
         if new < old {
             let first_dropped = new.div_ceil(PAGE_SIZE);
-            let dropped = pages.split_off(&first_dropped);
+            let dropped = pages.map.split_off(&first_dropped);
+            pages.unwritten.split_off(&first_dropped);
             counters.free_blocks(dropped.len() as u64);
             let tail = (new % PAGE_SIZE) as usize;
             if tail != 0 {
-                if let Some(p) = pages.get_mut(&(new / PAGE_SIZE)) {
+                if let Some(p) = pages.map.get_mut(&(new / PAGE_SIZE)) {
                     p[tail..].fill(0);
                 }
             }
         }
-        let n = pages.len() as u64;
+        let n = pages.map.len() as u64;
         inode.write_attrs(|w| {
             w.set_size(new);
             w.set_blocks(n * BLOCKS_PER_PAGE);
@@ -83,8 +101,8 @@ fn copy_small(dst: &mut [u8], src: &[u8]) {
 
 /// An open tmpfs regular file: holds the pages directly, so I/O needs no down-cast.
 pub(crate) struct RegFile {
-    pub(crate) data: std::sync::Arc<RegData>,
-    pub(crate) counters: std::sync::Arc<Counters>,
+    pub(crate) data: Arc<RegData>,
+    pub(crate) counters: Arc<Counters>,
 }
 
 impl FileOps for RegFile {
@@ -103,7 +121,7 @@ impl FileOps for RegFile {
             let in_page = (off % PAGE_SIZE) as usize;
             let chunk = (PAGE - in_page).min(n - done);
             let dst = &mut buf[done..done + chunk];
-            match pages.get(&(off / PAGE_SIZE)) {
+            match pages.map.get(&(off / PAGE_SIZE)) {
                 Some(p) => copy_small(dst, &p[in_page..in_page + chunk]),
                 None => dst.fill(0),
             }
@@ -126,6 +144,9 @@ impl FileOps for RegFile {
         if start >= MAX_LFS_FILESIZE as u64 {
             return Err(Errno::EFBIG);
         }
+        // Times change before the copy, so even a write that finds no space stamps them
+        // (Linux: `file_modified()` in `shmem_file_write_iter()`).
+        inode.update_mtime_ctime();
         let len = (buf.len() as u64).min(MAX_LFS_FILESIZE as u64 - start) as usize;
         let mut done = 0;
         let mut new_pages = 0u64;
@@ -134,8 +155,14 @@ impl FileOps for RegFile {
             let in_page = (off % PAGE_SIZE) as usize;
             let chunk = (PAGE - in_page).min(len - done);
             let idx = off / PAGE_SIZE;
-            let page = match pages.entry(idx) {
-                std::collections::btree_map::Entry::Occupied(e) => e.into_mut(),
+            let p = &mut *pages;
+            let page = match p.map.entry(idx) {
+                std::collections::btree_map::Entry::Occupied(e) => {
+                    if !p.unwritten.is_empty() {
+                        p.unwritten.remove(&idx);
+                    }
+                    e.into_mut()
+                }
                 std::collections::btree_map::Entry::Vacant(e) => {
                     if self.counters.alloc_blocks(1).is_err() {
                         break;
@@ -155,7 +182,7 @@ impl FileOps for RegFile {
         }
         let end = start + done as u64;
         if end > inode.size() || new_pages != 0 {
-            let n = pages.len() as u64;
+            let n = pages.map.len() as u64;
             inode.write_attrs(|w| {
                 if end > inode.size() {
                     w.set_size(end);
@@ -163,7 +190,6 @@ impl FileOps for RegFile {
                 w.set_blocks(n * BLOCKS_PER_PAGE);
             });
         }
-        inode.update_mtime_ctime();
         Ok((done, end))
     }
 
@@ -182,16 +208,18 @@ impl FileOps for RegFile {
         }
         let first = off / PAGE_SIZE;
         if whence == Whence::DATA {
-            match pages.range(first..).next() {
-                Some((&idx, _)) if idx * PAGE_SIZE < size => Ok(off.max(idx * PAGE_SIZE)),
+            let found = pages
+                .map
+                .range(first..)
+                .map(|(&k, _)| k)
+                .find(|&k| pages.is_data(k));
+            match found {
+                Some(idx) if idx * PAGE_SIZE < size => Ok(off.max(idx * PAGE_SIZE)),
                 _ => Err(Errno::ENXIO),
             }
         } else {
             let mut idx = first;
-            for (&k, _) in pages.range(first..) {
-                if k != idx {
-                    break;
-                }
+            while idx * PAGE_SIZE < size && pages.is_data(idx) {
                 idx += 1;
             }
             Ok(off.max(idx * PAGE_SIZE).min(size))
@@ -212,41 +240,56 @@ impl FileOps for RegFile {
             let first_full = offset.div_ceil(PAGE_SIZE);
             let last_full = end / PAGE_SIZE;
             let doomed: Vec<u64> = pages
+                .map
                 .range(first_full..last_full.max(first_full))
                 .map(|(&k, _)| k)
                 .collect();
             for k in &doomed {
-                pages.remove(k);
+                pages.map.remove(k);
+                pages.unwritten.remove(k);
             }
             self.counters.free_blocks(doomed.len() as u64);
-            for (idx, from, to) in [
-                (
-                    offset / PAGE_SIZE,
-                    offset % PAGE_SIZE,
-                    if offset / PAGE_SIZE == end / PAGE_SIZE {
-                        end % PAGE_SIZE
-                    } else {
-                        PAGE_SIZE
-                    },
-                ),
-                (end / PAGE_SIZE, 0, end % PAGE_SIZE),
-            ] {
+            // Partial pages at either end are zeroed, not freed.
+            let (head, tail) = (offset / PAGE_SIZE, end / PAGE_SIZE);
+            let mut zero = |idx: u64, from: u64, to: u64| {
                 if from < to {
-                    if let Some(p) = pages.get_mut(&idx) {
+                    if let Some(p) = pages.map.get_mut(&idx) {
                         p[from as usize..to as usize].fill(0);
                     }
                 }
+            };
+            if head == tail {
+                zero(head, offset % PAGE_SIZE, end % PAGE_SIZE);
+            } else {
+                zero(
+                    head,
+                    offset % PAGE_SIZE,
+                    if offset.is_multiple_of(PAGE_SIZE) {
+                        0
+                    } else {
+                        PAGE_SIZE
+                    },
+                );
+                zero(tail, 0, end % PAGE_SIZE);
             }
         } else {
             let first = offset / PAGE_SIZE;
             let last = end.div_ceil(PAGE_SIZE);
-            let missing: Vec<u64> = (first..last).filter(|i| !pages.contains_key(i)).collect();
+            let missing: Vec<u64> = (first..last)
+                .filter(|i| !pages.map.contains_key(i))
+                .collect();
             self.counters.alloc_blocks(missing.len() as u64)?;
+            // A page preallocated by an earlier call is initialised now and becomes data (Linux:
+            // `shmem_get_folio_gfp()` with `SGP_FALLOC` on a fallocated folio).
+            for i in first..last {
+                pages.unwritten.remove(&i);
+            }
             for i in missing {
-                pages.insert(i, zeroed_page());
+                pages.map.insert(i, zeroed_page());
+                pages.unwritten.insert(i);
             }
         }
-        let n = pages.len() as u64;
+        let n = pages.map.len() as u64;
         let grow = !mode.contains(FallocFlags::KEEP_SIZE) && end > inode.size();
         inode.write_attrs(|w| {
             if grow {

@@ -50,6 +50,8 @@ pub(crate) struct Counters {
     used_blocks: AtomicU64,
     max_inodes: AtomicU64,
     used_ispace: AtomicU64,
+    /// Inodes with no link that are still open (Linux: `s_remove_count`).
+    orphans: AtomicU64,
 }
 
 fn reserve(used: &AtomicU64, max: &AtomicU64, n: u64) -> Result<()> {
@@ -86,7 +88,9 @@ impl Counters {
         }
         let limit = max.saturating_mul(BOGO_INODE_SIZE);
         self.used_ispace
-            .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |u| u.checked_add(bytes).filter(|&v| v <= limit))
+            .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |u| {
+                u.checked_add(bytes).filter(|&v| v <= limit)
+            })
             .map(|_| ())
             .map_err(|_| Errno::ENOSPC)
     }
@@ -170,9 +174,14 @@ impl SuperOps for Tmpfs {
         let mi = c.max_inodes.load(Ordering::Relaxed);
         if mi != 0 {
             s.files = mi;
-            s.ffree = (mi * BOGO_INODE_SIZE).saturating_sub(c.used_ispace.load(Ordering::Relaxed)) / BOGO_INODE_SIZE;
+            s.ffree = (mi * BOGO_INODE_SIZE).saturating_sub(c.used_ispace.load(Ordering::Relaxed))
+                / BOGO_INODE_SIZE;
         }
         Ok(s)
+    }
+
+    fn has_orphans(&self) -> bool {
+        self.counters.orphans.load(Ordering::Relaxed) != 0
     }
 
     fn remount(&self, _sb: &SuperBlock, data: Option<&str>) -> Result<()> {
@@ -188,7 +197,10 @@ impl SuperOps for Tmpfs {
         }
         if let Some(mi) = o.max_inodes {
             let cur = c.max_inodes.load(Ordering::Relaxed);
-            if mi != 0 && (c.used_ispace.load(Ordering::Relaxed) > mi.saturating_mul(BOGO_INODE_SIZE) || cur == 0) {
+            if mi != 0
+                && (c.used_ispace.load(Ordering::Relaxed) > mi.saturating_mul(BOGO_INODE_SIZE)
+                    || cur == 0)
+            {
                 return Err(Errno::EINVAL);
             }
         }
@@ -222,6 +234,8 @@ pub(crate) struct Node {
     opens: AtomicU32,
     /// The inode's charge (one inode, its pages) was returned to the instance.
     released: AtomicBool,
+    /// Counted in `Counters::orphans`.
+    orphan: AtomicBool,
     /// Protects: the extended attributes. Order: innermost.
     xattrs: Mutex<BTreeMap<Vec<u8>, Vec<u8>>>,
     pub(crate) kind: Kind,
@@ -233,6 +247,7 @@ impl Node {
             counters,
             opens: AtomicU32::new(0),
             released: AtomicBool::new(false),
+            orphan: AtomicBool::new(false),
             xattrs: Mutex::new(BTreeMap::new()),
             kind,
         }
@@ -253,22 +268,37 @@ impl Node {
     /// Returns the inode's charge once it has no link and no open file (Linux:
     /// `shmem_evict_inode()` at the last `iput()`).
     pub(crate) fn maybe_release(&self, inode: &Inode) {
-        if inode.nlink() == 0
-            && self.opens.load(Ordering::Acquire) == 0
-            && !self.released.swap(true, Ordering::AcqRel)
-        {
-            if let Kind::Reg(r) = &self.kind {
-                let pages = r.release_all();
-                self.counters.free_blocks(pages);
-                inode.write_attrs(|w| w.set_blocks(0));
+        if inode.nlink() != 0 || self.released.load(Ordering::Acquire) {
+            return;
+        }
+        if self.opens.load(Ordering::Acquire) != 0 {
+            self.mark_orphan();
+            return;
+        }
+        if self.released.swap(true, Ordering::AcqRel) {
+            return;
+        }
+        if self.orphan.swap(false, Ordering::AcqRel) {
+            self.counters.orphans.fetch_sub(1, Ordering::Relaxed);
+        }
+        if let Kind::Reg(r) = &self.kind {
+            let pages = r.release_all();
+            self.counters.free_blocks(pages);
+            inode.write_attrs(|w| w.set_blocks(0));
+        }
+        if let Kind::Symlink(t) = &self.kind {
+            if t.len() > SHORT_SYMLINK_LEN {
+                self.counters.free_blocks(1);
             }
-            if let Kind::Symlink(t) = &self.kind {
-                if t.len() > SHORT_SYMLINK_LEN {
-                    self.counters.free_blocks(1);
-                }
-            }
-            self.free_xattrs();
-            self.counters.free_inode();
+        }
+        self.free_xattrs();
+        self.counters.free_inode();
+    }
+
+    /// Counts this open, unlinked inode as an orphan (once).
+    fn mark_orphan(&self) {
+        if !self.orphan.swap(true, Ordering::AcqRel) {
+            self.counters.orphans.fetch_add(1, Ordering::Relaxed);
         }
     }
 
@@ -429,6 +459,9 @@ impl InodeOps for Node {
     fn tmpfile(&self, dir: &Inode, new: &NewInode<'_>) -> Result<Arc<Inode>> {
         self.dir()?;
         let inode = self.new_inode(dir, new, Kind::Reg(Arc::default()))?;
+        if let Some(n) = Node::of(&inode) {
+            n.mark_orphan();
+        }
         inode.write_attrs(|w| w.set_nlink(0));
         Ok(inode)
     }
@@ -446,6 +479,9 @@ impl InodeOps for Node {
         if let Some(n) = Node::of(target) {
             // A linked O_TMPFILE inode is live again.
             n.released.store(false, Ordering::Release);
+            if n.orphan.swap(false, Ordering::AcqRel) {
+                self.counters.orphans.fetch_sub(1, Ordering::Relaxed);
+            }
         }
         d.add(name, target.clone());
         let now = dir.current_time();

@@ -127,7 +127,7 @@ impl<'a> Walker<'a> {
         }
         loop {
             let dir = pos.inode().ok_or(Errno::ENOENT)?;
-            may_lookup(self.cred, dir)?;
+            may_lookup(self.cred, dir).map_err(|e| self.cached_err(e))?;
             let (len, hl) = hash_component(self.seed, &path[i..]);
             let name = &path[i..i + len];
             let mut j = i + len;
@@ -159,9 +159,19 @@ impl<'a> Walker<'a> {
             }
             pos = self.step(pos, name, FollowLast::Yes)?;
             if !pos.is_dir() {
-                return Err(Errno::ENOTDIR);
+                return Err(self.cached_err(Errno::ENOTDIR));
             }
             i = j;
+        }
+    }
+
+    /// With `RESOLVE_CACHED`, an error that Linux finds only after leaving RCU-walk becomes
+    /// `EAGAIN` (Linux: `try_to_unlazy()` fails under `LOOKUP_CACHED`).
+    fn cached_err(&self, e: Errno) -> Errno {
+        if self.resolve.contains(ResolveFlags::CACHED) {
+            Errno::EAGAIN
+        } else {
+            e
         }
     }
 
