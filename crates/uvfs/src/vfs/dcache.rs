@@ -156,6 +156,52 @@ pub(crate) fn hash_component(seed: u64, s: &[u8]) -> (usize, u64) {
     }
 }
 
+/// As [`hash_component`], but `None` if the component holds a NUL byte (the fast walk then
+/// leaves the path to the general one, which reports it).
+#[inline]
+pub(crate) fn hash_component_checked(seed: u64, s: &[u8]) -> Option<(usize, u64)> {
+    let mut h = seed;
+    let mut off = 0;
+    loop {
+        let rem = s.len() - off;
+        let (word, avail) = if rem >= 8 {
+            (load8(s, off), 8)
+        } else {
+            (load_partial(s, off, rem), rem)
+        };
+        let x = word ^ SLASHES;
+        let valid = if avail == 8 {
+            u64::MAX
+        } else {
+            (1u64 << (avail * 8)) - 1
+        };
+        let slash = x.wrapping_sub(ONES) & !x & HIGHS & valid;
+        let nul = word.wrapping_sub(ONES) & !word & HIGHS & valid;
+        if slash != 0 {
+            let n = (slash.trailing_zeros() / 8) as usize;
+            let below = (1u64 << (n * 8)).wrapping_sub(1);
+            if nul & below != 0 {
+                return None;
+            }
+            if n != 0 {
+                h = mix(h, word & below);
+            }
+            return Some((off + n, finish(h, off + n)));
+        }
+        if nul != 0 {
+            return None;
+        }
+        if avail < 8 {
+            if avail != 0 {
+                h = mix(h, word);
+            }
+            return Some((off + avail, finish(h, off + avail)));
+        }
+        h = mix(h, word);
+        off += 8;
+    }
+}
+
 /// Name equality for names of equal length, eight bytes at a time (no library call).
 #[inline(always)]
 fn same_name(a: &[u8], b: &[u8]) -> bool {
@@ -474,6 +520,22 @@ mod tests {
                 assert_eq!((n2, h2), (len, hash_len(s, &text[..len])));
             }
         }
+        for (path, want) in [
+            (&b"ab\0c/d"[..], None),
+            (b"abcdefg\0", None),
+            (b"abcdefgh/\0", Some(8)),
+            (b"abc", Some(3)),
+        ] {
+            assert_eq!(
+                hash_component_checked(s, path).map(|(n, _)| n),
+                want,
+                "{path:?}"
+            );
+        }
+        assert_eq!(
+            hash_component_checked(s, b"abcdefghij/x").map(|(_, h)| h),
+            Some(hash_len(s, b"abcdefghij"))
+        );
         assert!(same_name(b"abcdefghij", b"abcdefghij"));
         assert!(!same_name(b"abcdefghij", b"abcdefghiJ"));
         assert!(!same_name(b"abc", b"abd"));

@@ -240,6 +240,42 @@ impl Inode {
         }
     }
 
+    /// `struct stat` of this inode, read as one snapshot and marking the ctime observed
+    /// (Linux: `generic_fillattr()`). Fills the result directly from the attribute atomics.
+    ///
+    /// # Fast path
+    /// As [`Inode::attrs`]: no lock, no store after the first observation of a change.
+    #[inline]
+    pub fn stat(&self) -> crate::abi::Stat {
+        if self.flags.load(Ordering::Relaxed) & CTIME_QUERIED == 0 {
+            self.flags.fetch_or(CTIME_QUERIED, Ordering::Relaxed);
+        }
+        loop {
+            let Some(s) = self.attr_seq.read_begin() else {
+                std::hint::spin_loop();
+                continue;
+            };
+            let st = crate::abi::Stat {
+                dev: self.sb.dev(),
+                ino: self.ino,
+                nlink: u64::from(self.nlink.load(Ordering::Relaxed)),
+                mode: self.mode(),
+                uid: self.uid(),
+                gid: self.gid(),
+                rdev: self.rdev,
+                size: self.size.load(Ordering::Relaxed) as i64,
+                blksize: crate::abi::PAGE_SIZE as i64,
+                blocks: self.blocks.load(Ordering::Relaxed) as i64,
+                atime: self.atime.load(),
+                mtime: self.mtime.load(),
+                ctime: self.ctime.load(),
+            };
+            if !self.attr_seq.read_retry(s) {
+                return st;
+            }
+        }
+    }
+
     /// The time to stamp a change with: coarse, or fine if the ctime was observed since the
     /// last change (Linux: `inode_set_ctime_current()`).
     #[inline]

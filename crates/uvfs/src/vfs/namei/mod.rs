@@ -9,6 +9,7 @@
 //! component, and callers that need the result beyond the walk clone it once
 //! ([`Pos::to_path`]).
 
+pub(crate) mod fast;
 mod lookup;
 mod walk;
 

@@ -5,6 +5,7 @@ use std::sync::Arc;
 
 use seize::LocalGuard;
 
+use super::fast::{step_cached, walk_cached};
 use super::lookup::lookup_slow;
 use super::{Pos, Ref};
 use crate::abi::{Errno, FileType, ResolveFlags, Result, MAXSYMLINKS, NAME_MAX};
@@ -191,31 +192,12 @@ impl<'a> Walker<'a> {
         hl: u64,
         follow: FollowLast,
     ) -> Option<&'a Arc<Dentry>> {
-        if name.first() == Some(&b'.') && (name.len() == 1 || name == b"..") {
-            return None;
-        }
-        match pos.dentry.lookup_fast(hl, name, self.guard) {
-            Cached::Hit(d) => {
-                let inode = d.inode()?;
-                if d.is_mountpoint()
-                    || (follow == FollowLast::Yes && inode.file_type() == FileType::Symlink)
-                {
-                    return None;
-                }
-                Some(d)
-            }
-            Cached::Miss => None,
-        }
+        step_cached(&pos.dentry, name, hl, follow, self.guard)
     }
 
-    /// Resolves a whole path through cached, current entries only, touching nothing but
-    /// dentry pointers (Linux: the RCU-walk half of `path_lookupat()`). `None` means "not
-    /// resolvable this way"; the caller restarts with [`Walker::lookup`], which reports errors.
-    ///
-    /// # Fast path
-    /// No lock, no reference count, no store; one bucket chain per component. Falls back on an
-    /// owned start, a scoped absolute path, `.`/`..`, trailing slashes, misses, changed or
-    /// negative entries, mountpoints, links to follow, and failed search permission.
+    /// Resolves a whole path through cached, current entries only ([`super::fast`]). `None`
+    /// means "not resolvable this way"; the caller restarts with [`Walker::lookup`], which
+    /// reports errors. Scoped absolute paths and owned positions always take the general walk.
     #[inline]
     pub(crate) fn lookup_fast_path(
         &self,
@@ -223,58 +205,17 @@ impl<'a> Walker<'a> {
         path: &[u8],
         follow: FollowLast,
     ) -> Option<&'a Arc<Dentry>> {
-        let mut i = 0;
-        let mut d: &'a Arc<Dentry> = if path.first() == Some(&b'/') {
-            if self
+        if path.first() == Some(&b'/')
+            && self
                 .resolve
                 .intersects(ResolveFlags::BENEATH | ResolveFlags::NO_XDEV)
-            {
-                return None;
-            }
-            while i < path.len() && path[i] == b'/' {
-                i += 1;
-            }
-            match self.root.dentry {
-                Ref::B(r) => r,
-                Ref::O(_) => return None,
-            }
-        } else {
-            match start.dentry {
-                Ref::B(r) => r,
-                Ref::O(_) => return None,
-            }
-        };
-        if i == path.len() {
+        {
             return None;
         }
-        loop {
-            let dir = d.inode()?;
-            if !dir.is_dir() || may_lookup(self.cred, dir).is_err() {
-                return None;
-            }
-            let (len, hl) = hash_component(self.seed, &path[i..]);
-            let name = &path[i..i + len];
-            let j = i + len;
-            if j == path.len() {
-                let pos = Pos {
-                    mnt: start.mnt.clone(),
-                    dentry: Ref::B(d),
-                };
-                return self.step_fast(&pos, name, hl, follow);
-            }
-            if path[j] == b'/' && j + 1 < path.len() && path[j + 1] == b'/' {
-                return None;
-            }
-            if j + 1 == path.len() {
-                return None;
-            }
-            let pos = Pos {
-                mnt: start.mnt.clone(),
-                dentry: Ref::B(d),
-            };
-            d = self.step_fast(&pos, name, hl, FollowLast::Yes)?;
-            i = j + 1;
-        }
+        let (Ref::B(root), Ref::B(s)) = (&self.root.dentry, &start.dentry) else {
+            return None;
+        };
+        walk_cached(self.guard, self.cred, self.seed, root, s, path, follow)
     }
 
     /// Resolves a whole path (Linux: `path_lookupat()`). An empty path resolves to `start`.
