@@ -118,46 +118,8 @@ pub(crate) fn hash_len(seed: u64, name: &[u8]) -> u64 {
 
 /// Scans the component at the start of `s` (up to the first `/` or the end) and hashes it in
 /// the same pass, eight bytes at a time; returns the component's length and its `hash_len`
-/// (equal to [`hash_len`] of the component). Linux: `hash_name()` in fs/namei.c.
-#[inline]
-pub(crate) fn hash_component(seed: u64, s: &[u8]) -> (usize, u64) {
-    let mut h = seed;
-    let mut off = 0;
-    loop {
-        let rem = s.len() - off;
-        let (word, avail) = if rem >= 8 {
-            (load8(s, off), 8)
-        } else {
-            (load_partial(s, off, rem), rem)
-        };
-        let x = word ^ SLASHES;
-        let slash = x.wrapping_sub(ONES) & !x & HIGHS;
-        let valid = if avail == 8 {
-            u64::MAX
-        } else {
-            (1u64 << (avail * 8)) - 1
-        };
-        let slash = slash & valid;
-        if slash != 0 {
-            let n = (slash.trailing_zeros() / 8) as usize;
-            if n != 0 {
-                h = mix(h, word & ((1u64 << (n * 8)) - 1));
-            }
-            return (off + n, finish(h, off + n));
-        }
-        if avail < 8 {
-            if avail != 0 {
-                h = mix(h, word);
-            }
-            return (off + avail, finish(h, off + avail));
-        }
-        h = mix(h, word);
-        off += 8;
-    }
-}
-
-/// As [`hash_component`], but `None` if the component holds a NUL byte (the fast walk then
-/// leaves the path to the general one, which reports it).
+/// (equal to [`hash_len`] of the component), or `None` if the component holds a NUL byte.
+/// Linux: `hash_name()` in fs/namei.c.
 #[inline]
 pub(crate) fn hash_component_checked(seed: u64, s: &[u8]) -> Option<(usize, u64)> {
     let mut h = seed;
@@ -513,10 +475,10 @@ mod tests {
                 path.extend_from_slice(&text[..len]);
                 path.push(b'/');
                 path.extend_from_slice(&text[..pre]);
-                let (n, h) = hash_component(s, &path);
+                let (n, h) = hash_component_checked(s, &path).expect("no NUL");
                 assert_eq!(n, len);
                 assert_eq!(h, hash_len(s, &text[..len]), "len {len} tail {pre}");
-                let (n2, h2) = hash_component(s, &text[..len]);
+                let (n2, h2) = hash_component_checked(s, &text[..len]).expect("no NUL");
                 assert_eq!((n2, h2), (len, hash_len(s, &text[..len])));
             }
         }

@@ -11,7 +11,7 @@ use super::{Pos, Ref};
 use crate::abi::{Errno, FileType, ResolveFlags, Result, MAXSYMLINKS, NAME_MAX};
 use crate::vfs::atime::touch_atime_at;
 use crate::vfs::cred::Cred;
-use crate::vfs::dcache::{hash_component, hash_len, hash_seed};
+use crate::vfs::dcache::{hash_component_checked, hash_len, hash_seed};
 use crate::vfs::dentry::{Cached, Dentry};
 use crate::vfs::mount::{MntFlags, MountNamespace};
 use crate::vfs::permission::may_lookup;
@@ -129,7 +129,7 @@ impl<'a> Walker<'a> {
         loop {
             let dir = pos.inode().ok_or(Errno::ENOENT)?;
             may_lookup(self.cred, dir).map_err(|e| self.cached_err(e))?;
-            let (len, hl) = hash_component(self.seed, &path[i..]);
+            let (len, hl) = hash_component_checked(self.seed, &path[i..]).ok_or(Errno::EINVAL)?;
             let name = &path[i..i + len];
             let mut j = i + len;
             while j < path.len() && path[j] == b'/' {
