@@ -1,0 +1,452 @@
+//! gVisor: the same work on the Sentry's VFS with its tmpfs, run in process by a Go driver.
+//!
+//! The driver (`crates/uvfs-bench/gvisor/`, Go module `uvfs.dev/gvisor-driver`, gVisor pinned in
+//! its `go.mod`) is built once into `target/uvfs-gvisor-driver/` and rebuilt only when its
+//! sources are newer than the binary. For each configuration `setup` starts one driver process
+//! in `--serve` mode: it builds the VFS, the tmpfs and the files, prints `{"ready": true}`, then
+//! answers each operation count written to its stdin with one `{"elapsed_ns": N}` line, measured
+//! inside the driver from the common start of its goroutines. Process start-up and VFS setup are
+//! never timed, and the process stays warm across the runner's iterations like the in-process
+//! columns do.
+//!
+//! Without `go` the column reports "skipped: go not installed" for every configuration; if the
+//! build fails, "skipped: driver build failed: ...".
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
+use std::sync::{Arc, Mutex};
+use std::thread::JoinHandle;
+use std::time::{Duration, SystemTime};
+
+use anyhow::{anyhow, bail, Context};
+use serde::Deserialize;
+
+use crate::column::{Column, Support};
+use crate::params::{Params, Sharing};
+
+/// The Go module that provides the VFS, as named in the driver's `go.mod`.
+const GVISOR_MODULE: &str = "gvisor.dev/gvisor";
+
+/// File name of the driver binary under `target/uvfs-gvisor-driver/`.
+const DRIVER_NAME: &str = "uvfs-gvisor-driver";
+
+/// How much of the driver's stderr is kept for error messages.
+const STDERR_TAIL_BYTES: usize = 16 * 1024;
+
+/// gVisor's Sentry VFS and tmpfs, driven in process by a Go program.
+pub struct Gvisor {
+    /// The built driver, or why the column is skipped.
+    driver: Result<PathBuf, String>,
+    /// The driver process serving the current configuration.
+    session: Option<Session>,
+}
+
+impl Gvisor {
+    /// Finds `go` and builds the driver if it is missing or older than its sources, reporting
+    /// progress through `status`. Never fails: a missing `go` or a failed build makes
+    /// [`Column::supports`] say "skipped: why" (the full build error goes to stderr).
+    pub fn prepare(status: &mut dyn FnMut(&str)) -> Gvisor {
+        let binary = target_dir().join(DRIVER_NAME).join(DRIVER_NAME);
+        Self::prepare_with(find_go(), &binary, status)
+    }
+
+    /// [`Gvisor::prepare`] with `go` (if any) building the driver into `binary`.
+    fn prepare_with(go: Option<PathBuf>, binary: &Path, status: &mut dyn FnMut(&str)) -> Gvisor {
+        let driver = match go {
+            None => Err("skipped: go not installed".to_string()),
+            Some(go) => build_driver(&go, binary, status).map_err(|e| {
+                eprintln!("gvisor column: driver build failed:\n{e}");
+                let first = e
+                    .lines()
+                    .map(str::trim)
+                    .find(|l| !l.is_empty())
+                    .unwrap_or("unknown error");
+                format!("skipped: driver build failed: {first}")
+            }),
+        };
+        Gvisor {
+            driver,
+            session: None,
+        }
+    }
+
+    fn driver(&self) -> anyhow::Result<&Path> {
+        self.driver
+            .as_deref()
+            .map_err(|why| anyhow!("gvisor column {why}"))
+    }
+}
+
+impl Column for Gvisor {
+    fn name(&self) -> &'static str {
+        "gvisor"
+    }
+
+    fn supports(&self, _p: &Params) -> Support {
+        match &self.driver {
+            Ok(_) => Support::Yes,
+            Err(why) => Support::No(why.clone()),
+        }
+    }
+
+    fn setup(&mut self, p: &Params) -> anyhow::Result<()> {
+        self.session = None;
+        let session = Session::start(self.driver()?, p)?;
+        self.session = Some(session);
+        Ok(())
+    }
+
+    fn run(&mut self, p: &Params, ops: u64) -> anyhow::Result<Duration> {
+        if self.session.as_ref().is_none_or(|s| s.params != *p) {
+            self.setup(p)?;
+        }
+        let session = self
+            .session
+            .as_mut()
+            .expect("setup either succeeded or returned early");
+        let result = session.round(ops);
+        if result.is_err() {
+            // A driver that failed once is not trusted for the next iteration.
+            self.session = None;
+        }
+        result
+    }
+
+    fn teardown(&mut self) {
+        self.session = None;
+    }
+
+    fn note(&self) -> &'static str {
+        "gVisor's Sentry VFS + tmpfs (Go, its own locks, refcounts and GC) called in process: \
+         no syscall boundary, no copy to or from user memory, no fd table"
+    }
+}
+
+/// One `{"elapsed_ns": N}` line of the driver.
+#[derive(Deserialize)]
+struct Round {
+    elapsed_ns: u64,
+}
+
+/// A driver process serving one configuration.
+struct Session {
+    params: Params,
+    child: Child,
+    stdin: ChildStdin,
+    stdout: BufReader<ChildStdout>,
+    /// The last [`STDERR_TAIL_BYTES`] of the driver's stderr, filled by `drain`.
+    stderr: Arc<Mutex<Vec<u8>>>,
+    drain: Option<JoinHandle<()>>,
+}
+
+impl Session {
+    /// Starts the driver for `p` and waits until its VFS and files are set up.
+    fn start(driver: &Path, p: &Params) -> anyhow::Result<Session> {
+        let sharing = match p.sharing {
+            Sharing::Shared => "shared",
+            Sharing::PerThread => "per-thread",
+        };
+        let mut child = Command::new(driver)
+            .args([
+                "--workload",
+                p.workload.name(),
+                "--sharing",
+                sharing,
+                "--serve",
+            ])
+            .args([
+                "--threads",
+                &p.threads.to_string(),
+                "--depth",
+                &p.depth.to_string(),
+            ])
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .with_context(|| format!("starting {}", driver.display()))?;
+        let stdin = child.stdin.take().expect("stdin was piped");
+        let stdout = BufReader::new(child.stdout.take().expect("stdout was piped"));
+        let mut err_pipe = child.stderr.take().expect("stderr was piped");
+        let stderr = Arc::new(Mutex::new(Vec::new()));
+        // The driver may log warnings at any time; drain them so it never blocks on a full pipe.
+        let tail = Arc::clone(&stderr);
+        let drain = std::thread::spawn(move || {
+            let mut buf = [0u8; 4096];
+            while let Ok(n @ 1..) = err_pipe.read(&mut buf) {
+                let mut t = tail.lock().unwrap_or_else(|e| e.into_inner());
+                t.extend_from_slice(&buf[..n]);
+                let excess = t.len().saturating_sub(STDERR_TAIL_BYTES);
+                t.drain(..excess);
+            }
+        });
+        let mut s = Session {
+            params: *p,
+            child,
+            stdin,
+            stdout,
+            stderr,
+            drain: Some(drain),
+        };
+        let line = s.read_line().context("gVisor driver setup")?;
+        if line.trim() != r#"{"ready": true}"# {
+            bail!("gVisor driver setup: unexpected line {line:?}");
+        }
+        Ok(s)
+    }
+
+    /// Runs `ops` operations per thread and returns the driver's measured wall time.
+    fn round(&mut self, ops: u64) -> anyhow::Result<Duration> {
+        writeln!(self.stdin, "{ops}")
+            .and_then(|()| self.stdin.flush())
+            .map_err(|e| self.failure(&format!("writing to the driver: {e}")))?;
+        let line = self.read_line()?;
+        let round: Round = serde_json::from_str(&line)
+            .with_context(|| format!("gVisor driver printed {line:?}"))?;
+        Ok(Duration::from_nanos(round.elapsed_ns))
+    }
+
+    /// The driver's next stdout line; its exit (with its stderr) is the error if there is none.
+    fn read_line(&mut self) -> anyhow::Result<String> {
+        let mut line = String::new();
+        match self.stdout.read_line(&mut line) {
+            Ok(0) => Err(self.failure("the driver exited")),
+            Ok(_) => Ok(line),
+            Err(e) => Err(self.failure(&format!("reading from the driver: {e}"))),
+        }
+    }
+
+    /// An error for a driver that stopped answering: `what`, its exit status and its stderr.
+    fn failure(&mut self, what: &str) -> anyhow::Error {
+        let status = match self.child.wait() {
+            Ok(s) => s.to_string(),
+            Err(e) => format!("unknown status ({e})"),
+        };
+        if let Some(drain) = self.drain.take() {
+            // The driver has exited, so its stderr is at EOF and the drain thread ends.
+            let _ = drain.join();
+        }
+        let tail = self.stderr.lock().unwrap_or_else(|e| e.into_inner());
+        anyhow!(
+            "gVisor driver ({}): {what}, {status}: {}",
+            self.params.label(),
+            String::from_utf8_lossy(&tail).trim()
+        )
+    }
+}
+
+impl Drop for Session {
+    fn drop(&mut self) {
+        // The driver keeps no state worth a clean exit; killing never hangs on a stuck one.
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        if let Some(drain) = self.drain.take() {
+            let _ = drain.join();
+        }
+    }
+}
+
+/// `go` from `PATH`, else the official install location.
+fn find_go() -> Option<PathBuf> {
+    ["go", "/usr/local/go/bin/go"]
+        .into_iter()
+        .map(PathBuf::from)
+        .find(|go| {
+            Command::new(go)
+                .arg("version")
+                .output()
+                .is_ok_and(|o| o.status.success())
+        })
+}
+
+/// The driver's Go sources.
+fn source_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("gvisor")
+}
+
+/// The workspace's `target/` (or `CARGO_TARGET_DIR`), where the driver binary goes.
+fn target_dir() -> PathBuf {
+    match std::env::var_os("CARGO_TARGET_DIR") {
+        Some(dir) => PathBuf::from(dir),
+        None => Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target"),
+    }
+}
+
+fn modified(path: &Path) -> Option<SystemTime> {
+    std::fs::metadata(path).and_then(|m| m.modified()).ok()
+}
+
+/// Whether `binary` exists and is at least as new as every file in `sources`.
+fn up_to_date(binary: &Path, sources: &Path) -> Result<bool, String> {
+    let Some(built) = modified(binary) else {
+        return Ok(false);
+    };
+    let entries =
+        std::fs::read_dir(sources).map_err(|e| format!("reading {}: {e}", sources.display()))?;
+    for entry in entries {
+        let path = entry.map_err(|e| e.to_string())?.path();
+        if modified(&path).is_some_and(|m| m > built) {
+            return Ok(false);
+        }
+    }
+    Ok(true)
+}
+
+/// `go` with the driver's sources as working directory; never fetches another toolchain.
+fn go_command(go: &Path, args: &[&str]) -> Command {
+    let mut cmd = Command::new(go);
+    cmd.args(args)
+        .current_dir(source_dir())
+        .env("GOTOOLCHAIN", "local");
+    cmd
+}
+
+/// Runs `cmd`; its stderr (or how it failed to start) is the error.
+fn run_go(cmd: &mut Command) -> Result<(), String> {
+    let out = cmd.output().map_err(|e| format!("cannot run go: {e}"))?;
+    if out.status.success() {
+        return Ok(());
+    }
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    // `go` reports each module it fetches before the error itself.
+    let error: Vec<&str> = stderr
+        .lines()
+        .filter(|l| !l.starts_with("go: downloading "))
+        .collect();
+    Err(if error.is_empty() {
+        format!("go exited with {}", out.status)
+    } else {
+        error.join("\n")
+    })
+}
+
+/// Builds the driver into `binary` unless it is up to date; `binary` again.
+fn build_driver(go: &Path, binary: &Path, status: &mut dyn FnMut(&str)) -> Result<PathBuf, String> {
+    // One build at a time in this process (parallel tests); the others then find it up to date.
+    static BUILD: Mutex<()> = Mutex::new(());
+    let _building = BUILD.lock().unwrap_or_else(|e| e.into_inner());
+    if up_to_date(binary, &source_dir())? {
+        return Ok(binary.to_path_buf());
+    }
+    // Already in the module cache? Ask without touching the network first.
+    if run_go(go_command(go, &["mod", "download", GVISOR_MODULE]).env("GOPROXY", "off")).is_err() {
+        status("downloading gvisor.dev/gvisor");
+        run_go(&mut go_command(go, &["mod", "download", GVISOR_MODULE]))?;
+    }
+    status("compiling gVisor driver (first use, ~40 s)");
+    let out_dir = binary
+        .parent()
+        .expect("the driver binary is a file in a directory");
+    std::fs::create_dir_all(out_dir).map_err(|e| format!("creating {}: {e}", out_dir.display()))?;
+    // Build beside the binary and rename, so a concurrent run never sees half a file (builds in
+    // this process are serialised by `BUILD`; the pid separates processes).
+    let partial = out_dir.join(format!("{DRIVER_NAME}.{}.partial", std::process::id()));
+    let partial_arg = partial
+        .to_str()
+        .ok_or_else(|| format!("non-UTF-8 path {}", partial.display()))?;
+    run_go(&mut go_command(
+        go,
+        &["build", "-buildvcs=false", "-o", partial_arg, "."],
+    ))?;
+    std::fs::rename(&partial, binary)
+        .map_err(|e| format!("installing {}: {e}", binary.display()))?;
+    Ok(binary.to_path_buf())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::params::Workload;
+
+    fn params(workload: Workload, depth: usize) -> Params {
+        Params {
+            workload,
+            threads: 1,
+            depth,
+            sharing: Sharing::Shared,
+        }
+    }
+
+    /// Oracle: the driver's own clock; only that it measured something is checked.
+    #[test]
+    fn driver_times_write1_and_stat_walk() {
+        let mut g = Gvisor::prepare(&mut |s| eprintln!("gvisor: {s}"));
+        let write1 = params(Workload::Write1, 1);
+        if find_go().is_none() {
+            eprintln!("skipped: go not installed");
+            assert_eq!(
+                g.supports(&write1),
+                Support::No("skipped: go not installed".into())
+            );
+            return;
+        }
+        assert_eq!(
+            g.supports(&write1),
+            Support::Yes,
+            "driver build failed (see stderr)"
+        );
+        for p in [write1, params(Workload::StatWalk, 2)] {
+            g.setup(&p).expect("driver setup");
+            let d = g.run(&p, 1000).expect("driver run");
+            assert!(d > Duration::ZERO, "{}: zero duration", p.label());
+            g.teardown();
+        }
+    }
+
+    #[test]
+    fn missing_go_skips_every_configuration() {
+        let binary = Path::new("/nonexistent/uvfs-gvisor-driver");
+        let g = Gvisor::prepare_with(None, binary, &mut |s| panic!("no build without go: {s:?}"));
+        for w in Workload::ALL {
+            assert_eq!(
+                g.supports(&params(w, 1)),
+                Support::No("skipped: go not installed".into())
+            );
+        }
+    }
+
+    /// Oracle: a stand-in `go` that fails like a compile error after fetching a module.
+    #[test]
+    fn build_failure_skips_with_the_first_error_line() {
+        let dir = std::env::temp_dir().join(format!("uvfs-gvisor-fake-go-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).expect("temp dir");
+        let fake_go = dir.join("go");
+        std::fs::write(
+            &fake_go,
+            "#!/bin/sh\necho 'go: downloading gvisor.dev/gvisor v0' >&2\n\
+             echo './main.go:1:1: boom' >&2\necho 'second line' >&2\nexit 1\n",
+        )
+        .expect("write fake go");
+        std::fs::set_permissions(
+            &fake_go,
+            std::os::unix::fs::PermissionsExt::from_mode(0o755),
+        )
+        .expect("chmod fake go");
+        let mut statuses = Vec::new();
+        let g = Gvisor::prepare_with(Some(fake_go), &dir.join("out/driver"), &mut |s| {
+            statuses.push(s.to_string())
+        });
+        std::fs::remove_dir_all(&dir).expect("remove temp dir");
+        assert_eq!(statuses, ["downloading gvisor.dev/gvisor"]);
+        assert_eq!(
+            g.supports(&params(Workload::Read1, 1)),
+            Support::No("skipped: driver build failed: ./main.go:1:1: boom".into())
+        );
+    }
+
+    #[test]
+    fn driver_failure_reports_its_stderr() {
+        let g = Gvisor::prepare(&mut |_| {});
+        let Ok(driver) = g.driver() else {
+            eprintln!("skipped: no driver ({:?})", g.driver);
+            return;
+        };
+        let mut s = Session::start(driver, &params(Workload::Write1, 1)).expect("driver setup");
+        // A count the driver cannot parse makes it exit with a message.
+        writeln!(s.stdin, "not-a-number").expect("write to driver");
+        s.stdin.flush().expect("flush");
+        let e = s.read_line().expect_err("driver must exit");
+        assert!(format!("{e}").contains("bad operation count"), "{e}");
+    }
+}
