@@ -83,6 +83,10 @@ impl Column for Gvisor {
         "gvisor"
     }
 
+    fn helper_pid(&self) -> Option<u32> {
+        self.session.as_ref().map(|s| s.child.id())
+    }
+
     fn supports(&self, _p: &Params) -> Support {
         match &self.driver {
             Ok(_) => Support::Yes,

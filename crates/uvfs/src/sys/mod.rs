@@ -134,7 +134,7 @@ impl Task {
         } else {
             Pos::borrowed(&fs.root)
         };
-        let mut w = Walker::new(&guard, &cred, &self.ns, root, resolve);
+        let mut w = Walker::new(&guard, &cred, &self.ns, root, resolve, self.walk_mode.get());
         f(&mut w, start)
     }
 }

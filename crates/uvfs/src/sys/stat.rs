@@ -126,7 +126,8 @@ impl Task {
     /// length here and for NUL bytes during the scan.
     #[inline]
     fn stat_cached(&self, dirfd: i32, path: &[u8], follow: FollowLast) -> Option<Stat> {
-        if (dirfd != crate::abi::AT_FDCWD && path.first() != Some(&b'/'))
+        if self.walk_mode.get() == crate::vfs::WalkMode::Ref
+            || (dirfd != crate::abi::AT_FDCWD && path.first() != Some(&b'/'))
             || path.len() >= crate::abi::PATH_MAX
         {
             return None;

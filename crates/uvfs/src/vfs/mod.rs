@@ -21,6 +21,7 @@ pub use fd_table::FdTable;
 pub use file::{FMode, FileDescription};
 pub use inode::{AttrWriter, Attrs, Inode, InodeInit, SetAttr, Stamp, TimeSet};
 pub use mount::{MntFlags, Mount, MountNamespace, VfsPath};
+pub use namei::WalkMode;
 pub use ops::{DirEntry, FileOps, InodeOps, NewInode, SuperOps, WritePos};
 pub use super_block::SuperBlock;
 pub use task::Task;

@@ -40,6 +40,7 @@ pub struct Task {
     pub(crate) cred_id: Cell<u64>,
     pub(crate) fs: RefCell<FsState>,
     pub(crate) umask: Cell<u32>,
+    pub(crate) walk_mode: Cell<super::namei::WalkMode>,
     pub(crate) files: Arc<FdTable>,
     /// Files of recently used fds, used only while `files` is not shared.
     ///
@@ -84,6 +85,7 @@ impl Task {
                 cwd: root,
             }),
             umask: Cell::new(0o022),
+            walk_mode: Cell::new(super::namei::WalkMode::Rcu),
             files: Arc::new(FdTable::new()),
             fd_cache: RefCell::new(Default::default()),
         }
@@ -99,6 +101,7 @@ impl Task {
             cred_id: Cell::new(self.cred_id.get()),
             fs: RefCell::new(self.fs.borrow().clone()),
             umask: Cell::new(self.umask.get()),
+            walk_mode: Cell::new(self.walk_mode.get()),
             files: self.files.clone(),
             fd_cache: RefCell::new(Default::default()),
         }
@@ -112,6 +115,7 @@ impl Task {
             cred_id: Cell::new(self.cred_id.get()),
             fs: RefCell::new(self.fs.borrow().clone()),
             umask: Cell::new(self.umask.get()),
+            walk_mode: Cell::new(self.walk_mode.get()),
             files: Arc::new(self.files.duplicate()),
             fd_cache: RefCell::new(Default::default()),
         }
@@ -131,6 +135,12 @@ impl Task {
         }
         *self.cred.borrow_mut() = cred;
         self.cred_id.set(new_cred_id());
+    }
+
+    /// Chooses how this task resolves paths ([`super::WalkMode`]): `Ref` forces the locked
+    /// lookup for every component, the design the lock-free walk replaced.
+    pub fn set_walk_mode(&self, mode: super::namei::WalkMode) {
+        self.walk_mode.set(mode);
     }
 
     /// The mount namespace.

@@ -21,6 +21,19 @@ use super::dentry::Dentry;
 use super::inode::Inode;
 use super::mount::{Mount, VfsPath};
 
+/// How a task resolves paths.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum WalkMode {
+    /// Lock-free cached steps, falling back to the locked lookup per component (the default;
+    /// Linux: RCU-walk).
+    #[default]
+    Rcu,
+    /// Every component through the locked lookup, taking the directory lock and a reference
+    /// (Linux: ref-walk, the design RCU-walk replaced). For benchmarks ("vanilla") and for
+    /// tests that force the fallback.
+    Ref,
+}
+
 /// A borrowed-for-the-walk or owned strong reference.
 pub(crate) enum Ref<'a, T> {
     /// Borrowed from the task, a start file, or a dcache node (valid for the walk's guard).

@@ -7,7 +7,7 @@ use seize::LocalGuard;
 
 use super::fast::{step_cached, walk_cached};
 use super::lookup::lookup_slow;
-use super::{Pos, Ref};
+use super::{Pos, Ref, WalkMode};
 use crate::abi::{Errno, FileType, ResolveFlags, Result, MAXSYMLINKS, NAME_MAX};
 use crate::vfs::atime::touch_atime_at;
 use crate::vfs::cred::Cred;
@@ -68,6 +68,7 @@ pub(crate) struct Walker<'a> {
     /// Where `/` leads and `..` stops.
     pub(crate) root: Pos<'a>,
     pub(crate) resolve: ResolveFlags,
+    mode: WalkMode,
     /// Symbolic links followed so far.
     links: u32,
     seed: u64,
@@ -80,6 +81,7 @@ impl<'a> Walker<'a> {
         ns: &'a MountNamespace,
         root: Pos<'a>,
         resolve: ResolveFlags,
+        mode: WalkMode,
     ) -> Self {
         Walker {
             guard,
@@ -87,6 +89,7 @@ impl<'a> Walker<'a> {
             ns,
             root,
             resolve,
+            mode,
             links: 0,
             seed: hash_seed(),
         }
@@ -192,6 +195,9 @@ impl<'a> Walker<'a> {
         hl: u64,
         follow: FollowLast,
     ) -> Option<&'a Arc<Dentry>> {
+        if self.mode == WalkMode::Ref {
+            return None;
+        }
         step_cached(&pos.dentry, name, hl, follow, self.guard)
     }
 
@@ -205,6 +211,9 @@ impl<'a> Walker<'a> {
         path: &[u8],
         follow: FollowLast,
     ) -> Option<&'a Arc<Dentry>> {
+        if self.mode == WalkMode::Ref {
+            return None;
+        }
         if path.first() == Some(&b'/')
             && self
                 .resolve
@@ -298,6 +307,9 @@ impl<'a> Walker<'a> {
     pub(crate) fn lookup_one(&self, dir: &Pos<'a>, name: &[u8]) -> Result<Ref<'a, Dentry>> {
         if name.len() > NAME_MAX {
             return Err(Errno::ENAMETOOLONG);
+        }
+        if self.mode == WalkMode::Ref {
+            return lookup_slow(dir.dentry.arc(), name).map(Ref::O);
         }
         let hl = hash_len(self.seed, name);
         match dir.dentry.lookup_fast(hl, name, self.guard) {

@@ -1,0 +1,12 @@
+//! `uvfs bench`: the benchmark suite that runs each seed experiment's workload on the host
+//! kernel, on uvfs, on uvfs "vanilla" and on the peers, interleaved in one run, and reports the
+//! results the way the seeds do (mmtests-style tables beside the host kernel).
+
+pub mod column;
+pub mod columns;
+pub mod machine;
+pub mod params;
+pub mod report;
+pub mod runner;
+pub mod stats;
+pub mod svg;
