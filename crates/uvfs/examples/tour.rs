@@ -1,5 +1,5 @@
 //! A short tour of uvfs: builds a tree, writes, reads, links, renames, lists and stats,
-//! printing each step. Run with `cargo run --release --example tour`.
+//! printing each step. Run with `cargo run --release -p uvfs --example tour`.
 
 use uvfs::abi::{AtFlags, Dirent, OpenFlags, RenameFlags, AT_FDCWD};
 use uvfs::{Cred, Vfs};
