@@ -363,7 +363,7 @@ impl Task {
         }
         let cred = self.cred.borrow();
         inode_permission(&cred, inode, Access::WRITE)?;
-        do_truncate(&cred, inode, length, false)
+        do_truncate(&cred, inode, length)
     }
 
     /// `ftruncate(2)`.
@@ -383,17 +383,16 @@ impl Task {
             return Err(Errno::EINVAL);
         }
         let cred = self.cred.borrow();
-        do_truncate(&cred, file.inode(), length, true)
+        do_truncate(&cred, file.inode(), length)
     }
 }
 
 /// Sets the size (Linux: `do_truncate()`). Any non-negative `i64` is within tmpfs's
 /// `MAX_LFS_FILESIZE`, so `EFBIG` cannot arise here.
-fn do_truncate(cred: &Cred, inode: &Arc<Inode>, length: i64, stamp: bool) -> Result<()> {
+fn do_truncate(cred: &Cred, inode: &Arc<Inode>, length: i64) -> Result<()> {
     let _g = inode.lock.write();
     // Linux 6.x stamps mtime and ctime on every truncate, same size included (checked
     // against the host by times_truncate_same_size_vs_ftruncate_same_size).
-    let _ = stamp;
     let mut attr = SetAttr {
         size: Some(length as u64),
         mtime: Some(TimeSet::Now),

@@ -24,6 +24,7 @@ use crate::vfs::dentry::Dentry;
 use crate::vfs::inode::Inode;
 use crate::vfs::mount::{MntFlags, Mount, MountNamespace};
 use crate::vfs::namei::{Pos, Walker};
+use crate::vfs::ops::NewInode;
 use crate::vfs::Task;
 
 /// A mount namespace with a tmpfs root: the entry point of the library.
@@ -139,8 +140,21 @@ impl Task {
     }
 }
 
+/// What the filesystem is asked to create in `dir`: owner, group and mode decided as Linux's
+/// `inode_init_owner()` and `mode_strip_sgid()` do (the caller applied the umask).
+pub(crate) fn new_inode<'a>(cred: &'a Cred, dir: &Inode, mode: u32, rdev: u64) -> NewInode<'a> {
+    let (uid, gid, mode) = init_owner(cred, dir, mode);
+    NewInode {
+        mode,
+        rdev,
+        uid,
+        gid,
+        cred,
+    }
+}
+
 /// Owner, group and mode of a new inode (Linux: `inode_init_owner()` and `mode_strip_sgid()`).
-pub(crate) fn init_owner(cred: &Cred, dir: &Inode, mut mode: u32) -> (u32, u32, u32) {
+fn init_owner(cred: &Cred, dir: &Inode, mut mode: u32) -> (u32, u32, u32) {
     let is_dir = crate::abi::FileType::from_mode(mode) == Some(crate::abi::FileType::Directory);
     if dir.mode() & S_ISGID != 0 {
         if is_dir {

@@ -5,7 +5,7 @@
 
 use std::sync::Arc;
 
-use super::{check_path, init_owner, lookup_locked, EmptyPath};
+use super::{check_path, lookup_locked, new_inode, EmptyPath};
 use crate::abi::{
     Access, AtFlags, Errno, FileType, RenameFlags, ResolveFlags, Result, AT_FDCWD, S_IALLUGO,
     S_IFMT, S_ISGID, S_ISUID, S_ISVTX, S_IXGRP,
@@ -14,7 +14,6 @@ use crate::vfs::atime::touch_atime_at;
 use crate::vfs::cred::{Capabilities, Cred};
 use crate::vfs::inode::Inode;
 use crate::vfs::namei::{FollowLast, LastKind};
-use crate::vfs::ops::NewInode;
 use crate::vfs::permission::{
     inode_permission, may_create, may_delete, owner_or_capable, VictimKind,
 };
@@ -97,18 +96,7 @@ impl Task {
             |cred, parent, dir, name| {
                 may_create(cred, dir, parent.dentry.is_dead())?;
                 let mode = (mode & (0o777 | S_ISVTX) & !umask) | FileType::Directory.mode_bits();
-                let (uid, gid, mode) = init_owner(cred, dir, mode);
-                let inode = dir.ops().mkdir(
-                    dir,
-                    name,
-                    &NewInode {
-                        mode,
-                        rdev: 0,
-                        uid,
-                        gid,
-                        cred,
-                    },
-                )?;
+                let inode = dir.ops().mkdir(dir, name, &new_inode(cred, dir, mode, 0))?;
                 parent.dentry.d_instantiate(name, inode);
                 Ok(())
             },
@@ -144,14 +132,7 @@ impl Task {
                 }
                 let rdev = if is_dev { dev } else { 0 };
                 let perm = mode & S_IALLUGO & !umask;
-                let (uid, gid, m) = init_owner(cred, dir, perm | ft.mode_bits());
-                let new = NewInode {
-                    mode: m,
-                    rdev,
-                    uid,
-                    gid,
-                    cred,
-                };
+                let new = new_inode(cred, dir, perm | ft.mode_bits(), rdev);
                 let inode = if ft == FileType::Regular {
                     dir.ops().create(dir, name, &new)?
                 } else {
@@ -181,18 +162,11 @@ impl Task {
             WantDir::No,
             |cred, parent, dir, name| {
                 may_create(cred, dir, parent.dentry.is_dead())?;
-                let (uid, gid, mode) = init_owner(cred, dir, 0o777 | FileType::Symlink.mode_bits());
                 let inode = dir.ops().symlink(
                     dir,
                     name,
                     target,
-                    &NewInode {
-                        mode,
-                        rdev: 0,
-                        uid,
-                        gid,
-                        cred,
-                    },
+                    &new_inode(cred, dir, 0o777 | FileType::Symlink.mode_bits(), 0),
                 )?;
                 parent.dentry.d_instantiate(name, inode);
                 Ok(())
@@ -481,17 +455,10 @@ impl Task {
         } else {
             od.d_move(&op.name, &old_child, &nd, &np.name);
             if flags.contains(RenameFlags::WHITEOUT) {
-                let (uid, gid, mode) = init_owner(&cred, &odir, FileType::CharDevice.mode_bits());
                 let w = odir.ops().mknod(
                     &odir,
                     &op.name,
-                    &NewInode {
-                        mode,
-                        rdev: 0,
-                        uid,
-                        gid,
-                        cred: &cred,
-                    },
+                    &new_inode(&cred, &odir, FileType::CharDevice.mode_bits(), 0),
                 )?;
                 od.d_instantiate(&op.name, w);
             }

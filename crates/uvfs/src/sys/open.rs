@@ -4,7 +4,7 @@
 use std::borrow::Cow;
 use std::sync::Arc;
 
-use super::{init_owner, lookup_locked, EmptyPath};
+use super::{lookup_locked, new_inode, EmptyPath};
 use crate::abi::{
     Access, AccessMode, Errno, FileType, OpenFlags, OpenHow, ResolveFlags, Result, S_IALLUGO,
     S_IFMT,
@@ -13,7 +13,6 @@ use crate::vfs::file::{FileDescription, PathOnly};
 use crate::vfs::inode::{SetAttr, TimeSet};
 use crate::vfs::mount::MntFlags;
 use crate::vfs::namei::{Last, LastKind, Pos, Walker};
-use crate::vfs::ops::NewInode;
 use crate::vfs::permission::{inode_permission, may_create, owner_or_capable};
 use crate::vfs::{Task, VfsPath};
 
@@ -231,17 +230,9 @@ fn open_tmpfile<'w>(
     }
     may_create(w.cred, &dinode, dir.dentry.is_dead())?;
     let mode = (req.mode & !umask & S_IALLUGO) | FileType::Regular.mode_bits();
-    let (uid, gid, mode) = init_owner(w.cred, &dinode, mode);
-    let inode = dinode.ops().tmpfile(
-        &dinode,
-        &NewInode {
-            mode,
-            rdev: 0,
-            uid,
-            gid,
-            cred: w.cred,
-        },
-    )?;
+    let inode = dinode
+        .ops()
+        .tmpfile(&dinode, &new_inode(w.cred, &dinode, mode, 0))?;
     let dentry = crate::vfs::Dentry::new_unhashed(
         dir.dentry.arc(),
         b"#tmpfile",
@@ -301,18 +292,10 @@ fn open_last<'w>(
                 }
                 may_create(w.cred, &dinode, dir.is_dead())?;
                 let mode = (req.mode & !umask & S_IALLUGO) | (req.mode & S_IFMT);
-                let (uid, gid, mode) = init_owner(w.cred, &dinode, mode);
-                let inode = dinode.ops().create(
-                    &dinode,
-                    &name,
-                    &NewInode {
-                        mode,
-                        rdev: 0,
-                        uid,
-                        gid,
-                        cred: w.cred,
-                    },
-                )?;
+                let inode =
+                    dinode
+                        .ops()
+                        .create(&dinode, &name, &new_inode(w.cred, &dinode, mode, 0))?;
                 let d = dir.d_instantiate(&name, inode);
                 return Ok(Opened {
                     path: VfsPath {

@@ -56,11 +56,11 @@ fn remove_privs(task: &Task, file: &FileDescription) -> Result<()> {
     if mode & (S_ISUID | S_ISGID) == 0 {
         return Ok(());
     }
-    remove_privs_slow(task, file, mode)
+    remove_privs_slow(task, file)
 }
 
 #[cold]
-fn remove_privs_slow(task: &Task, file: &FileDescription, _mode: u32) -> Result<()> {
+fn remove_privs_slow(task: &Task, file: &FileDescription) -> Result<()> {
     let inode = file.inode();
     let kill = should_remove_suid(&task.cred.borrow(), inode);
     if kill == 0 {

@@ -38,12 +38,6 @@ fn empty_of(flags: AtFlags) -> EmptyPath {
     }
 }
 
-/// Fills a `struct stat` (Linux: `generic_fillattr()` + `cp_new_stat()`).
-#[inline]
-pub(crate) fn fill_stat(inode: &Inode) -> Stat {
-    inode.stat()
-}
-
 fn fill_statx(inode: &Inode, mnt: &Mount, is_mount_root: bool, request: StatxMask) -> Statx {
     // mtime and ctime are reported (and the ctime marked observed) only when asked for, btime
     // only when asked for (Linux: `generic_fillattr()`, `shmem_getattr()`).
@@ -113,7 +107,7 @@ impl Task {
             ResolveFlags::empty(),
             |w, start| {
                 let pos = w.lookup(start, path, follow_of(flags))?;
-                Ok(fill_stat(pos.inode().ok_or(Errno::ENOENT)?))
+                Ok(pos.inode().ok_or(Errno::ENOENT)?.stat())
             },
         )
     }
@@ -169,7 +163,7 @@ impl Task {
     /// `EBADF`.
     pub fn fstat(&self, fd: i32) -> Result<Stat> {
         let file = self.fget(fd)?;
-        Ok(fill_stat(file.inode()))
+        Ok(file.inode().stat())
     }
 
     /// `statx(2)`: tmpfs fills the basic fields and the mount id; mtime/ctime and the birth time

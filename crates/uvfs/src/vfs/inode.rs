@@ -215,27 +215,41 @@ impl Inode {
     /// No lock and no store unless `mark_queried` is set and the ctime was not yet marked as
     /// observed; retries while a writer is inside its section.
     pub fn attrs(&self, mark_queried: bool) -> Attrs {
-        if mark_queried && self.flags.load(Ordering::Relaxed) & CTIME_QUERIED == 0 {
+        if mark_queried {
+            self.mark_ctime_queried();
+        }
+        self.snapshot(|| Attrs {
+            mode: self.mode(),
+            uid: self.uid(),
+            gid: self.gid(),
+            nlink: self.nlink(),
+            size: self.size(),
+            blocks: self.blocks.load(Ordering::Relaxed),
+            atime: self.atime.load(),
+            mtime: self.mtime.load(),
+            ctime: self.ctime.load(),
+        })
+    }
+
+    /// Sets the ctime-observed flag unless it is set (one load in the common case).
+    #[inline]
+    fn mark_ctime_queried(&self) {
+        if self.flags.load(Ordering::Relaxed) & CTIME_QUERIED == 0 {
             self.flags.fetch_or(CTIME_QUERIED, Ordering::Relaxed);
         }
+    }
+
+    /// Runs `read` until no attribute writer ran during it (the read side of `attr_seq`).
+    #[inline(always)]
+    fn snapshot<R>(&self, read: impl Fn() -> R) -> R {
         loop {
             let Some(s) = self.attr_seq.read_begin() else {
                 std::hint::spin_loop();
                 continue;
             };
-            let a = Attrs {
-                mode: self.mode(),
-                uid: self.uid(),
-                gid: self.gid(),
-                nlink: self.nlink(),
-                size: self.size(),
-                blocks: self.blocks.load(Ordering::Relaxed),
-                atime: self.atime.load(),
-                mtime: self.mtime.load(),
-                ctime: self.ctime.load(),
-            };
+            let r = read();
             if !self.attr_seq.read_retry(s) {
-                return a;
+                return r;
             }
         }
     }
@@ -247,33 +261,22 @@ impl Inode {
     /// As [`Inode::attrs`]: no lock, no store after the first observation of a change.
     #[inline]
     pub fn stat(&self) -> crate::abi::Stat {
-        if self.flags.load(Ordering::Relaxed) & CTIME_QUERIED == 0 {
-            self.flags.fetch_or(CTIME_QUERIED, Ordering::Relaxed);
-        }
-        loop {
-            let Some(s) = self.attr_seq.read_begin() else {
-                std::hint::spin_loop();
-                continue;
-            };
-            let st = crate::abi::Stat {
-                dev: self.sb.dev(),
-                ino: self.ino,
-                nlink: u64::from(self.nlink.load(Ordering::Relaxed)),
-                mode: self.mode(),
-                uid: self.uid(),
-                gid: self.gid(),
-                rdev: self.rdev,
-                size: self.size.load(Ordering::Relaxed) as i64,
-                blksize: crate::abi::PAGE_SIZE as i64,
-                blocks: self.blocks.load(Ordering::Relaxed) as i64,
-                atime: self.atime.load(),
-                mtime: self.mtime.load(),
-                ctime: self.ctime.load(),
-            };
-            if !self.attr_seq.read_retry(s) {
-                return st;
-            }
-        }
+        self.mark_ctime_queried();
+        self.snapshot(|| crate::abi::Stat {
+            dev: self.sb.dev(),
+            ino: self.ino,
+            nlink: u64::from(self.nlink.load(Ordering::Relaxed)),
+            mode: self.mode(),
+            uid: self.uid(),
+            gid: self.gid(),
+            rdev: self.rdev,
+            size: self.size.load(Ordering::Relaxed) as i64,
+            blksize: crate::abi::PAGE_SIZE as i64,
+            blocks: self.blocks.load(Ordering::Relaxed) as i64,
+            atime: self.atime.load(),
+            mtime: self.mtime.load(),
+            ctime: self.ctime.load(),
+        })
     }
 
     /// The time to stamp a change with: coarse, or fine if the ctime was observed since the
