@@ -16,6 +16,7 @@ pub mod normalise;
 pub mod op;
 pub mod outcome;
 pub mod parse;
+pub mod random;
 pub mod report;
 pub mod uvfs_backend;
 

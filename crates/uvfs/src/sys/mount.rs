@@ -148,10 +148,13 @@ impl Task {
                 return Err(Errno::ENOTDIR);
             }
             let m = Mount::new(src.mnt.sb().clone(), src.dentry.clone(), src.mnt.flags());
-            self.ns.attach(&m, &target);
+            // Copy the tree before grafting it (Linux: `copy_tree()` then `graft_tree()`): a
+            // target inside the source would otherwise see its own copy among the source's
+            // submounts and copy it again, without end.
             if flags.contains(MountFlags::REC) {
                 self.copy_submounts(&src.mnt, &src.dentry, &m);
             }
+            self.ns.attach(&m, &target);
             return Ok(());
         }
         if flags.contains(MountFlags::MOVE) {

@@ -275,10 +275,13 @@ impl FileOps for RegFile {
         } else {
             let first = offset / PAGE_SIZE;
             let last = end.div_ceil(PAGE_SIZE);
+            // Count before collecting: a request far past the size limit must fail with ENOSPC
+            // without first listing every page it names.
+            let present = pages.map.range(first..last).count() as u64;
+            self.counters.alloc_blocks(last - first - present)?;
             let missing: Vec<u64> = (first..last)
                 .filter(|i| !pages.map.contains_key(i))
                 .collect();
-            self.counters.alloc_blocks(missing.len() as u64)?;
             // A page preallocated by an earlier call is initialised now and becomes data (Linux:
             // `shmem_get_folio_gfp()` with `SGP_FALLOC` on a fallocated folio).
             for i in first..last {
