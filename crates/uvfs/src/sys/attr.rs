@@ -176,15 +176,29 @@ impl Task {
             ..SetAttr::default()
         };
         if !inode.is_dir() {
+            // Linux `chown_common()` asks to clear set-user-ID on every non-directory and
+            // set-group-ID when `setattr_should_drop_sgid()` says so; `notify_change()` turns
+            // that into a mode change, which `setattr_prepare()` allows only to the owner or
+            // CAP_FOWNER, so a stranger's chown(-1, -1) of a set-id file is EPERM.
             let mode = inode.mode();
-            // Linux `chown_common()`: `ATTR_KILL_SUID` for every non-directory, plus
-            // `setattr_should_drop_sgid()`.
             let mut kill = should_drop_sgid(&cred, inode);
             if mode & S_ISUID != 0 {
                 kill |= S_ISUID;
             }
             if kill != 0 {
-                attr.perm = Some(mode & S_IALLUGO & !kill);
+                if !owner_or_capable(&cred, inode) {
+                    return Err(Errno::EPERM);
+                }
+                let mut perm = mode & S_IALLUGO & !kill;
+                // A set-group-ID bit that survives needs the (new) group or CAP_FSETID.
+                let group = gid.unwrap_or(inode.gid());
+                if perm & S_ISGID != 0
+                    && !cred.in_group(group)
+                    && !cred.capable(Capabilities::FSETID)
+                {
+                    perm &= !S_ISGID;
+                }
+                attr.perm = Some(perm);
             }
         }
         inode.ops().setattr(inode, &attr)

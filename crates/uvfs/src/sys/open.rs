@@ -13,7 +13,9 @@ use crate::vfs::file::{FileDescription, PathOnly};
 use crate::vfs::inode::{SetAttr, TimeSet};
 use crate::vfs::mount::MntFlags;
 use crate::vfs::namei::{Last, LastKind, Pos, Walker};
-use crate::vfs::permission::{inode_permission, may_create, owner_or_capable};
+use crate::vfs::permission::{
+    inode_permission, may_create, may_create_in_sticky, owner_or_capable, DirAttrs,
+};
 use crate::vfs::{Task, VfsPath};
 
 /// Every flag `openat2` accepts (Linux: `VALID_OPEN_FLAGS`).
@@ -57,28 +59,42 @@ struct OpenReq {
     resolve: ResolveFlags,
 }
 
-fn build_open_flags(flags: OpenFlags, mode: u32, resolve: ResolveFlags) -> Result<OpenReq> {
-    let mut flags = OpenFlags::from_bits_retain(
-        flags.bits() & OpenFlags::VALID | flags.bits() & OpenFlags::ACCMODE,
-    );
-    let creating = flags.contains(OpenFlags::CREAT) || flags.bits() & O_TMPFILE_BIT != 0;
-    let mode = if creating {
+/// What `openat` makes of its arguments before checking them (Linux: `build_open_how()`):
+/// unknown bits dropped and, with `O_PATH`, every flag `O_PATH` ignores dropped too, so that
+/// `O_PATH|O_CREAT|O_DIRECTORY` or `O_PATH|O_TMPFILE` open a path instead of failing.
+fn build_open_how(flags: OpenFlags, mode: u32) -> (OpenFlags, u32) {
+    let mut bits = flags.bits() & VALID_OPEN_FLAGS as u32;
+    if bits & OpenFlags::PATH.bits() != 0 {
+        bits &= O_PATH_FLAGS;
+    }
+    let flags = OpenFlags::from_bits_retain(bits);
+    (flags, if will_create(flags) { mode } else { 0 })
+}
+
+/// `O_CREAT` or `__O_TMPFILE` (Linux: `WILL_CREATE()`).
+fn will_create(flags: OpenFlags) -> bool {
+    flags.contains(OpenFlags::CREAT) || flags.bits() & O_TMPFILE_BIT != 0
+}
+
+/// Checks the flags in Linux's order, all `EINVAL` (Linux: `build_open_flags()`).
+fn build_open_flags(mut flags: OpenFlags, mode: u32, resolve: ResolveFlags) -> Result<OpenReq> {
+    let mode = if will_create(flags) {
         (mode & S_IALLUGO) | FileType::Regular.mode_bits()
     } else {
         0
     };
-    if flags.bits() & O_TMPFILE_BIT != 0 {
-        if !flags.contains(OpenFlags::TMPFILE) || flags.contains(OpenFlags::CREAT) {
-            return Err(Errno::EINVAL);
-        }
-        if flags.access() == AccessMode::ReadOnly {
-            return Err(Errno::EINVAL);
-        }
-    } else if flags.contains(OpenFlags::CREAT) && flags.contains(OpenFlags::DIRECTORY) {
+    if flags.contains(OpenFlags::CREAT) && flags.contains(OpenFlags::DIRECTORY) {
+        return Err(Errno::EINVAL);
+    }
+    if flags.bits() & O_TMPFILE_BIT != 0
+        && (!flags.contains(OpenFlags::DIRECTORY) || flags.access() == AccessMode::ReadOnly)
+    {
         return Err(Errno::EINVAL);
     }
     if flags.contains(OpenFlags::PATH) {
-        flags = OpenFlags::from_bits_retain(flags.bits() & O_PATH_FLAGS);
+        if flags.bits() & !O_PATH_FLAGS != 0 {
+            return Err(Errno::EINVAL);
+        }
         return Ok(OpenReq {
             flags,
             mode: 0,
@@ -114,6 +130,9 @@ fn build_open_flags(flags: OpenFlags, mode: u32, resolve: ResolveFlags) -> Resul
 struct Opened {
     path: VfsPath,
     created: bool,
+    /// With `O_CREAT`, for a name that existed: the mode and owner of the directory it was
+    /// found in, read when it was looked up (Linux: `nameidata::dir_mode`, `dir_vfsuid`).
+    found_in: Option<DirAttrs>,
 }
 
 impl Task {
@@ -131,6 +150,7 @@ impl Task {
         flags: OpenFlags,
         mode: u32,
     ) -> Result<i32> {
+        let (flags, mode) = build_open_how(flags, mode);
         let req = build_open_flags(flags, mode, ResolveFlags::empty())?;
         self.do_open(dirfd, path.as_ref(), req)
     }
@@ -147,22 +167,21 @@ impl Task {
             return Err(Errno::EINVAL);
         }
         let resolve = ResolveFlags::from_bits(how.resolve).ok_or(Errno::EINVAL)?;
-        let flags = OpenFlags::from_bits_retain(how.flags as u32);
-        let creating = flags.contains(OpenFlags::CREAT) || flags.bits() & O_TMPFILE_BIT != 0;
-        if how.mode & !(S_IALLUGO as u64) != 0 || (!creating && how.mode != 0) {
-            return Err(Errno::EINVAL);
-        }
-        if flags.contains(OpenFlags::PATH) && flags.bits() & !O_PATH_FLAGS != 0 {
-            return Err(Errno::EINVAL);
-        }
         if resolve.contains(ResolveFlags::BENEATH | ResolveFlags::IN_ROOT) {
             return Err(Errno::EINVAL);
         }
-        if resolve.contains(ResolveFlags::CACHED) && (creating || flags.contains(OpenFlags::TRUNC))
+        let flags = OpenFlags::from_bits_retain(how.flags as u32);
+        if how.mode & !(S_IALLUGO as u64) != 0 || (!will_create(flags) && how.mode != 0) {
+            return Err(Errno::EINVAL);
+        }
+        let req = build_open_flags(flags, how.mode as u32, resolve)?;
+        // Linux refuses to try a cached walk for a creation or truncation only after every
+        // check above (`build_open_flags()`).
+        if resolve.contains(ResolveFlags::CACHED)
+            && (will_create(flags) || flags.contains(OpenFlags::TRUNC))
         {
             return Err(Errno::EAGAIN);
         }
-        let req = build_open_flags(flags, how.mode as u32, resolve)?;
         self.do_open(dirfd, path.as_ref(), req)
     }
 
@@ -182,6 +201,7 @@ impl Task {
                 Opened {
                     path: pos.to_path(),
                     created: false,
+                    found_in: None,
                 }
             } else {
                 open_last(w, start, path, req, umask)?
@@ -245,6 +265,7 @@ fn open_tmpfile<'w>(
             dentry,
         },
         created: true,
+        found_in: None,
     })
 }
 
@@ -264,6 +285,7 @@ fn open_last<'w>(
         return Ok(Opened {
             path: pos.to_path(),
             created: false,
+            found_in: None,
         });
     }
     loop {
@@ -273,6 +295,7 @@ fn open_last<'w>(
             return Ok(Opened {
                 path: pos.to_path(),
                 created: false,
+                found_in: None,
             });
         }
         if last.trailing_slash {
@@ -303,6 +326,7 @@ fn open_last<'w>(
                         dentry: d,
                     },
                     created: true,
+                    found_in: None,
                 });
             }
             Some(inode) => {
@@ -310,6 +334,10 @@ fn open_last<'w>(
                     return Err(Errno::EEXIST);
                 }
                 let is_link = inode.file_type() == FileType::Symlink;
+                let found_in = DirAttrs {
+                    mode: dinode.mode(),
+                    uid: dinode.uid(),
+                };
                 drop(_lock);
                 let pos =
                     w.resolve_last(parent.clone(), &last, crate::vfs::namei::FollowLast::No)?;
@@ -317,6 +345,7 @@ fn open_last<'w>(
                     return Ok(Opened {
                         path: pos.to_path(),
                         created: false,
+                        found_in: Some(found_in),
                     });
                 }
                 // O_CREAT through a symlink: create (or open) its target.
@@ -338,7 +367,11 @@ fn finish_open(
     req: OpenReq,
     cred_id: u64,
 ) -> Result<Arc<FileDescription>> {
-    let Opened { path, created } = opened;
+    let Opened {
+        path,
+        created,
+        found_in,
+    } = opened;
     let inode = path.dentry.inode().ok_or(Errno::ENOENT)?.clone();
     let ft = inode.file_type();
     if req.flags.contains(OpenFlags::PATH) {
@@ -359,6 +392,9 @@ fn finish_open(
         }
         if ft == FileType::Directory {
             return Err(Errno::EISDIR);
+        }
+        if let Some(dir) = found_in {
+            may_create_in_sticky(cred, dir, &inode)?;
         }
     }
     // `O_TMPFILE` carries the `O_DIRECTORY` bit; it named the directory, not the new file.

@@ -5,10 +5,11 @@
 use std::io::{IoSlice, IoSliceMut};
 
 use crate::abi::{
-    Errno, FallocFlags, FileType, OpenFlags, Result, Whence, IOV_MAX, S_ISGID, S_ISUID,
+    Errno, FallocFlags, FileType, OpenFlags, Result, Whence, IOV_MAX, MAX_LFS_FILESIZE, S_IALLUGO,
+    S_ISGID, S_ISUID,
 };
 use crate::vfs::atime::touch_atime;
-use crate::vfs::inode::SetAttr;
+use crate::vfs::inode::{Inode, SetAttr};
 use crate::vfs::ops::WritePos;
 use crate::vfs::permission::should_remove_suid;
 use crate::vfs::{FileDescription, Task};
@@ -16,7 +17,7 @@ use crate::vfs::{FileDescription, Task};
 /// Largest count one read or write moves (Linux: `MAX_RW_COUNT`, `INT_MAX` rounded down to a page).
 const MAX_RW_COUNT: usize = (i32::MAX as usize) & !4095;
 
-/// Checks an explicit offset and count (Linux: `rw_verify_area()`).
+/// Checks an offset and the count asked for (Linux: `rw_verify_area()`).
 #[inline]
 fn verify_area(pos: i64, count: usize) -> Result<u64> {
     if pos < 0 || pos.checked_add(count as i64).is_none() {
@@ -25,11 +26,18 @@ fn verify_area(pos: i64, count: usize) -> Result<u64> {
     Ok(pos as u64)
 }
 
+/// Linux: the `FMODE_READ` check of `vfs_read()` and `vfs_readv()`.
 #[inline]
 fn check_readable(file: &FileDescription) -> Result<()> {
     if !file.fmode().read {
         return Err(Errno::EBADF);
     }
+    Ok(())
+}
+
+/// A directory's read method refuses (Linux: `generic_read_dir()`), after `rw_verify_area()`.
+#[inline]
+fn check_not_dir(file: &FileDescription) -> Result<()> {
     if file.inode().is_dir() {
         return Err(Errno::EISDIR);
     }
@@ -44,31 +52,77 @@ fn check_writable(file: &FileDescription) -> Result<()> {
     Ok(())
 }
 
-/// Clears set-user-ID and set-group-ID before a write by a caller without `CAP_FSETID`
-/// (Linux: `file_remove_privs()`, `should_remove_suid()`).
+/// Writes `buf` at `at`, clearing set-user-ID and set-group-ID first when something is
+/// written by a writer without `CAP_FSETID` (Linux: `file_remove_privs()` in
+/// `shmem_file_write_iter()`).
 ///
 /// # Fast path
-/// One relaxed load of the mode when no set-id bit is set.
+/// One relaxed load of the mode when no set-id bit is set; then straight to the filesystem.
 #[inline]
-fn remove_privs(task: &Task, file: &FileDescription) -> Result<()> {
-    let inode = file.inode();
-    let mode = inode.mode();
-    if mode & (S_ISUID | S_ISGID) == 0 {
-        return Ok(());
+fn write_remove_privs(
+    task: &Task,
+    file: &FileDescription,
+    buf: &[u8],
+    at: WritePos,
+) -> Result<(usize, u64)> {
+    if !buf.is_empty() && file.inode().mode() & (S_ISUID | S_ISGID) != 0 {
+        return write_remove_privs_slow(task, file, buf, at);
     }
-    remove_privs_slow(task, file)
+    file.ops().write(file, buf, at)
 }
 
+/// Linux removes privileges only once the write checks passed (`generic_write_checks()`
+/// before `file_remove_privs()`), so a write refused with `EFBIG` leaves the bits. The inode
+/// lock is held from the check to the end of the write, as Linux holds `i_rwsem`, so that no
+/// truncate or mode change comes in between.
 #[cold]
-fn remove_privs_slow(task: &Task, file: &FileDescription) -> Result<()> {
+fn write_remove_privs_slow(
+    task: &Task,
+    file: &FileDescription,
+    buf: &[u8],
+    at: WritePos,
+) -> Result<(usize, u64)> {
     let inode = file.inode();
+    let _g = inode.lock.write();
     let kill = should_remove_suid(&task.cred.borrow(), inode);
+    if kill != 0 {
+        let start = match at {
+            WritePos::At(p) => p,
+            WritePos::Append => inode.size(),
+        };
+        if start >= MAX_LFS_FILESIZE as u64 {
+            return Err(Errno::EFBIG);
+        }
+        clear_setid(inode, kill)?;
+    }
+    file.ops().write(file, buf, at)
+}
+
+/// `fallocate` on a file with a set-id bit: the bits go once the allocation succeeded (Linux:
+/// `file_modified()` at the end of `shmem_fallocate()`, under `i_rwsem`), so an `ENOSPC`
+/// leaves them.
+#[cold]
+fn fallocate_remove_privs(
+    task: &Task,
+    file: &FileDescription,
+    mode: FallocFlags,
+    offset: u64,
+    len: u64,
+) -> Result<()> {
+    let inode = file.inode();
+    let _g = inode.lock.write();
+    file.ops().fallocate(file, mode, offset, len)?;
+    let kill = should_remove_suid(&task.cred.borrow(), inode);
+    clear_setid(inode, kill)
+}
+
+/// Clears the set-id bits `kill` (from [`should_remove_suid`]) with the inode lock held.
+fn clear_setid(inode: &Inode, kill: u32) -> Result<()> {
     if kill == 0 {
         return Ok(());
     }
-    let _g = inode.lock.write();
     let attr = SetAttr {
-        perm: Some(inode.mode() & !kill & 0o7777),
+        perm: Some(inode.mode() & !kill & S_IALLUGO),
         ctime: true,
         ..SetAttr::default()
     };
@@ -83,9 +137,10 @@ impl Task {
     pub fn read(&self, fd: i32, buf: &mut [u8]) -> Result<usize> {
         let file = self.fget(fd)?;
         check_readable(&file)?;
-        let len = buf.len().min(MAX_RW_COUNT);
         let mut pos = file.pos.lock();
-        verify_area(*pos as i64, len)?;
+        verify_area(*pos as i64, buf.len())?;
+        check_not_dir(&file)?;
+        let len = buf.len().min(MAX_RW_COUNT);
         let n = file.ops().read(&file, &mut buf[..len], *pos)?;
         *pos += n as u64;
         drop(pos);
@@ -109,8 +164,9 @@ impl Task {
         }
         let file = self.fget(fd)?;
         check_readable(&file)?;
+        let pos = verify_area(offset, buf.len())?;
+        check_not_dir(&file)?;
         let len = buf.len().min(MAX_RW_COUNT);
-        let pos = verify_area(offset, len)?;
         let n = file.ops().read(&file, &mut buf[..len], pos)?;
         touch_atime(&file);
         Ok(n)
@@ -123,18 +179,21 @@ impl Task {
     pub fn write(&self, fd: i32, buf: &[u8]) -> Result<usize> {
         let file = self.fget(fd)?;
         check_writable(&file)?;
-        let len = buf.len().min(MAX_RW_COUNT);
         let mut pos = file.pos.lock();
+        // The position is checked even with O_APPEND, where the write then goes to the end.
+        let at = verify_area(*pos as i64, buf.len())?;
         let at = if file.flags().contains(OpenFlags::APPEND) {
             WritePos::Append
         } else {
-            WritePos::At(verify_area(*pos as i64, len)?)
+            WritePos::At(at)
         };
-        if len != 0 {
-            remove_privs(self, &file)?;
+        let len = buf.len().min(MAX_RW_COUNT);
+        let (n, end) = write_remove_privs(self, &file, &buf[..len], at)?;
+        // Linux moves the position only when something was written (`new_sync_write()`), so
+        // an empty write with O_APPEND leaves it where it was.
+        if n != 0 {
+            *pos = end;
         }
-        let (n, end) = file.ops().write(&file, &buf[..len], at)?;
-        *pos = end;
         Ok(n)
     }
 
@@ -155,17 +214,14 @@ impl Task {
         }
         let file = self.fget(fd)?;
         check_writable(&file)?;
-        let len = buf.len().min(MAX_RW_COUNT);
-        let pos = verify_area(offset, len)?;
+        let pos = verify_area(offset, buf.len())?;
         let at = if file.flags().contains(OpenFlags::APPEND) {
             WritePos::Append
         } else {
             WritePos::At(pos)
         };
-        if len != 0 {
-            remove_privs(self, &file)?;
-        }
-        file.ops().write(&file, &buf[..len], at).map(|(n, _)| n)
+        let len = buf.len().min(MAX_RW_COUNT);
+        write_remove_privs(self, &file, &buf[..len], at).map(|(n, _)| n)
     }
 
     /// `readv(2)`.
@@ -200,18 +256,24 @@ impl Task {
         self.vectored_write(fd, iov, Some(offset))
     }
 
+    /// Linux's order (`do_readv()`, `do_preadv()`, `vfs_readv()`): a negative offset, the fd
+    /// and its access mode, the vector, then an empty vector reads nothing, not even a
+    /// directory; the rest is [`Task::read`] or [`Task::pread`] on one buffer.
     fn vectored_read(
         &self,
         fd: i32,
         iov: &mut [IoSliceMut<'_>],
         offset: Option<i64>,
     ) -> Result<usize> {
-        let total = iov_total(iov.iter().map(|b| b.len()), iov.len())?;
-        if total == 0 {
-            // Linux: `vfs_readv()` checks the fd, then returns 0 for an empty vector without
-            // reading (so no atime update).
+        if offset.is_some_and(|o| o < 0) {
+            return Err(Errno::EINVAL);
+        }
+        {
             let file = self.fget(fd)?;
             check_readable(&file)?;
+        }
+        let total = iov_total(iov.iter().map(|b| b.len()), iov.len())?;
+        if total == 0 {
             return Ok(0);
         }
         let mut tmp = vec![0u8; total];
@@ -231,11 +293,17 @@ impl Task {
         Ok(n)
     }
 
+    /// As [`Task::vectored_read`] (Linux: `vfs_writev()`).
     fn vectored_write(&self, fd: i32, iov: &[IoSlice<'_>], offset: Option<i64>) -> Result<usize> {
-        let total = iov_total(iov.iter().map(|b| b.len()), iov.len())?;
-        if total == 0 {
+        if offset.is_some_and(|o| o < 0) {
+            return Err(Errno::EINVAL);
+        }
+        {
             let file = self.fget(fd)?;
             check_writable(&file)?;
+        }
+        let total = iov_total(iov.iter().map(|b| b.len()), iov.len())?;
+        if total == 0 {
             return Ok(0);
         }
         let mut tmp = Vec::with_capacity(total);
@@ -291,12 +359,16 @@ impl Task {
     /// `fallocate(2)`: mode 0 and `KEEP_SIZE` allocate, `PUNCH_HOLE|KEEP_SIZE` deallocates.
     ///
     /// # Errors
-    /// In Linux's order: `EBADF` (closed fd), `EINVAL` (offset < 0, len <= 0), `EOPNOTSUPP` (unknown or unsupported
+    /// In Linux's order: `EBADF` (closed or `O_PATH` fd), `EINVAL` (offset < 0, len <= 0), `EOPNOTSUPP` (unknown or unsupported
     /// modes; `PUNCH_HOLE` without `KEEP_SIZE`), `EBADF` (not open for writing), `ESPIPE`
     /// (FIFO), `EISDIR`, `ENODEV` (not a regular file), `EFBIG` (end past the largest offset),
     /// `ENOSPC` (nothing allocated).
     pub fn fallocate(&self, fd: i32, mode: FallocFlags, offset: i64, len: i64) -> Result<()> {
         let file = self.fget(fd)?;
+        // Linux: `fdget()` does not return O_PATH files, so they fail before any argument.
+        if file.fmode().path_only {
+            return Err(Errno::EBADF);
+        }
         if offset < 0 || len <= 0 {
             return Err(Errno::EINVAL);
         }
@@ -330,7 +402,9 @@ impl Task {
         if !(mode - FallocFlags::KEEP_SIZE - FallocFlags::PUNCH_HOLE).is_empty() {
             return Err(Errno::EOPNOTSUPP);
         }
-        remove_privs(self, &file)?;
+        if file.inode().mode() & (S_ISUID | S_ISGID) != 0 {
+            return fallocate_remove_privs(self, &file, mode, offset as u64, len as u64);
+        }
         file.ops().fallocate(&file, mode, offset as u64, len as u64)
     }
 }

@@ -5,6 +5,9 @@ use super::cred::{Capabilities, Cred};
 use super::inode::Inode;
 use crate::abi::{Access, Errno, FileType, Result, S_ISVTX, S_IXUGO};
 
+/// Others' write bit.
+const S_IWOTH: u32 = 0o002;
+
 /// Owner/group/other check with capability overrides (Linux: `generic_permission()`).
 ///
 /// # Fast path
@@ -138,6 +141,38 @@ pub fn may_create(cred: &Cred, dir: &Inode, dir_dead: bool) -> Result<()> {
         return Err(Errno::ENOENT);
     }
     inode_permission(cred, dir, Access::WRITE | Access::EXEC)
+}
+
+/// The mode and owner of a directory, read when a name was looked up in it (Linux:
+/// `nameidata::dir_mode` and `dir_vfsuid`).
+#[derive(Clone, Copy, Debug)]
+pub struct DirAttrs {
+    /// Type and permission bits.
+    pub mode: u32,
+    /// Owner.
+    pub uid: u32,
+}
+
+/// May `open(O_CREAT)` open `inode`, which already existed in the directory `dir`? In a
+/// sticky, world-writable directory, a file that neither the caller nor the directory's owner
+/// owns is refused (Linux: `may_create_in_sticky()` in fs/namei.c). Regular files and FIFOs
+/// are exempt: uvfs behaves as Linux with `fs.protected_regular = fs.protected_fifos = 0`
+/// (docs/divergences.md, "Policy choices"), so the rule applies to the other types.
+///
+/// # Errors
+/// `EACCES`.
+pub fn may_create_in_sticky(cred: &Cred, dir: DirAttrs, inode: &Inode) -> Result<()> {
+    if dir.mode & S_ISVTX == 0 || dir.mode & S_IWOTH == 0 {
+        return Ok(());
+    }
+    if matches!(inode.file_type(), FileType::Regular | FileType::Fifo) {
+        return Ok(());
+    }
+    let owner = inode.uid();
+    if owner == dir.uid || owner == cred.fsuid {
+        return Ok(());
+    }
+    Err(Errno::EACCES)
 }
 
 /// The set-id bits a write or truncate by `cred` must clear (Linux: `should_remove_suid()`

@@ -58,15 +58,15 @@ impl RegData {
         n
     }
 
-    /// Sets the size to `new`, dropping pages past it and zeroing the tail of the last one.
-    /// Returns false if the size was already `new`.
+    /// Sets the size to `new`. Unless the file grows, every page past the new end goes, those
+    /// `fallocate(FALLOC_FL_KEEP_SIZE)` put past the old end included, and the tail of the last
+    /// page is zeroed (Linux: `shmem_setattr()` calls `shmem_truncate_range()` for a size that
+    /// shrinks or stays). Returns false if the size was already `new`.
     pub(crate) fn resize(&self, inode: &Inode, counters: &Counters, new: u64) -> Result<bool> {
         let mut pages = self.pages.write();
         let old = inode.size();
-        if new == old {
-            return Ok(false);
-        }
-        if new < old {
+        let had = pages.map.len() as u64;
+        if new <= old {
             let first_dropped = new.div_ceil(PAGE_SIZE);
             let dropped = pages.map.split_off(&first_dropped);
             pages.unwritten.split_off(&first_dropped);
@@ -79,11 +79,13 @@ impl RegData {
             }
         }
         let n = pages.map.len() as u64;
-        inode.write_attrs(|w| {
-            w.set_size(new);
-            w.set_blocks(n * BLOCKS_PER_PAGE);
-        });
-        Ok(true)
+        if new != old || n != had {
+            inode.write_attrs(|w| {
+                w.set_size(new);
+                w.set_blocks(n * BLOCKS_PER_PAGE);
+            });
+        }
+        Ok(new != old)
     }
 }
 
