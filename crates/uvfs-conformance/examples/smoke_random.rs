@@ -1,3 +1,4 @@
+//! Runs random sequences on uvfs alone and counts outcomes: a quick check for panics and hangs.
 use std::time::{Duration, Instant};
 use uvfs_conformance::random::gen::{generate, Shape};
 use uvfs_conformance::{run_on_uvfs, Outcome};

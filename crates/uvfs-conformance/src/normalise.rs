@@ -97,6 +97,7 @@ impl Normaliser {
             Value::Statx(s) => self.statx(s),
             Value::StatFs(s) => statfs(s),
             Value::Dirents(d) => self.dirents(d),
+            Value::Cred(c) => format!("ok {c}"),
         }
     }
 

@@ -33,6 +33,8 @@ pub enum Value {
     StatFs(StatFsRec),
     /// `getdents` or `listdir` entries, in the order the calls gave them; `d_off` dropped.
     Dirents(Vec<DirentRec>),
+    /// `getresuid`/`getresgid`, `getgroups`, `capget`.
+    Cred(crate::op::cred::CredValue),
 }
 
 /// A byte string, carried in JSON as lowercase hex.

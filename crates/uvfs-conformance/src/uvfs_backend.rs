@@ -11,7 +11,7 @@ use uvfs::abi::{
     AtFlags, FallocFlags, FcntlCmd, FdFlags, MountFlags, OpenFlags, OpenHow, RenameFlags, Stat,
     StatFs, Statx, StatxMask, Timespec, UmountFlags, Whence, XattrFlags,
 };
-use uvfs::{Cred, Errno, Task, Vfs};
+use uvfs::{Errno, Task, Vfs};
 
 use crate::backend::{run_case, Backend, CaseRun, Fds};
 use crate::op::{Fcntl, Op, Time, XattrTarget};
@@ -19,6 +19,8 @@ use crate::outcome::{
     decode_dirents, Bytes, Dev, DirentRec, Outcome, StatFsRec, StatRec, StatxRec, Ts, Value,
 };
 use crate::parse::Case;
+
+mod cred;
 
 /// A uvfs namespace whose root is a tmpfs with the case's options, and one root task in it.
 pub struct UvfsBackend {
@@ -33,7 +35,7 @@ impl UvfsBackend {
     pub fn new(mount: Option<&str>) -> Result<UvfsBackend, i32> {
         let vfs = Vfs::with_root_options(mount).map_err(Errno::raw)?;
         Ok(UvfsBackend {
-            task: vfs.task(Cred::root()),
+            task: vfs.task(cred::root_cred()),
         })
     }
 }
@@ -440,10 +442,8 @@ impl Backend for UvfsBackend {
             Op::SetrlimitNofile { limit } => {
                 unit(t.set_nofile_limit(u32::try_from(*limit).unwrap_or(u32::MAX)))
             }
-            Op::As { uid, gid, groups } => {
-                t.set_cred(Cred::user(*uid, *gid, groups));
-                Outcome::Ok(Value::Unit)
-            }
+            Op::As { uid, gid, groups } => unit(cred::become_user(t, *uid, *gid, groups)),
+            Op::Cred(c) => cred::run(t, c),
         }
     }
 }

@@ -1,6 +1,9 @@
 //! [`HostBackend`]: the oracle. Runs ops as real system calls in the helper process, which
 //! [`sandbox::enter`] has put in a private mount namespace chrooted into a fresh tmpfs.
 
+// Allowed here only: raw credential system calls take pointers to id and capability buffers.
+#[allow(unsafe_code)]
+pub mod cred;
 pub mod protocol;
 pub mod sandbox;
 // Allowed here only: raw system calls take raw fds and buffer pointers (see the module doc).
@@ -437,6 +440,7 @@ impl Backend for HostBackend {
             Op::Umount2 { target, flags } => unit(sys::umount2(&p(target), *flags as i32)),
             Op::SetrlimitNofile { limit } => unit(sys::setrlimit(RLIMIT_NOFILE, *limit, *limit)),
             Op::As { uid, gid, groups } => unit(become_user(*uid, *gid, groups)),
+            Op::Cred(c) => cred::run(c),
         }
     }
 }

@@ -27,6 +27,9 @@ impl Op {
     /// # Errors
     /// A message for an unknown op, a missing, extra or malformed argument.
     pub fn parse(word: &str, args: &[Token]) -> Result<(Op, Vec<String>), String> {
+        if let Some(cred) = super::CredOp::parse(word, args) {
+            return Ok((Op::Cred(cred?), Vec::new()));
+        }
         let mut a = Args {
             toks: args,
             i: 0,

@@ -5,8 +5,10 @@
 //! `u32` parameter as `0xffffffff` on both sides.
 
 mod args;
+pub mod cred;
 
 pub use args::value;
+pub use cred::CredOp;
 
 /// A file descriptor argument: a bound name (`$f`) or a raw number (`AT_FDCWD`, `99`, `-1`).
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -308,4 +310,6 @@ pub enum Op {
         gid: u32,
         groups: Vec<u32>,
     },
+    /// A credential call (`setresuid`, `capset`, ...): [`cred`].
+    Cred(CredOp),
 }

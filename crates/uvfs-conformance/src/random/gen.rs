@@ -17,6 +17,7 @@ use std::path::PathBuf;
 
 use super::rng::Rng;
 use crate::backend::{Backend, Fds};
+use crate::op::cred::{CapMasks, CapWhich, CredOp};
 use crate::op::{Fcntl, Fd, Op, Time, XattrTarget};
 use crate::outcome::{Outcome, Value};
 use crate::parse::{Case, Step, Timing};
@@ -211,9 +212,10 @@ enum Kind {
     Xattr,
     Statfs,
     Mount,
+    Cred,
 }
 
-const KINDS: [(u32, Kind); 31] = [
+const KINDS: [(u32, Kind); 32] = [
     (14, Kind::Open),
     (3, Kind::Openat2),
     (4, Kind::Close),
@@ -245,7 +247,11 @@ const KINDS: [(u32, Kind); 31] = [
     (6, Kind::Xattr),
     (1, Kind::Statfs),
     (2, Kind::Mount),
+    (3, Kind::Cred),
 ];
+
+/// Capabilities the VFS consults, the ones worth dropping one at a time.
+const FS_CAPS: [u32; 10] = [0, 1, 2, 3, 4, 6, 7, 18, 21, 27];
 
 impl Gen {
     /// Runs `op` on the guide and learns from the outcome.
@@ -431,6 +437,89 @@ impl Gen {
                 }
             }
             Kind::Mount => self.mount(),
+            Kind::Cred => Op::Cred(self.cred()),
+        }
+    }
+
+    /// A credential id: unchanged (-1), root, the test users, a group.
+    fn cred_id(&mut self) -> u32 {
+        *self.rng.pick(&IDS) as u32
+    }
+
+    /// A credential change of any kind; most keep some privilege, so that a sequence goes on
+    /// doing things after it.
+    fn cred(&mut self) -> CredOp {
+        match self.rng.below(20) {
+            0..=5 => CredOp::CapChange {
+                cap: *self.rng.pick(&FS_CAPS),
+                which: if self.rng.chance(70) {
+                    CapWhich::EP
+                } else {
+                    CapWhich {
+                        effective: true,
+                        ..CapWhich::default()
+                    }
+                },
+                raise: self.rng.chance(25),
+            },
+            6 | 7 => CredOp::Setfsuid {
+                uid: self.cred_id(),
+            },
+            8 => CredOp::Setfsgid {
+                gid: self.cred_id(),
+            },
+            9 => CredOp::Setresuid {
+                ruid: self.cred_id(),
+                euid: self.cred_id(),
+                suid: if self.rng.chance(70) {
+                    0
+                } else {
+                    self.cred_id()
+                },
+            },
+            10 => CredOp::Setresgid {
+                rgid: self.cred_id(),
+                egid: self.cred_id(),
+                sgid: self.cred_id(),
+            },
+            11 => CredOp::Setreuid {
+                ruid: self.cred_id(),
+                euid: self.cred_id(),
+            },
+            12 => CredOp::Setregid {
+                rgid: self.cred_id(),
+                egid: self.cred_id(),
+            },
+            13 => CredOp::Setuid {
+                uid: self.cred_id(),
+            },
+            14 => CredOp::Setgid {
+                gid: self.cred_id(),
+            },
+            15 => CredOp::Setgroups {
+                groups: self
+                    .rng
+                    .pick(&[&[][..], &[100], &[1000, 100], &[2000, 1001]])
+                    .to_vec(),
+            },
+            16 => CredOp::Getresuid,
+            17 => CredOp::Getgroups {
+                size: *self.rng.pick(&[0, 1, 64]),
+            },
+            18 => CredOp::Capget,
+            _ => {
+                let keep = (1u64 << 41) - 1;
+                let drop = 1u64 << *self.rng.pick(&FS_CAPS);
+                CredOp::Capset(CapMasks {
+                    effective: keep & !drop,
+                    permitted: if self.rng.chance(50) {
+                        keep
+                    } else {
+                        keep & !drop
+                    },
+                    inheritable: if self.rng.chance(20) { drop } else { 0 },
+                })
+            }
         }
     }
 

@@ -109,7 +109,8 @@ pub fn for_each_fd(op: &mut Op, mut f: impl FnMut(&mut Fd)) {
         | Op::Mount { .. }
         | Op::Umount2 { .. }
         | Op::SetrlimitNofile { .. }
-        | Op::As { .. } => {}
+        | Op::As { .. }
+        | Op::Cred(_) => {}
         Op::Openat { dirfd, .. }
         | Op::Openat2 { dirfd, .. }
         | Op::Mkdirat { dirfd, .. }

@@ -25,3 +25,5 @@ pub const LINK_MAX: u32 = u32::MAX;
 pub const DEFAULT_NOFILE: u32 = 1024;
 /// Unit of `st_blocks`.
 pub const BLOCK_UNIT: u64 = 512;
+/// Most supplementary groups a task may have (`NGROUPS_MAX`).
+pub const NGROUPS_MAX: usize = 65536;

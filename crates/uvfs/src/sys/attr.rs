@@ -315,15 +315,8 @@ impl Task {
             if flags.contains(AtFlags::EACCESS) {
                 c.clone()
             } else {
-                let mut o = c.clone();
-                o.fsuid = o.uid;
-                o.fsgid = o.gid;
-                o.caps = if o.uid == 0 {
-                    Capabilities::all()
-                } else {
-                    Capabilities::empty()
-                };
-                o
+                // Linux: `access_override_creds()` in fs/open.c.
+                c.access_override()
             }
         };
         let old = self.cred.replace(real);

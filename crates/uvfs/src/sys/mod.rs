@@ -2,6 +2,7 @@
 //! per file. Each follows the Linux call's argument checks and error order.
 
 mod attr;
+mod cred;
 mod dir;
 mod fd;
 mod mount;
@@ -11,6 +12,7 @@ mod rw;
 mod stat;
 mod xattr;
 
+pub use cred::CapSets;
 pub use mount::FsKind;
 pub use stat::{STATX_ATTR_MOUNT_ROOT, STATX_SUPPORTED_ATTRIBUTES};
 

@@ -126,13 +126,19 @@ impl Task {
         self.cred.borrow().clone()
     }
 
-    /// Replaces the credentials (Linux: `setresuid`/`setgroups`/`capset` combined). When the
-    /// fsuid changes from 0 to non-zero, the filesystem capabilities are dropped as Linux does.
+    /// Replaces the credentials at once, for embedders; the checked calls are `setresuid`,
+    /// `setgroups`, `capset` and the rest of `sys/cred.rs`. When the fsuid changes from 0 to
+    /// non-zero, the filesystem capabilities are dropped as Linux does.
     pub fn set_cred(&self, mut cred: Cred) {
         let old = self.cred.borrow().fsuid;
         if old == 0 && cred.fsuid != 0 {
             cred.caps.remove(super::cred::Capabilities::FS_MASK);
         }
+        self.commit_cred(cred);
+    }
+
+    /// Installs `cred` as they are, with a new identity (Linux: `commit_creds()`).
+    pub(crate) fn commit_cred(&self, cred: Cred) {
         *self.cred.borrow_mut() = cred;
         self.cred_id.set(new_cred_id());
     }
