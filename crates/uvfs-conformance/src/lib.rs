@@ -16,11 +16,14 @@ pub mod normalise;
 pub mod op;
 pub mod outcome;
 pub mod parse;
+pub mod print;
 pub mod random;
 pub mod report;
+pub mod snapshot;
 pub mod uvfs_backend;
 
 pub use backend::{run_case, Backend, CaseRun, Fds};
+pub use host::serve::HostServer;
 pub use host::HostBackend;
 pub use op::Op;
 pub use outcome::{Outcome, Value};

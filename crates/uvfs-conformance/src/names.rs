@@ -141,6 +141,235 @@ pub fn constant(name: &str) -> Option<i64> {
     CONSTANTS.iter().find(|(n, _)| *n == name).map(|&(_, v)| v)
 }
 
+/// What a numeric argument is, for printing it back with symbolic names ([`flags_text`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Flags {
+    /// `open`'s flags: the access mode by name (`O_RDONLY` for 0), then `O_*` bits.
+    Open,
+    /// `O_*` bits without an access mode (`dup3`, `F_SETFL`); `0` for none.
+    OpenBits,
+    /// Permission bits, in octal.
+    Mode,
+    /// A file type (`S_IF*`) and permission bits in octal (`mknod`).
+    FileMode,
+    /// `RESOLVE_*`.
+    Resolve,
+    /// `FALLOC_FL_*`.
+    Falloc,
+    /// `AT_*` (0x200 as `AT_REMOVEDIR`).
+    At,
+    /// `AT_*` of `faccessat2` (0x200 as `AT_EACCESS`).
+    AtAccess,
+    /// `RENAME_*`.
+    Rename,
+    /// `STATX_*`.
+    StatxMask,
+    /// `R_OK`, `W_OK`, `X_OK`; `F_OK` for 0.
+    Access,
+    /// `XATTR_*`.
+    Xattr,
+    /// `MS_*`.
+    Mount,
+    /// `MNT_*`, `UMOUNT_NOFOLLOW`.
+    Umount,
+    /// One `SEEK_*` value.
+    Whence,
+    /// `FD_CLOEXEC`.
+    FdFlags,
+}
+
+const OPEN_BITS: &[&str] = &[
+    "O_TMPFILE",
+    "O_SYNC",
+    "O_CREAT",
+    "O_EXCL",
+    "O_NOCTTY",
+    "O_TRUNC",
+    "O_APPEND",
+    "O_NONBLOCK",
+    "O_DSYNC",
+    "O_ASYNC",
+    "O_DIRECT",
+    "O_LARGEFILE",
+    "O_DIRECTORY",
+    "O_NOFOLLOW",
+    "O_NOATIME",
+    "O_CLOEXEC",
+    "O_PATH",
+];
+const AT_BITS: &[&str] = &[
+    "AT_SYMLINK_NOFOLLOW",
+    "AT_REMOVEDIR",
+    "AT_SYMLINK_FOLLOW",
+    "AT_NO_AUTOMOUNT",
+    "AT_EMPTY_PATH",
+    "AT_STATX_FORCE_SYNC",
+    "AT_STATX_DONT_SYNC",
+    "AT_RECURSIVE",
+];
+const AT_ACCESS_BITS: &[&str] = &[
+    "AT_SYMLINK_NOFOLLOW",
+    "AT_EACCESS",
+    "AT_SYMLINK_FOLLOW",
+    "AT_NO_AUTOMOUNT",
+    "AT_EMPTY_PATH",
+];
+const RESOLVE_BITS: &[&str] = &[
+    "RESOLVE_NO_XDEV",
+    "RESOLVE_NO_MAGICLINKS",
+    "RESOLVE_NO_SYMLINKS",
+    "RESOLVE_BENEATH",
+    "RESOLVE_IN_ROOT",
+    "RESOLVE_CACHED",
+];
+const FALLOC_BITS: &[&str] = &[
+    "FALLOC_FL_KEEP_SIZE",
+    "FALLOC_FL_PUNCH_HOLE",
+    "FALLOC_FL_NO_HIDE_STALE",
+    "FALLOC_FL_COLLAPSE_RANGE",
+    "FALLOC_FL_ZERO_RANGE",
+    "FALLOC_FL_INSERT_RANGE",
+    "FALLOC_FL_UNSHARE_RANGE",
+];
+const RENAME_BITS: &[&str] = &["RENAME_NOREPLACE", "RENAME_EXCHANGE", "RENAME_WHITEOUT"];
+const STATX_BITS: &[&str] = &[
+    "STATX_BASIC_STATS",
+    "STATX_TYPE",
+    "STATX_MODE",
+    "STATX_NLINK",
+    "STATX_UID",
+    "STATX_GID",
+    "STATX_ATIME",
+    "STATX_MTIME",
+    "STATX_CTIME",
+    "STATX_INO",
+    "STATX_SIZE",
+    "STATX_BLOCKS",
+    "STATX_BTIME",
+    "STATX_MNT_ID",
+    "STATX_DIOALIGN",
+    "STATX_MNT_ID_UNIQUE",
+    "STATX__RESERVED",
+];
+const ACCESS_BITS: &[&str] = &["R_OK", "W_OK", "X_OK"];
+const XATTR_BITS: &[&str] = &["XATTR_CREATE", "XATTR_REPLACE"];
+const MOUNT_BITS: &[&str] = &[
+    "MS_RDONLY",
+    "MS_NOSUID",
+    "MS_NODEV",
+    "MS_NOEXEC",
+    "MS_SYNCHRONOUS",
+    "MS_REMOUNT",
+    "MS_MANDLOCK",
+    "MS_DIRSYNC",
+    "MS_NOSYMFOLLOW",
+    "MS_NOATIME",
+    "MS_NODIRATIME",
+    "MS_BIND",
+    "MS_MOVE",
+    "MS_REC",
+    "MS_SILENT",
+    "MS_POSIXACL",
+    "MS_UNBINDABLE",
+    "MS_PRIVATE",
+    "MS_SLAVE",
+    "MS_SHARED",
+    "MS_RELATIME",
+    "MS_STRICTATIME",
+    "MS_LAZYTIME",
+];
+const UMOUNT_BITS: &[&str] = &["MNT_FORCE", "MNT_DETACH", "MNT_EXPIRE", "UMOUNT_NOFOLLOW"];
+const FILE_TYPES: &[&str] = &[
+    "S_IFSOCK", "S_IFLNK", "S_IFREG", "S_IFBLK", "S_IFDIR", "S_IFCHR", "S_IFIFO",
+];
+const WHENCES: &[&str] = &["SEEK_SET", "SEEK_CUR", "SEEK_END", "SEEK_DATA", "SEEK_HOLE"];
+const S_IFMT: i64 = 0o170000;
+const O_ACCMODE: i64 = 0o3;
+
+fn value_of(name: &str) -> i64 {
+    constant(name).expect("every printed name is in CONSTANTS")
+}
+
+/// `v` as `NAME|NAME|0xREST`, taking each name of `names` in order whose bits are all still
+/// set; `None` if nothing is left to print.
+fn bits(names: &[&str], v: i64, out: &mut Vec<String>) {
+    let mut rest = v;
+    for &n in names {
+        let b = value_of(n);
+        if b != 0 && rest & b == b {
+            out.push(n.to_string());
+            rest &= !b;
+        }
+    }
+    if rest != 0 {
+        out.push(format!("{rest:#x}"));
+    }
+}
+
+/// `v` printed for an argument of kind `kind`: symbolic names where they cover the value, the
+/// rest as a number; the case parser reads the text back as `v` (negative values print as
+/// plain decimal numbers).
+pub fn flags_text(kind: Flags, v: i64) -> String {
+    if v < 0 {
+        return v.to_string();
+    }
+    let octal = |m: i64| {
+        if m == 0 {
+            "0".to_string()
+        } else {
+            format!("0{m:o}")
+        }
+    };
+    let mut out = Vec::new();
+    let list: &[&str] = match kind {
+        Flags::Mode => return octal(v),
+        Flags::FileMode => {
+            let t = v & S_IFMT;
+            match FILE_TYPES.iter().find(|&&n| value_of(n) == t) {
+                Some(n) if v & !S_IFMT == 0 => return n.to_string(),
+                Some(n) => return format!("{n}|{}", octal(v & !S_IFMT)),
+                None => return octal(v),
+            }
+        }
+        Flags::Whence => {
+            return WHENCES
+                .iter()
+                .find(|&&n| value_of(n) == v)
+                .map_or_else(|| v.to_string(), |n| n.to_string())
+        }
+        Flags::Open => {
+            out.push(
+                ["O_RDONLY", "O_WRONLY", "O_RDWR", "O_ACCMODE"][(v & O_ACCMODE) as usize]
+                    .to_string(),
+            );
+            bits(OPEN_BITS, v & !O_ACCMODE, &mut out);
+            if out.len() > 1 && v & O_ACCMODE == 0 {
+                out.remove(0);
+            }
+            return out.join("|");
+        }
+        Flags::Access if v == 0 => return "F_OK".to_string(),
+        Flags::OpenBits => OPEN_BITS,
+        Flags::Resolve => RESOLVE_BITS,
+        Flags::Falloc => FALLOC_BITS,
+        Flags::At => AT_BITS,
+        Flags::AtAccess => AT_ACCESS_BITS,
+        Flags::Rename => RENAME_BITS,
+        Flags::StatxMask => STATX_BITS,
+        Flags::Access => ACCESS_BITS,
+        Flags::Xattr => XATTR_BITS,
+        Flags::Mount => MOUNT_BITS,
+        Flags::Umount => UMOUNT_BITS,
+        Flags::FdFlags => &["FD_CLOEXEC"],
+    };
+    bits(list, v, &mut out);
+    if out.is_empty() {
+        "0".to_string()
+    } else {
+        out.join("|")
+    }
+}
+
 macro_rules! errno_names {
     ($($name:ident),* $(,)?) => {
         /// The symbolic name of a Linux errno number, such as `"ENOENT"`.
@@ -233,6 +462,57 @@ mod tests {
         assert_eq!(constant("O_CREAT"), Some(0o100));
         assert_eq!(constant("RESOLVE_IN_ROOT"), Some(0x10));
         assert_eq!(constant("O_NOPE"), None);
+    }
+
+    #[test]
+    fn flag_text_reads_back_as_the_value() {
+        use crate::op::value;
+        let kinds = [
+            Flags::Open,
+            Flags::OpenBits,
+            Flags::Mode,
+            Flags::FileMode,
+            Flags::Resolve,
+            Flags::Falloc,
+            Flags::At,
+            Flags::AtAccess,
+            Flags::Rename,
+            Flags::StatxMask,
+            Flags::Access,
+            Flags::Xattr,
+            Flags::Mount,
+            Flags::Umount,
+            Flags::Whence,
+            Flags::FdFlags,
+        ];
+        let mut vals = vec![
+            0,
+            1,
+            2,
+            3,
+            7,
+            0o644,
+            0o20200002,
+            0x7fff_ffff,
+            i64::MAX,
+            -1,
+            i64::MIN,
+        ];
+        vals.extend((0..63).map(|b| 1i64 << b));
+        for k in kinds {
+            for &v in &vals {
+                let t = flags_text(k, v);
+                assert_eq!(value(&t), Ok(v), "{k:?} {v:#x} printed as {t}");
+            }
+        }
+        assert_eq!(flags_text(Flags::Open, 0o20200002), "O_RDWR|O_TMPFILE");
+        assert_eq!(flags_text(Flags::Open, 0o100), "O_CREAT");
+        assert_eq!(flags_text(Flags::Open, 0), "O_RDONLY");
+        assert_eq!(
+            flags_text(Flags::StatxMask, 0xfff),
+            "STATX_BASIC_STATS|STATX_BTIME"
+        );
+        assert_eq!(flags_text(Flags::FileMode, 0o20644), "S_IFCHR|0644");
     }
 
     #[test]

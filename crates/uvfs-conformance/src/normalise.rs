@@ -1,13 +1,20 @@
-//! Turns one side's outcomes into comparable text (CASES.md, "Normalisation"): inode, device
-//! and mount ids renumbered by first appearance, timestamps described relative to the same
-//! inode's previous observation, directory listings sorted, `f_fsid` and `d_off` dropped.
+//! Turns one side's outcomes into comparable text (CASES.md, "Normalisation"): inodes
+//! (identified by device and inode number), devices and mount ids renumbered by first
+//! appearance, timestamps described as relations (to the same stamp's previous observation
+//! and between an inode's own stamps), listings in `getdents` order with `d_off` renumbered
+//! per directory, `f_fsid` dropped.
 
 use std::collections::HashMap;
 use std::fmt::Write;
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use crate::names::errno_display;
-use crate::outcome::{Dev, DirentRec, Outcome, StatFsRec, StatRec, StatxRec, Ts, Value};
+use crate::outcome::{
+    Dev, DirId, EntryRec, FdRec, Listing, Outcome, SnapshotRec, StatFsRec, StatRec, StatxRec, Ts,
+    Value,
+};
+use crate::parse::Timing;
+pub use crate::print::quote;
 
 /// A timestamp further than this from now is shown exactly (it was set with `utimens`).
 const FAR_FROM_NOW_SECS: i64 = 24 * 60 * 60;
@@ -26,6 +33,12 @@ const STATX_BLOCKS: u32 = 0x400;
 const STATX_BTIME: u32 = 0x800;
 const STATX_MNT_ID: u32 = 0x1000;
 
+/// The device a `d_ino` is counted on when the listing's directory is unknown.
+const UNKNOWN_DEV: Dev = Dev {
+    major: u32::MAX,
+    minor: u32::MAX,
+};
+
 /// Which timestamp of an inode, for its observation history.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Stamp {
@@ -35,12 +48,24 @@ enum Stamp {
     Btime = 3,
 }
 
+/// The stamps one observation returned (`None`: not in a statx mask).
+#[derive(Clone, Copy, Debug, Default)]
+struct Stamps {
+    atime: Option<Ts>,
+    mtime: Option<Ts>,
+    ctime: Option<Ts>,
+    btime: Option<Ts>,
+}
+
 /// Normalisation state of one side of one case.
 #[derive(Debug)]
 pub struct Normaliser {
-    inos: HashMap<u64, usize>,
+    timing: Timing,
+    inos: HashMap<(Dev, u64), usize>,
     devs: HashMap<Dev, usize>,
     mnts: HashMap<u64, usize>,
+    /// `d_off` numbers, per directory.
+    offs: HashMap<Option<DirId>, HashMap<i64, usize>>,
     /// Last observed timestamps by normalised inode number.
     seen: HashMap<usize, [Option<Ts>; 4]>,
     now_sec: i64,
@@ -48,7 +73,7 @@ pub struct Normaliser {
 
 impl Default for Normaliser {
     fn default() -> Self {
-        Self::new()
+        Self::new(Timing::Ticked)
     }
 }
 
@@ -58,22 +83,34 @@ fn renumber<K: std::hash::Hash + Eq>(map: &mut HashMap<K, usize>, raw: K) -> usi
     *map.entry(raw).or_insert(next)
 }
 
+/// `<`, `=` or `>`.
+fn cmp(a: Ts, b: Ts) -> char {
+    match a.cmp(&b) {
+        std::cmp::Ordering::Less => '<',
+        std::cmp::Ordering::Equal => '=',
+        std::cmp::Ordering::Greater => '>',
+    }
+}
+
 impl Normaliser {
-    /// Fresh state: nothing observed yet.
-    pub fn new() -> Normaliser {
+    /// Fresh state for a case paced by `timing`: nothing observed yet.
+    pub fn new(timing: Timing) -> Normaliser {
         let now_sec = SystemTime::now()
             .duration_since(UNIX_EPOCH)
             .map_or(0, |d| d.as_secs() as i64);
         Normaliser {
+            timing,
             inos: HashMap::new(),
             devs: HashMap::new(),
             mnts: HashMap::new(),
+            offs: HashMap::new(),
             seen: HashMap::new(),
             now_sec,
         }
     }
 
-    /// The normalised text of one outcome; call in step order.
+    /// The normalised text of one outcome; call in step order. A snapshot gives several
+    /// lines.
     pub fn outcome(&mut self, o: &Outcome) -> String {
         match o {
             Outcome::Errno(e) => errno_display(*e),
@@ -86,66 +123,101 @@ impl Normaliser {
             Value::Unit => "ok".into(),
             Value::Int(n) => format!("ok {n}"),
             Value::Bytes(b) => format!("ok {} bytes {}", b.0.len(), quote(&b.0)),
-            Value::XattrList(b) => {
-                let mut names: Vec<&[u8]> =
-                    b.0.split(|&c| c == 0).filter(|n| !n.is_empty()).collect();
-                names.sort();
-                let shown: Vec<String> = names.iter().map(|n| quote(n)).collect();
-                format!("ok {} bytes xattrs [{}]", b.0.len(), shown.join(", "))
-            }
+            Value::XattrList(b) => format!("ok {} bytes xattrs [{}]", b.0.len(), xattr_names(&b.0)),
             Value::Stat(s) => self.stat(s),
             Value::Statx(s) => self.statx(s),
             Value::StatFs(s) => statfs(s),
             Value::Dirents(d) => self.dirents(d),
             Value::Cred(c) => format!("ok {c}"),
+            Value::Snapshot(s) => self.snapshot(s),
+            Value::AtEntry(name) => format!("ok the d_off of {}", quote(&name.0)),
         }
     }
 
-    fn ino(&mut self, raw: u64) -> usize {
-        renumber(&mut self.inos, raw)
+    fn ino(&mut self, dev: Dev, raw: u64) -> usize {
+        renumber(&mut self.inos, (dev, raw))
     }
 
     fn dev(&mut self, raw: Dev) -> usize {
         renumber(&mut self.devs, raw)
     }
 
+    fn far(&self, t: Ts) -> bool {
+        (t.sec - self.now_sec).abs() > FAR_FROM_NOW_SECS
+    }
+
     /// Describes `t` against the last observation of the same stamp of inode `ino`, and
-    /// records it.
+    /// records it: `first`, `same`, `later`, `earlier`; a stamp far from now exactly. In
+    /// burst timing an atime near now reads `*`: it is not compared.
     fn time(&mut self, ino: usize, which: Stamp, t: Ts) -> String {
         let slot = &mut self.seen.entry(ino).or_default()[which as usize];
         let prev = slot.replace(t);
-        if (t.sec - self.now_sec).abs() > FAR_FROM_NOW_SECS {
+        if self.far(t) {
             return format!("{}.{:09}", t.sec, t.nsec);
+        }
+        if which == Stamp::Atime && self.timing == Timing::Burst {
+            return "*".into();
         }
         let rel = match prev {
             None => "first",
             Some(p) if t < p => "earlier",
-            // atime follows the coarse clock and relatime rules: only its direction counts.
-            Some(_) if which == Stamp::Atime => "not-earlier",
             Some(p) if t == p => "same",
             Some(_) => "later",
         };
         rel.to_string()
     }
 
+    /// The stamps of one observation of inode `ino` (`None` for an unknown inode): each
+    /// against its previous observation, then how mtime compares with ctime and, in ticked
+    /// timing, atime with mtime and ctime (`m<c a=m a>c`).
+    fn times(&mut self, ino: Option<usize>, t: Stamps) -> String {
+        let mut out = String::new();
+        let mut one = |name: &str, which: Stamp, v: Option<Ts>| {
+            let text = match (v, ino) {
+                (None, _) => "-".to_string(),
+                (Some(v), Some(i)) => self.time(i, which, v),
+                (Some(v), None) => format!("{}.{:09}", v.sec, v.nsec),
+            };
+            write!(out, " {name}={text}").expect("String writes succeed");
+        };
+        one("atime", Stamp::Atime, t.atime);
+        one("mtime", Stamp::Mtime, t.mtime);
+        one("ctime", Stamp::Ctime, t.ctime);
+        if t.btime.is_some() {
+            one("btime", Stamp::Btime, t.btime);
+        }
+        if let (Some(m), Some(c)) = (t.mtime, t.ctime) {
+            write!(out, " m{}c", cmp(m, c)).expect("String writes succeed");
+        }
+        if let Some(a) = t.atime {
+            // In burst timing the atime comes from the coarse clock and may even be older than
+            // a fine-grained mtime stamped before it: only a far (set) atime is compared.
+            if self.timing == Timing::Ticked || self.far(a) {
+                for (name, v) in [("m", t.mtime), ("c", t.ctime)] {
+                    if let Some(v) = v {
+                        write!(out, " a{}{name}", cmp(a, v)).expect("String writes succeed");
+                    }
+                }
+            }
+        }
+        out
+    }
+
     fn stat(&mut self, s: &StatRec) -> String {
-        let ino = self.ino(s.ino);
+        let ino = self.ino(s.dev, s.ino);
         let dev = self.dev(s.dev);
+        let times = self.times(
+            Some(ino),
+            Stamps {
+                atime: Some(s.atime),
+                mtime: Some(s.mtime),
+                ctime: Some(s.ctime),
+                btime: None,
+            },
+        );
         format!(
-            "stat mode=0{:o} nlink={} uid={} gid={} size={} blocks={} blksize={} rdev={}:{} ino=ino#{ino} dev=dev#{dev} \
-             atime={} mtime={} ctime={}",
-            s.mode,
-            s.nlink,
-            s.uid,
-            s.gid,
-            s.size,
-            s.blocks,
-            s.blksize,
-            s.rdev.major,
-            s.rdev.minor,
-            self.time(ino, Stamp::Atime, s.atime),
-            self.time(ino, Stamp::Mtime, s.mtime),
-            self.time(ino, Stamp::Ctime, s.ctime),
+            "stat mode=0{:o} nlink={} uid={} gid={} size={} blocks={} blksize={} rdev={}:{} ino=ino#{ino} dev=dev#{dev}{times}",
+            s.mode, s.nlink, s.uid, s.gid, s.size, s.blocks, s.blksize, s.rdev.major, s.rdev.minor,
         )
     }
 
@@ -154,29 +226,27 @@ impl Normaliser {
     fn statx(&mut self, s: &StatxRec) -> String {
         let has = |bit: u32| s.mask & bit != 0;
         let show = |bit: u32, v: &dyn Fn() -> String| if has(bit) { v() } else { "-".to_string() };
-        let ino = has(STATX_INO).then(|| self.ino(s.ino));
+        let ino = has(STATX_INO).then(|| self.ino(s.dev, s.ino));
         let dev = self.dev(s.dev);
         let mnt = if has(STATX_MNT_ID) {
             format!("mnt#{}", renumber(&mut self.mnts, s.mnt_id))
         } else {
             "-".into()
         };
-        let mut time = |bit: u32, which: Stamp, t: Ts| match ino {
-            Some(i) if has(bit) => self.time(i, which, t),
-            _ if has(bit) => format!("{}.{:09}", t.sec, t.nsec),
-            _ => "-".to_string(),
-        };
-        let (atime, mtime) = (
-            time(STATX_ATIME, Stamp::Atime, s.atime),
-            time(STATX_MTIME, Stamp::Mtime, s.mtime),
+        let stamp = |bit: u32, t: Ts| has(bit).then_some(t);
+        let times = self.times(
+            ino,
+            Stamps {
+                atime: stamp(STATX_ATIME, s.atime),
+                mtime: stamp(STATX_MTIME, s.mtime),
+                ctime: stamp(STATX_CTIME, s.ctime),
+                btime: Some(s.btime).filter(|_| has(STATX_BTIME)),
+            },
         );
-        let (ctime, btime) = (
-            time(STATX_CTIME, Stamp::Ctime, s.ctime),
-            time(STATX_BTIME, Stamp::Btime, s.btime),
-        );
+        let btime = if has(STATX_BTIME) { "" } else { " btime=-" };
         format!(
             "statx mask={:#x} attributes={:#x} attributes_mask={:#x} mode={} nlink={} uid={} gid={} size={} \
-             blocks={} blksize={} rdev={}:{} ino={} dev=dev#{dev} mnt={mnt} atime={atime} mtime={mtime} ctime={ctime} btime={btime}",
+             blocks={} blksize={} rdev={}:{} ino={} dev=dev#{dev} mnt={mnt}{times}{btime}",
             s.mask,
             s.attributes,
             s.attributes_mask,
@@ -193,16 +263,18 @@ impl Normaliser {
         )
     }
 
-    fn dirents(&mut self, d: &[DirentRec]) -> String {
-        let mut sorted: Vec<&DirentRec> = d.iter().collect();
-        sorted.sort_by(|a, b| a.name.0.cmp(&b.name.0));
-        let mut out = format!("ok {} entries [", sorted.len());
-        for (i, e) in sorted.iter().enumerate() {
-            let ino = self.ino(e.ino);
+    /// Entries in `getdents` order as `"name" type ino#N @off#M`, `d_off` renumbered by first
+    /// appearance within the listing's directory.
+    fn dirents(&mut self, d: &Listing) -> String {
+        let dev = d.dir.map_or(UNKNOWN_DEV, |id| id.dev);
+        let mut out = format!("ok {} entries [", d.entries.len());
+        for (i, e) in d.entries.iter().enumerate() {
+            let ino = self.ino(dev, e.ino);
+            let off = renumber(self.offs.entry(d.dir).or_default(), e.off);
             let sep = if i == 0 { "" } else { ", " };
             write!(
                 out,
-                "{sep}{} {} ino#{ino}",
+                "{sep}{} {} ino#{ino} @off#{off}",
                 quote(&e.name.0),
                 d_type(e.d_type)
             )
@@ -211,6 +283,76 @@ impl Normaliser {
         out.push(']');
         out
     }
+
+    /// One line per name and per open bound fd, in the snapshot's order.
+    fn snapshot(&mut self, s: &SnapshotRec) -> String {
+        let mut out = format!(
+            "snapshot of {} names and {} fds",
+            s.entries.len(),
+            s.fds.len()
+        );
+        for e in &s.entries {
+            out.push_str("\n  ");
+            out.push_str(&self.entry(e));
+        }
+        for f in &s.fds {
+            out.push_str("\n  ");
+            out.push_str(&self.fd_rec(f));
+        }
+        out
+    }
+
+    fn entry(&mut self, e: &EntryRec) -> String {
+        let mut out = quote(&e.path.0);
+        match &e.stat {
+            Ok(st) => write!(out, " {}", self.stat(st)),
+            Err(err) => write!(out, " lstat {}", errno_display(*err)),
+        }
+        .expect("String writes succeed");
+        match &e.link {
+            Some(Ok(t)) => write!(out, " -> {}", quote(&t.0)),
+            Some(Err(err)) => write!(out, " readlink {}", errno_display(*err)),
+            None => Ok(()),
+        }
+        .expect("String writes succeed");
+        match &e.xattrs {
+            Ok(x) if x.is_empty() => Ok(()),
+            Ok(x) => {
+                let mut x: Vec<_> = x.iter().collect();
+                x.sort_by(|a, b| a.0 .0.cmp(&b.0 .0));
+                let shown: Vec<String> = x
+                    .iter()
+                    .map(|(n, v)| match v {
+                        Ok(v) => format!("{}={}", quote(&n.0), quote(&v.0)),
+                        Err(err) => format!("{}:{}", quote(&n.0), errno_display(*err)),
+                    })
+                    .collect();
+                write!(out, " xattrs [{}]", shown.join(", "))
+            }
+            Err(err) => write!(out, " llistxattr {}", errno_display(*err)),
+        }
+        .expect("String writes succeed");
+        if let Some(err) = e.list_errno {
+            write!(out, " listing {}", errno_display(err)).expect("String writes succeed");
+        }
+        out
+    }
+
+    fn fd_rec(&mut self, f: &FdRec) -> String {
+        let st = match &f.stat {
+            Ok(st) => self.stat(st),
+            Err(err) => format!("fstat {}", errno_display(*err)),
+        };
+        format!("${}={} (task {}) {st}", f.name, f.fd, f.task)
+    }
+}
+
+/// NUL-terminated names, sorted, quoted.
+fn xattr_names(list: &[u8]) -> String {
+    let mut names: Vec<&[u8]> = list.split(|&c| c == 0).filter(|n| !n.is_empty()).collect();
+    names.sort();
+    let shown: Vec<String> = names.iter().map(|n| quote(n)).collect();
+    shown.join(", ")
 }
 
 fn statfs(s: &StatFsRec) -> String {
@@ -234,102 +376,112 @@ fn d_type(t: u8) -> String {
     }
 }
 
-/// Runs of one byte at least this long are shown as `{rep:N:X}`.
-const RUN_SHOWN_AS_REP: usize = 16;
-
-/// Bytes as a double-quoted string with `\n`, `\t`, `\\`, `\"`, `\0` and `\xNN` escapes, and
-/// long runs of one byte as `{rep:N:X}` as in case files (a literal `{` is `\x7b`, so the text
-/// stays exact).
-pub fn quote(b: &[u8]) -> String {
-    let mut s = String::with_capacity(b.len() + 2);
-    s.push('"');
-    let mut i = 0;
-    while i < b.len() {
-        let run = b[i..].iter().take_while(|&&c| c == b[i]).count();
-        if run >= RUN_SHOWN_AS_REP {
-            s.push_str(&format!("{{rep:{run}:"));
-            push_escaped(&mut s, b[i]);
-            s.push('}');
-            i += run;
-        } else {
-            push_escaped(&mut s, b[i]);
-            i += 1;
-        }
-    }
-    s.push('"');
-    s
-}
-
-fn push_escaped(s: &mut String, c: u8) {
-    match c {
-        b'\n' => s.push_str("\\n"),
-        b'\t' => s.push_str("\\t"),
-        b'\\' => s.push_str("\\\\"),
-        b'"' => s.push_str("\\\""),
-        0 => s.push_str("\\0"),
-        b'{' => s.push_str("\\x7b"),
-        0x20..=0x7e => s.push(c as char),
-        _ => write!(s, "\\x{c:02x}").expect("String writes succeed"),
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::outcome::Bytes;
+    use crate::outcome::{Bytes, DirentRec};
 
     fn now() -> i64 {
-        Normaliser::new().now_sec
+        Normaliser::new(Timing::Ticked).now_sec
+    }
+
+    fn ts(ns: i64) -> Ts {
+        Ts {
+            sec: now(),
+            nsec: ns,
+        }
+    }
+
+    fn rec(dev_minor: u32, ino: u64, a: i64, m: i64, c: i64) -> StatRec {
+        StatRec {
+            ino,
+            dev: Dev {
+                major: 0,
+                minor: dev_minor,
+            },
+            atime: ts(a),
+            mtime: ts(m),
+            ctime: ts(c),
+            ..StatRec::default()
+        }
     }
 
     #[test]
-    fn inodes_and_devices_renumber_by_first_appearance() {
-        let mut n = Normaliser::new();
-        let t = Ts {
-            sec: now(),
-            nsec: 0,
-        };
-        let a = StatRec {
-            ino: 900,
-            dev: Dev {
-                major: 0,
-                minor: 40,
-            },
-            atime: t,
-            mtime: t,
-            ctime: t,
-            ..StatRec::default()
-        };
-        let b = StatRec {
-            ino: 17,
-            ..a.clone()
-        };
-        let sa = n.stat(&a);
-        let sb = n.stat(&b);
-        assert!(
-            sa.contains("ino=ino#1 dev=dev#1") && sa.contains("mtime=first"),
-            "{sa}"
-        );
+    fn inodes_are_identified_by_device_and_number() {
+        let mut n = Normaliser::default();
+        let sa = n.stat(&rec(40, 900, 1, 1, 1));
+        let sb = n.stat(&rec(40, 17, 1, 1, 1));
+        let sc = n.stat(&rec(41, 900, 1, 1, 1));
+        let again = n.stat(&rec(40, 900, 1, 1, 1));
+        assert!(sa.contains("ino=ino#1 dev=dev#1"), "{sa}");
         assert!(sb.contains("ino=ino#2 dev=dev#1"), "{sb}");
-        let again = n.stat(&a);
+        assert!(sc.contains("ino=ino#3 dev=dev#2"), "{sc}");
+        assert!(again.contains("ino=ino#1 dev=dev#1"), "{again}");
         assert!(
-            again.contains("ino=ino#1") && again.contains("atime=not-earlier mtime=same"),
+            again.contains("atime=same mtime=same ctime=same"),
             "{again}"
         );
     }
 
     #[test]
+    fn ticked_atime_tells_same_from_later_and_compares_with_mtime_and_ctime() {
+        let mut n = Normaliser::new(Timing::Ticked);
+        let first = n.stat(&rec(1, 1, 5, 5, 5));
+        assert!(
+            first.ends_with("atime=first mtime=first ctime=first m=c a=m a=c"),
+            "{first}"
+        );
+        let read = n.stat(&rec(1, 1, 9, 5, 5));
+        assert!(
+            read.ends_with("atime=later mtime=same ctime=same m=c a>m a>c"),
+            "{read}"
+        );
+        let again = n.stat(&rec(1, 1, 9, 5, 5));
+        assert!(again.contains("atime=same "), "{again}");
+        let back = n.stat(&rec(1, 1, 3, 5, 5));
+        assert!(back.contains("atime=earlier "), "{back}");
+    }
+
+    #[test]
+    fn mtime_and_ctime_are_compared_within_the_inode_in_both_timings() {
+        for timing in [Timing::Ticked, Timing::Burst] {
+            let mut n = Normaliser::new(timing);
+            // A write that stamped mtime 1 ns after ctime (a planted bug) shows as m>c.
+            let skewed = n.stat(&rec(1, 1, 5, 8, 7));
+            assert!(skewed.contains(" m>c"), "{timing:?}: {skewed}");
+            let chmod = n.stat(&rec(1, 2, 5, 5, 8));
+            assert!(chmod.contains(" m<c"), "{timing:?}: {chmod}");
+            let write = n.stat(&rec(1, 3, 5, 8, 8));
+            assert!(write.contains(" m=c"), "{timing:?}: {write}");
+        }
+    }
+
+    #[test]
+    fn burst_atime_is_shown_only_when_far_from_now() {
+        let mut n = Normaliser::new(Timing::Burst);
+        let near = n.stat(&rec(1, 1, 5, 5, 5));
+        assert!(
+            near.ends_with("atime=* mtime=first ctime=first m=c"),
+            "{near}"
+        );
+        let far = StatRec {
+            atime: Ts { sec: 1000, nsec: 7 },
+            ..rec(1, 1, 0, 5, 5)
+        };
+        let s = n.stat(&far);
+        assert!(
+            s.ends_with("atime=1000.000000007 mtime=same ctime=same m=c a<m a<c"),
+            "{s}"
+        );
+    }
+
+    #[test]
     fn timestamps_read_relative_to_the_previous_observation_unless_far() {
-        let mut n = Normaliser::new();
+        let mut n = Normaliser::default();
         let t = now();
         assert_eq!(n.time(1, Stamp::Mtime, Ts { sec: t, nsec: 5 }), "first");
         assert_eq!(n.time(1, Stamp::Mtime, Ts { sec: t, nsec: 6 }), "later");
         assert_eq!(n.time(1, Stamp::Mtime, Ts { sec: t, nsec: 1 }), "earlier");
-        assert_eq!(n.time(1, Stamp::Atime, Ts { sec: t, nsec: 1 }), "first");
-        assert_eq!(
-            n.time(1, Stamp::Atime, Ts { sec: t, nsec: 1 }),
-            "not-earlier"
-        );
         assert_eq!(
             n.time(1, Stamp::Mtime, Ts { sec: 1000, nsec: 7 }),
             "1000.000000007"
@@ -337,17 +489,8 @@ mod tests {
     }
 
     #[test]
-    fn quoting_escapes_and_folds_long_runs() {
-        assert_eq!(quote(b"a\n\0\xff\"{"), r#""a\n\0\xff\"\x7b""#);
-        let mut data = vec![0u8; 20];
-        data.extend_from_slice(b"xy");
-        assert_eq!(quote(&data), r#""{rep:20:\0}xy""#);
-        assert_eq!(quote(&[b'z'; 15]), format!("\"{}\"", "z".repeat(15)));
-    }
-
-    #[test]
     fn statx_fields_outside_the_mask_are_not_compared() {
-        let mut n = Normaliser::new();
+        let mut n = Normaliser::default();
         let s = StatxRec {
             mask: STATX_TYPE | STATX_INO,
             mode: 0o100644,
@@ -361,22 +504,87 @@ mod tests {
             "{out}"
         );
         assert!(
-            out.contains("ino=ino#1 dev=dev#1 mnt=- atime=- mtime=- ctime=- btime=-"),
+            out.ends_with("ino=ino#1 dev=dev#1 mnt=- atime=- mtime=- ctime=- btime=-"),
             "{out}"
         );
     }
 
     #[test]
-    fn listings_sort_by_name_and_xattr_lists_by_name() {
-        let mut n = Normaliser::new();
-        let e = |name: &[u8], ino| DirentRec {
+    fn listings_keep_their_order_and_renumber_offsets_per_directory() {
+        let mut n = Normaliser::default();
+        let e = |name: &[u8], ino, off| DirentRec {
             name: Bytes(name.to_vec()),
             d_type: 8,
             ino,
+            off,
         };
-        let s = n.dirents(&[e(b"b", 5), e(b"a", 9)]);
-        assert_eq!(s, r#"ok 2 entries ["a" reg ino#1, "b" reg ino#2]"#);
+        let dir = |ino| {
+            Some(DirId {
+                dev: Dev::default(),
+                ino,
+            })
+        };
+        let a = n.dirents(&Listing {
+            dir: dir(1),
+            entries: vec![e(b"b", 5, 7), e(b"a", 9, i64::from(i32::MAX))],
+        });
+        assert_eq!(
+            a,
+            r#"ok 2 entries ["b" reg ino#1 @off#1, "a" reg ino#2 @off#2]"#
+        );
+        // The same raw offsets in another directory start again at off#1.
+        let b = n.dirents(&Listing {
+            dir: dir(2),
+            entries: vec![e(b"c", 6, i64::from(i32::MAX)), e(b"d", 7, 7)],
+        });
+        assert_eq!(
+            b,
+            r#"ok 2 entries ["c" reg ino#3 @off#1, "d" reg ino#4 @off#2]"#
+        );
         let x = n.value(&Value::XattrList(Bytes(b"user.b\0user.a\0".to_vec())));
         assert_eq!(x, r#"ok 14 bytes xattrs ["user.a", "user.b"]"#);
+    }
+
+    #[test]
+    fn snapshots_show_one_line_per_name_and_fd() {
+        let mut n = Normaliser::default();
+        let s = SnapshotRec {
+            entries: vec![
+                EntryRec {
+                    path: Bytes(b"/".to_vec()),
+                    stat: Ok(rec(1, 1, 1, 1, 1)),
+                    link: None,
+                    xattrs: Ok(vec![]),
+                    list_errno: None,
+                },
+                EntryRec {
+                    path: Bytes(b"/l".to_vec()),
+                    stat: Ok(rec(1, 2, 1, 1, 1)),
+                    link: Some(Ok(Bytes(b"t".to_vec()))),
+                    xattrs: Ok(vec![
+                        (Bytes(b"trusted.z".to_vec()), Ok(Bytes(b"1".to_vec()))),
+                        (Bytes(b"security.a".to_vec()), Err(61)),
+                    ]),
+                    list_errno: None,
+                },
+            ],
+            fds: vec![FdRec {
+                name: "f".into(),
+                fd: 3,
+                task: 1,
+                stat: Ok(rec(1, 2, 1, 1, 1)),
+            }],
+        };
+        let text = n.value(&Value::Snapshot(s));
+        let lines: Vec<&str> = text.lines().collect();
+        assert_eq!(lines.len(), 4, "{text}");
+        assert_eq!(lines[0], "snapshot of 2 names and 1 fds");
+        assert!(lines[1].starts_with(r#"  "/" stat "#), "{text}");
+        assert!(
+            lines[2].ends_with(r#" -> "t" xattrs ["security.a":ENODATA, "trusted.z"="1"]"#),
+            "{text}"
+        );
+        assert!(lines[3].starts_with("  $f=3 (task 1) stat "), "{text}");
+        assert!(lines[3].contains("ino=ino#2 "), "{text}");
     }
 }

@@ -31,8 +31,12 @@ pub enum Value {
     Statx(StatxRec),
     /// `statfs`, `fstatfs`, without `f_fsid`.
     StatFs(StatFsRec),
-    /// `getdents` or `listdir` entries, in the order the calls gave them; `d_off` dropped.
-    Dirents(Vec<DirentRec>),
+    /// `getdents` or `listdir` entries, in the order the calls gave them.
+    Dirents(Listing),
+    /// `lseek $d @NAME` returned the `d_off` of NAME it was given.
+    AtEntry(Bytes),
+    /// `snapshot`: the whole tree and the bound fds.
+    Snapshot(SnapshotRec),
     /// `getresuid`/`getresgid`, `getgroups`, `capget`.
     Cred(crate::op::cred::CredValue),
 }
@@ -144,7 +148,7 @@ pub struct StatFsRec {
     pub flags: i64,
 }
 
-/// One `linux_dirent64` record without `d_off`.
+/// One `linux_dirent64` record.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct DirentRec {
     /// `d_name`.
@@ -153,6 +157,71 @@ pub struct DirentRec {
     pub d_type: u8,
     /// `d_ino`.
     pub ino: u64,
+    /// `d_off`: where a listing resumes after this entry.
+    pub off: i64,
+}
+
+/// A directory's identity: its device and inode number.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct DirId {
+    /// `st_dev`.
+    pub dev: Dev,
+    /// `st_ino`.
+    pub ino: u64,
+}
+
+/// The entries of one `getdents` call or one `listdir`, and the directory they came from
+/// (`statx(fd, "", AT_EMPTY_PATH, STATX_INO)`, which observes no timestamp), the scope in
+/// which `d_off` values are renumbered.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Listing {
+    /// The directory, if `statx` on the fd succeeded.
+    pub dir: Option<DirId>,
+    /// The records in the order the calls returned them.
+    pub entries: Vec<DirentRec>,
+}
+
+/// One xattr of a snapshot: its name and its value (or the errno of `lgetxattr`).
+pub type XattrRec = (Bytes, Result<Bytes, i32>);
+
+/// One name in a snapshot's tree.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct EntryRec {
+    /// The path from the namespace root (`/` for the root itself).
+    pub path: Bytes,
+    /// `lstat`, or its errno.
+    pub stat: Result<StatRec, i32>,
+    /// `readlink` of a symlink, or its errno; `None` for other types.
+    pub link: Option<Result<Bytes, i32>>,
+    /// `llistxattr`'s names with each one's `lgetxattr` value (or errno), in list order; or
+    /// `llistxattr`'s errno.
+    pub xattrs: Result<Vec<XattrRec>, i32>,
+    /// For a directory whose listing failed, the errno of the failing call.
+    pub list_errno: Option<i32>,
+}
+
+/// `fstat` of a bound fd in the task that bound it.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FdRec {
+    /// The variable, without `$`.
+    pub name: String,
+    /// Its fd number.
+    pub fd: i32,
+    /// The task whose table holds it.
+    pub task: u32,
+    /// `fstat`, or its errno (other than `EBADF`: a closed fd is left out).
+    pub stat: Result<StatRec, i32>,
+}
+
+/// What `snapshot` saw: every name reachable from the namespace root (crossing mounts) in
+/// depth-first order, each directory's children in `getdents` order, then every bound fd
+/// still open.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SnapshotRec {
+    /// The tree.
+    pub entries: Vec<EntryRec>,
+    /// The open bound fds, in order of first binding.
+    pub fds: Vec<FdRec>,
 }
 
 /// Decodes the records of a `getdents64` buffer (`struct linux_dirent64`: ino u64, off i64,
@@ -163,6 +232,7 @@ pub fn decode_dirents(mut buf: &[u8]) -> Vec<DirentRec> {
     let mut out = Vec::new();
     while buf.len() >= NAME_AT {
         let ino = u64::from_ne_bytes(buf[0..8].try_into().expect("8 bytes"));
+        let off = i64::from_ne_bytes(buf[8..16].try_into().expect("8 bytes"));
         let reclen = usize::from(u16::from_ne_bytes([buf[16], buf[17]]));
         if reclen < NAME_AT || reclen > buf.len() {
             break;
@@ -173,6 +243,7 @@ pub fn decode_dirents(mut buf: &[u8]) -> Vec<DirentRec> {
             name: Bytes(name[..end].to_vec()),
             d_type: buf[18],
             ino,
+            off,
         });
         buf = &buf[reclen..];
     }
@@ -189,11 +260,30 @@ mod tests {
             Outcome::Errno(2),
             Outcome::Ok(Value::Unit),
             Outcome::Ok(Value::Bytes(Bytes(vec![0, 0xff, b'a']))),
-            Outcome::Ok(Value::Dirents(vec![DirentRec {
-                name: Bytes(b"x".to_vec()),
-                d_type: 8,
-                ino: 7,
-            }])),
+            Outcome::Ok(Value::Dirents(Listing {
+                dir: Some(DirId::default()),
+                entries: vec![DirentRec {
+                    name: Bytes(b"x".to_vec()),
+                    d_type: 8,
+                    ino: 7,
+                    off: i64::MAX,
+                }],
+            })),
+            Outcome::Ok(Value::Snapshot(SnapshotRec {
+                entries: vec![EntryRec {
+                    path: Bytes(b"/".to_vec()),
+                    stat: Err(2),
+                    link: Some(Ok(Bytes(b"t".to_vec()))),
+                    xattrs: Ok(vec![(Bytes(b"user.a".to_vec()), Err(61))]),
+                    list_errno: None,
+                }],
+                fds: vec![FdRec {
+                    name: "f".into(),
+                    fd: 3,
+                    task: 2,
+                    stat: Ok(StatRec::default()),
+                }],
+            })),
             Outcome::Ok(Value::Stat(StatRec {
                 ino: 3,
                 mode: 0o100644,
@@ -211,9 +301,10 @@ mod tests {
     }
 
     #[test]
-    fn dirent_records_decode_without_offsets() {
+    fn dirent_records_decode_with_offsets() {
         let mut buf = vec![0u8; 24];
         buf[0] = 5;
+        buf[8] = 9;
         buf[16] = 24;
         buf[18] = 4;
         buf[19] = b'.';
@@ -222,7 +313,8 @@ mod tests {
             vec![DirentRec {
                 name: Bytes(b".".to_vec()),
                 d_type: 4,
-                ino: 5
+                ino: 5,
+                off: 9,
             }]
         );
     }

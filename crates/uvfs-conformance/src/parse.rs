@@ -1,15 +1,17 @@
 //! Case files: `case NAME` ... `end` blocks of op lines (CASES.md, "Files").
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
 
 use crate::lex::{tokenize, Token};
 use crate::op::Op;
 
 /// One op line of a case.
-#[derive(Clone, Debug, PartialEq, Eq)]
+///
+/// Equality compares what runs (the op and its binding), not where the line came from.
+#[derive(Clone, Debug, Eq)]
 pub struct Step {
-    /// 1-based line number in the case file.
+    /// 1-based line number in the case file (0 for a step built in code).
     pub line: usize,
     /// The line as written, comment and surrounding blanks removed, for reports.
     pub text: String,
@@ -17,6 +19,26 @@ pub struct Step {
     pub op: Op,
     /// `=> NAME`: the fd variable the result is bound to.
     pub bind: Option<String>,
+}
+
+impl PartialEq for Step {
+    fn eq(&self, other: &Step) -> bool {
+        self.op == other.op && self.bind == other.bind
+    }
+}
+
+impl Step {
+    /// A step built in code (by a generator): no source line; its text is the printed op.
+    pub fn new(op: Op, bind: Option<String>) -> Step {
+        let mut s = Step {
+            line: 0,
+            text: String::new(),
+            op,
+            bind,
+        };
+        s.text = s.to_string();
+        s
+    }
 }
 
 /// How a case's ops are paced against the coarse clock that stamps inodes.
@@ -32,7 +54,10 @@ pub enum Timing {
 }
 
 /// One case: a root tmpfs and a sequence of ops.
-#[derive(Clone, Debug, PartialEq, Eq)]
+///
+/// Equality compares what runs (name, root mount options, timing and steps), not where the
+/// case came from: printing a case and parsing the text gives back an equal case.
+#[derive(Clone, Debug, Eq)]
 pub struct Case {
     /// Unique name, `[a-z0-9_]+`.
     pub name: String,
@@ -50,7 +75,48 @@ pub struct Case {
     pub steps: Vec<Step>,
 }
 
+impl PartialEq for Case {
+    fn eq(&self, other: &Case) -> bool {
+        self.name == other.name
+            && self.mount == other.mount
+            && self.timing == other.timing
+            && self.steps == other.steps
+    }
+}
+
 impl Case {
+    /// An empty case built in code (by a generator), default root mount and timing; add steps
+    /// with [`Step::new`] and check it with [`Case::check`] before running it.
+    pub fn new(name: impl Into<String>) -> Case {
+        Case {
+            name: name.into(),
+            file: PathBuf::new(),
+            line: 0,
+            mount: None,
+            mount_line: 0,
+            timing: Timing::Ticked,
+            steps: Vec::new(),
+        }
+    }
+
+    /// Checks what the parser checks beyond each line's syntax: every `$NAME` is bound by an
+    /// earlier step, only fd-returning ops bind, task numbers exist before they are switched
+    /// to and not before they are made, and a task whose credentials came from `as` does not
+    /// say `as` again.
+    ///
+    /// # Errors
+    /// `step N: message` for the first bad step (1-based).
+    pub fn check(&self) -> Result<(), String> {
+        if !valid_name(self.name.as_bytes()) {
+            return Err(format!("case name `{}` is not [a-z0-9_]+", self.name));
+        }
+        let mut c = Checker::default();
+        for (i, s) in self.steps.iter().enumerate() {
+            c.step(s).map_err(|e| format!("step {}: {e}", i + 1))?;
+        }
+        Ok(())
+    }
+
     /// How the root tmpfs is mounted, as shown in reports for the outcome before the first op.
     pub fn mount_text(&self) -> String {
         match &self.mount {
@@ -67,6 +133,7 @@ impl Case {
 pub fn parse_cases(text: &str, file: &Path) -> Result<Vec<Case>, String> {
     let mut cases = Vec::new();
     let mut cur: Option<Case> = None;
+    let mut checker = Checker::default();
     for (idx, raw) in text.lines().enumerate() {
         let line = idx + 1;
         let at = |msg: String| format!("{}:{line}: {msg}", file.display());
@@ -79,6 +146,7 @@ pub fn parse_cases(text: &str, file: &Path) -> Result<Vec<Case>, String> {
                     [n] if valid_name(&n.bytes) => n.text(),
                     _ => return Err(at("`case` takes one name of [a-z0-9_]+".into())),
                 };
+                checker = Checker::default();
                 cur = Some(Case {
                     name,
                     file: file.to_path_buf(),
@@ -111,18 +179,8 @@ pub fn parse_cases(text: &str, file: &Path) -> Result<Vec<Case>, String> {
                 };
             }
             (_, Some(c)) => {
-                let (step, vars) = parse_step(&toks, line, raw).map_err(at)?;
-                let bound = |v: &String| c.steps.iter().any(|s| s.bind.as_ref() == Some(v));
-                if let Some(v) = vars.iter().find(|v| !bound(v)) {
-                    return Err(at(format!("${v} is not bound by an earlier `=> {v}`")));
-                }
-                if matches!(step.op, Op::As { .. })
-                    && c.steps.iter().any(|s| matches!(s.op, Op::As { .. }))
-                {
-                    return Err(at(
-                        "a case has one `as`: the host cannot regain root after it".into(),
-                    ));
-                }
+                let step = parse_step(&toks, line, raw).map_err(at)?;
+                checker.step(&step).map_err(at)?;
                 c.steps.push(step);
             }
         }
@@ -133,7 +191,81 @@ pub fn parse_cases(text: &str, file: &Path) -> Result<Vec<Case>, String> {
     Ok(cases)
 }
 
-fn parse_step(toks: &[Token], line: usize, raw: &str) -> Result<(Step, Vec<String>), String> {
+/// The semantic state of a case up to some step: bound names and tasks.
+#[derive(Debug)]
+struct Checker {
+    bound: HashSet<String>,
+    /// Existing tasks, and whether each one's credentials came from `as` (its own or its
+    /// parent's): the host cannot take them back.
+    tasks: HashMap<u32, bool>,
+    current: u32,
+}
+
+impl Default for Checker {
+    fn default() -> Self {
+        Checker {
+            bound: HashSet::new(),
+            tasks: HashMap::from([(1, false)]),
+            current: 1,
+        }
+    }
+}
+
+impl Checker {
+    fn step(&mut self, step: &Step) -> Result<(), String> {
+        if let Some(v) = step
+            .op
+            .fd_vars()
+            .into_iter()
+            .find(|v| !self.bound.contains(*v))
+        {
+            return Err(format!("${v} is not bound by an earlier `=> {v}`"));
+        }
+        if let Some(name) = &step.bind {
+            if !valid_name(name.as_bytes()) {
+                return Err(format!("bad variable name `{name}` after =>"));
+            }
+            if !step.op.returns_fd() {
+                return Err("the op does not return an fd to bind".into());
+            }
+            self.bound.insert(name.clone());
+        }
+        match &step.op {
+            Op::As { .. } => {
+                let dropped = self
+                    .tasks
+                    .get_mut(&self.current)
+                    .expect("current task exists");
+                if *dropped {
+                    return Err(
+                        "this task already left root with `as`: the host cannot regain it".into(),
+                    );
+                }
+                *dropped = true;
+            }
+            Op::Task { id, start: None } => {
+                if !self.tasks.contains_key(id) {
+                    return Err(format!(
+                        "task {id} does not exist: make it with `task {id} fork|thread`"
+                    ));
+                }
+                self.current = *id;
+            }
+            Op::Task { id, start: Some(_) } => {
+                if self.tasks.contains_key(id) {
+                    return Err(format!("task {id} exists already"));
+                }
+                let dropped = self.tasks[&self.current];
+                self.tasks.insert(*id, dropped);
+                self.current = *id;
+            }
+            _ => {}
+        }
+        Ok(())
+    }
+}
+
+fn parse_step(toks: &[Token], line: usize, raw: &str) -> Result<Step, String> {
     let (toks, bind) = match toks {
         [rest @ .., arrow, name] if !arrow.quoted && arrow.bytes == b"=>" => {
             if !valid_name(&name.bytes) {
@@ -144,22 +276,20 @@ fn parse_step(toks: &[Token], line: usize, raw: &str) -> Result<(Step, Vec<Strin
         _ => (toks, None),
     };
     let word = toks[0].text();
-    let (op, vars) = Op::parse(&word, &toks[1..]).map_err(|e| format!("{word}: {e}"))?;
+    let (op, _) = Op::parse(&word, &toks[1..]).map_err(|e| format!("{word}: {e}"))?;
     if bind.is_some() && !op.returns_fd() {
         return Err(format!("`{word}` does not return an fd to bind"));
     }
-    Ok((
-        Step {
-            line,
-            text: strip_comment(raw),
-            op,
-            bind,
-        },
-        vars,
-    ))
+    Ok(Step {
+        line,
+        text: strip_comment(raw),
+        op,
+        bind,
+    })
 }
 
-fn valid_name(b: &[u8]) -> bool {
+/// Whether `b` is a valid case or variable name: `[a-z0-9_]+`.
+pub fn valid_name(b: &[u8]) -> bool {
     !b.is_empty()
         && b.iter()
             .all(|&c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == b'_')
@@ -261,7 +391,7 @@ end
         assert!(parse_cases("close 3\n", Path::new("x.cases")).is_err());
         let e =
             parse_cases("case a\nas 1 1\nas 2 2\nend\n", Path::new("x.cases")).expect_err("two as");
-        assert!(e.contains("one `as`"), "{e}");
+        assert!(e.contains("cannot regain"), "{e}");
         let e = parse_cases("case a\nclose $g\nend\n", Path::new("x.cases")).expect_err("unbound");
         assert!(e.contains("$g is not bound"), "{e}");
         assert!(parse_cases("case Bad\nend\n", Path::new("x.cases")).is_err());

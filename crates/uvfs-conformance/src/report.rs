@@ -11,10 +11,14 @@ use crate::parse::Case;
 
 /// Longest outcome text shown in a diff before it is cut.
 const SHOWN_CHARS: usize = 400;
+/// Most differing lines of a multi-line outcome (a snapshot) shown in a diff.
+const SHOWN_LINES: usize = 12;
 
 /// One step whose normalised outcomes differ.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct StepDiff {
+    /// Step number: 0 is the root mount, 1 the first op.
+    pub step: usize,
     /// Line of the op in the case file (the `case` line for the root mount).
     pub line: usize,
     /// The op as written.
@@ -25,8 +29,10 @@ pub struct StepDiff {
     pub host: String,
 }
 
-fn normalised(run: &CaseRun, steps: usize) -> Vec<String> {
-    let mut n = Normaliser::new();
+/// The normalised outcomes of one run of `case`, padded to `steps` with why the rest is
+/// missing.
+pub fn normalised(case: &Case, run: &CaseRun, steps: usize) -> Vec<String> {
+    let mut n = Normaliser::new(case.timing);
     let mut out: Vec<String> = run.outcomes.iter().map(|o| n.outcome(o)).collect();
     let missing = match &run.aborted {
         Some(why) => format!("(not run: {why})"),
@@ -36,26 +42,36 @@ fn normalised(run: &CaseRun, steps: usize) -> Vec<String> {
     out
 }
 
+fn step_text(case: &Case, i: usize) -> (usize, String) {
+    match i {
+        0 => (case.mount_line, case.mount_text()),
+        _ => case
+            .steps
+            .get(i - 1)
+            .map_or((case.line, "(past the last op)".into()), |s| {
+                let text = if s.text.is_empty() {
+                    s.to_string()
+                } else {
+                    s.text.clone()
+                };
+                (s.line, text)
+            }),
+    }
+}
+
 /// Normalises both runs and returns the steps that differ, in order.
 pub fn compare(case: &Case, uvfs: &CaseRun, host: &CaseRun) -> Vec<StepDiff> {
     let steps = case.steps.len() + 1;
-    let (u, h) = (normalised(uvfs, steps), normalised(host, steps));
+    let (u, h) = (normalised(case, uvfs, steps), normalised(case, host, steps));
     let mut diffs = Vec::new();
     for i in 0..steps.max(u.len()).max(h.len()) {
         if u.get(i) == h.get(i) {
             continue;
         }
-        let (line, text) = match i {
-            0 => (case.mount_line, case.mount_text()),
-            _ => case
-                .steps
-                .get(i - 1)
-                .map_or((case.line, "(past the last op)".into()), |s| {
-                    (s.line, s.text.clone())
-                }),
-        };
+        let (line, text) = step_text(case, i);
         let none = String::from("(nothing)");
         diffs.push(StepDiff {
+            step: i,
             line,
             text,
             uvfs: u.get(i).unwrap_or(&none).clone(),
@@ -65,32 +81,79 @@ pub fn compare(case: &Case, uvfs: &CaseRun, host: &CaseRun) -> Vec<StepDiff> {
     diffs
 }
 
-/// `expected-divergences.txt`: `case_name: reason` lines, `#` comments.
+/// What `expected-divergences.txt` says about one case.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Expectation {
+    /// `case_name: reason`: the case as a whole diverges.
+    Case(String),
+    /// `case_name@N: reason` lines: these steps (0 the root mount, 1 the first op) diverge,
+    /// every other step must match.
+    Steps(BTreeMap<usize, String>),
+}
+
+/// `expected-divergences.txt`: `case_name: reason` and `case_name@STEP: reason` lines, `#`
+/// comments.
 ///
 /// # Errors
-/// An unreadable file, a line without `: reason`, or a case listed twice.
-pub fn load_expectations(path: &Path) -> Result<BTreeMap<String, String>, String> {
+/// An unreadable file, a line without `: reason`, a bad step number, a case or step listed
+/// twice, or a case listed both whole and by step.
+pub fn load_expectations(path: &Path) -> Result<BTreeMap<String, Expectation>, String> {
     let text = match std::fs::read_to_string(path) {
         Ok(t) => t,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(BTreeMap::new()),
         Err(e) => return Err(format!("{}: {e}", path.display())),
     };
-    let mut out = BTreeMap::new();
+    parse_expectations(&text).map_err(|(line, e)| format!("{}:{line}: {e}", path.display()))
+}
+
+/// The text of an expectations file; errors carry their 1-based line.
+///
+/// # Errors
+/// As [`load_expectations`].
+pub fn parse_expectations(text: &str) -> Result<BTreeMap<String, Expectation>, (usize, String)> {
+    let mut out: BTreeMap<String, Expectation> = BTreeMap::new();
     for (i, line) in text.lines().enumerate() {
         let line = line.trim();
         if line.is_empty() || line.starts_with('#') {
             continue;
         }
-        let at = format!("{}:{}", path.display(), i + 1);
-        let (name, reason) = line
+        let at = |e: String| (i + 1, e);
+        let (key, reason) = line
             .split_once(':')
-            .ok_or_else(|| format!("{at}: expected `case_name: reason`"))?;
-        let (name, reason) = (name.trim(), reason.trim());
+            .ok_or_else(|| at("expected `case_name: reason` or `case_name@STEP: reason`".into()))?;
+        let (key, reason) = (key.trim(), reason.trim().to_string());
         if reason.is_empty() {
-            return Err(format!("{at}: {name} needs a reason"));
+            return Err(at(format!("{key} needs a reason")));
         }
-        if out.insert(name.to_string(), reason.to_string()).is_some() {
-            return Err(format!("{at}: {name} listed twice"));
+        let (name, step) = match key.split_once('@') {
+            None => (key, None),
+            Some((n, s)) => {
+                let step = s
+                    .parse::<usize>()
+                    .map_err(|_| at(format!("`{s}` is not a step number")))?;
+                (n, Some(step))
+            }
+        };
+        match (out.get_mut(name), step) {
+            (None, None) => {
+                out.insert(name.to_string(), Expectation::Case(reason));
+            }
+            (None, Some(s)) => {
+                out.insert(
+                    name.to_string(),
+                    Expectation::Steps(BTreeMap::from([(s, reason)])),
+                );
+            }
+            (Some(Expectation::Steps(steps)), Some(s)) => {
+                if steps.insert(s, reason).is_some() {
+                    return Err(at(format!("{name}@{s} listed twice")));
+                }
+            }
+            (Some(_), _) => {
+                return Err(at(format!(
+                    "{name} listed twice (a case is listed whole or by steps, not both)"
+                )))
+            }
         }
     }
     Ok(out)
@@ -101,21 +164,47 @@ pub fn load_expectations(path: &Path) -> Result<BTreeMap<String, String>, String
 pub enum Verdict {
     /// Every step matched.
     Match,
-    /// It diverged and is listed with this reason.
+    /// It diverged where it is listed to (the reasons).
     ExpectedDivergence(String),
-    /// It diverged and is not listed.
+    /// It diverged at these steps, which are not listed.
     Diverged(Vec<StepDiff>),
-    /// It is listed (with this reason) but matched: the expectation is stale.
+    /// It is listed (the reasons) but matched there: the expectation is stale.
     Stale(String),
 }
 
-/// Decides a case's verdict from its diffs and its expectation, if any.
-pub fn verdict(diffs: Vec<StepDiff>, expected: Option<&String>) -> Verdict {
-    match (diffs.is_empty(), expected) {
-        (true, None) => Verdict::Match,
-        (true, Some(r)) => Verdict::Stale(r.clone()),
-        (false, Some(r)) => Verdict::ExpectedDivergence(r.clone()),
-        (false, None) => Verdict::Diverged(diffs),
+/// Decides a case's verdict from its diffs and its expectation, if any. With a per-step
+/// expectation, only the listed steps are excused: a divergence at another step fails, and
+/// so does a listed step that matched.
+pub fn verdict(diffs: Vec<StepDiff>, expected: Option<&Expectation>) -> Verdict {
+    match expected {
+        None if diffs.is_empty() => Verdict::Match,
+        None => Verdict::Diverged(diffs),
+        Some(Expectation::Case(r)) if diffs.is_empty() => Verdict::Stale(r.clone()),
+        Some(Expectation::Case(r)) => Verdict::ExpectedDivergence(r.clone()),
+        Some(Expectation::Steps(steps)) => {
+            let unexcused: Vec<StepDiff> = diffs
+                .iter()
+                .filter(|d| !steps.contains_key(&d.step))
+                .cloned()
+                .collect();
+            if !unexcused.is_empty() {
+                return Verdict::Diverged(unexcused);
+            }
+            let stale: Vec<String> = steps
+                .iter()
+                .filter(|(s, _)| !diffs.iter().any(|d| d.step == **s))
+                .map(|(s, r)| format!("step {s}: {r}"))
+                .collect();
+            if stale.is_empty() {
+                let why: Vec<String> = steps
+                    .iter()
+                    .map(|(s, r)| format!("step {s}: {r}"))
+                    .collect();
+                Verdict::ExpectedDivergence(why.join("; "))
+            } else {
+                Verdict::Stale(stale.join("; "))
+            }
+        }
     }
 }
 
@@ -145,12 +234,38 @@ pub fn render_instability(side: &str, case: &Case, diffs: &[StepDiff]) -> String
     render_diffs(&title, case, diffs, ["run 1", "rerun"])
 }
 
+/// Both outcomes; for multi-line ones (snapshots) the first line and the lines that differ.
+fn render_pair(s: &mut String, a: &str, b: &str, labels: [&str; 2]) {
+    if !a.contains('\n') && !b.contains('\n') {
+        writeln!(s, "    {}: {}", labels[0], cut(a)).expect("String writes succeed");
+        writeln!(s, "    {}: {}", labels[1], cut(b)).expect("String writes succeed");
+        return;
+    }
+    let (la, lb): (Vec<&str>, Vec<&str>) = (a.lines().collect(), b.lines().collect());
+    let mut shown = 0;
+    for i in 0..la.len().max(lb.len()) {
+        let (x, y) = (la.get(i).copied(), lb.get(i).copied());
+        if x == y && i > 0 {
+            continue;
+        }
+        if shown == SHOWN_LINES {
+            writeln!(s, "    ... (more lines differ)").expect("String writes succeed");
+            break;
+        }
+        shown += 1;
+        for (label, line) in labels.iter().zip([x, y]) {
+            let line = line.map_or("(no line)".to_string(), |l| cut(l.trim_start()));
+            writeln!(s, "    {label}: {line}").expect("String writes succeed");
+        }
+    }
+}
+
 fn render_diffs(title: &str, case: &Case, diffs: &[StepDiff], labels: [&str; 2]) -> String {
     let mut s = format!("{title} ({}:{})\n", case.file.display(), case.line);
     for d in diffs {
-        writeln!(s, "  line {}: {}", d.line, d.text).expect("String writes succeed");
-        writeln!(s, "    {}: {}", labels[0], cut(&d.uvfs)).expect("String writes succeed");
-        writeln!(s, "    {}: {}", labels[1], cut(&d.host)).expect("String writes succeed");
+        writeln!(s, "  step {} (line {}): {}", d.step, d.line, d.text)
+            .expect("String writes succeed");
+        render_pair(&mut s, &d.uvfs, &d.host, labels);
     }
     s
 }
@@ -158,7 +273,7 @@ fn render_diffs(title: &str, case: &Case, diffs: &[StepDiff], labels: [&str; 2])
 /// Every step of a case with both sides' normalised outcomes (for `UVFS_CONFORMANCE_VERBOSE`).
 pub fn render_steps(case: &Case, uvfs: &CaseRun, host: &CaseRun) -> String {
     let steps = case.steps.len() + 1;
-    let (u, h) = (normalised(uvfs, steps), normalised(host, steps));
+    let (u, h) = (normalised(case, uvfs, steps), normalised(case, host, steps));
     let mut s = format!(
         "case {} ({}:{})\n",
         case.name,
@@ -166,17 +281,13 @@ pub fn render_steps(case: &Case, uvfs: &CaseRun, host: &CaseRun) -> String {
         case.line
     );
     for i in 0..steps {
-        let text = if i == 0 {
-            case.mount_text()
-        } else {
-            case.steps[i - 1].text.clone()
-        };
+        let (_, text) = step_text(case, i);
         let mark = if u[i] == h[i] { "  " } else { "!=" };
         writeln!(
             s,
-            "{mark} {text}\n     uvfs: {}\n     host: {}",
-            cut(&u[i]),
-            cut(&h[i])
+            "{mark} {i}: {text}\n     uvfs: {}\n     host: {}",
+            u[i].replace("\n  ", "\n           "),
+            h[i].replace("\n  ", "\n           ")
         )
         .expect("String writes succeed");
     }
@@ -190,11 +301,11 @@ pub struct Summary {
     pub compared: usize,
     /// Cases whose every step matched.
     pub matched: usize,
-    /// Listed cases that diverged.
+    /// Listed cases that diverged where listed.
     pub expected: usize,
-    /// Unlisted cases that diverged.
+    /// Cases that diverged where they are not listed to.
     pub diverged: usize,
-    /// Listed cases that matched, and listed names that are no case.
+    /// Listed cases or steps that matched, and listed names that are no case.
     pub stale: usize,
     /// Cases whose outcomes changed between repeated runs of one side.
     pub unstable: usize,
@@ -247,22 +358,74 @@ impl Summary {
 mod tests {
     use super::*;
 
-    #[test]
-    fn verdicts_follow_the_expectation_table() {
-        let d = vec![StepDiff {
-            line: 3,
+    fn diff(step: usize) -> StepDiff {
+        StepDiff {
+            step,
+            line: step + 2,
             text: "x".into(),
             uvfs: "ok".into(),
             host: "ENOENT".into(),
-        }];
-        let r = String::from("why");
+        }
+    }
+
+    #[test]
+    fn verdicts_follow_the_expectation_table() {
+        let d = vec![diff(3)];
+        let r = Expectation::Case("why".into());
         assert_eq!(verdict(vec![], None), Verdict::Match);
-        assert_eq!(verdict(vec![], Some(&r)), Verdict::Stale(r.clone()));
+        assert_eq!(verdict(vec![], Some(&r)), Verdict::Stale("why".into()));
         assert_eq!(
             verdict(d.clone(), Some(&r)),
-            Verdict::ExpectedDivergence(r.clone())
+            Verdict::ExpectedDivergence("why".into())
         );
         assert_eq!(verdict(d.clone(), None), Verdict::Diverged(d));
+    }
+
+    #[test]
+    fn a_step_expectation_excuses_that_step_only() {
+        let e =
+            parse_expectations("# c\ncase_a@3: why three\ncase_a@5: why five\n").expect("valid");
+        let steps = &e["case_a"];
+        assert_eq!(
+            verdict(vec![diff(3), diff(5)], Some(steps)),
+            Verdict::ExpectedDivergence("step 3: why three; step 5: why five".into())
+        );
+        // A divergence at another step fails, even with the listed ones present.
+        assert_eq!(
+            verdict(vec![diff(3), diff(4), diff(5)], Some(steps)),
+            Verdict::Diverged(vec![diff(4)])
+        );
+        // A listed step that matched is stale.
+        assert_eq!(
+            verdict(vec![diff(3)], Some(steps)),
+            Verdict::Stale("step 5: why five".into())
+        );
+        assert_eq!(
+            verdict(vec![], Some(steps)),
+            Verdict::Stale("step 3: why three; step 5: why five".into())
+        );
+    }
+
+    #[test]
+    fn malformed_expectations_name_their_line() {
+        assert_eq!(parse_expectations("a b\n").unwrap_err().0, 1);
+        assert!(parse_expectations("a@x: r\n")
+            .unwrap_err()
+            .1
+            .contains("step number"));
+        assert!(parse_expectations("a: r\na@2: r\n")
+            .unwrap_err()
+            .1
+            .contains("listed twice"));
+        assert!(parse_expectations("a@2: r\na@2: s\n")
+            .unwrap_err()
+            .1
+            .contains("listed twice"));
+        assert!(parse_expectations("a@2: r\na: s\n").is_err());
+        assert!(parse_expectations("a:\n")
+            .unwrap_err()
+            .1
+            .contains("needs a reason"));
     }
 
     #[test]
@@ -280,5 +443,17 @@ mod tests {
             "{text}"
         );
         assert!(text.ends_with("\n2 passed, 1 failed\n"), "{text}");
+    }
+
+    #[test]
+    fn multi_line_outcomes_show_the_differing_lines() {
+        let mut s = String::new();
+        render_pair(
+            &mut s,
+            "snap 2\n  a 1\n  b 2",
+            "snap 2\n  a 1\n  b 3",
+            ["u", "h"],
+        );
+        assert_eq!(s, "    u: snap 2\n    h: snap 2\n    u: b 2\n    h: b 3\n");
     }
 }

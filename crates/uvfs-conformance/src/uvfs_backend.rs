@@ -9,22 +9,29 @@ use std::time::Duration;
 
 use uvfs::abi::{
     AtFlags, FallocFlags, FcntlCmd, FdFlags, MountFlags, OpenFlags, OpenHow, RenameFlags, Stat,
-    StatFs, Statx, StatxMask, Timespec, UmountFlags, Whence, XattrFlags,
+    StatFs, Statx, StatxMask, Timespec, UmountFlags, Whence, XattrFlags, AT_FDCWD, PATH_MAX,
 };
 use uvfs::{Errno, Task, Vfs};
 
 use crate::backend::{run_case, Backend, CaseRun, Fds};
-use crate::op::{Fcntl, Op, Time, XattrTarget};
+use crate::op::{Fcntl, Op, TaskStart, Time, XattrTarget};
 use crate::outcome::{
-    decode_dirents, Bytes, Dev, DirentRec, Outcome, StatFsRec, StatRec, StatxRec, Ts, Value,
+    decode_dirents, Bytes, Dev, DirId, DirentRec, FdRec, Listing, Outcome, SnapshotRec, StatFsRec,
+    StatRec, StatxRec, Ts, Value,
 };
 use crate::parse::Case;
+use crate::snapshot::{observe_tree, Observe, XATTR_BUF};
 
 mod cred;
 
-/// A uvfs namespace whose root is a tmpfs with the case's options, and one root task in it.
+/// A uvfs namespace whose root is a tmpfs with the case's options, the case's tasks in it
+/// (task 1 starts as root at the namespace root), and a separate root task that observes
+/// `snapshot`s.
 pub struct UvfsBackend {
-    task: Task,
+    /// Task N at index N - 1.
+    tasks: Vec<Option<Task>>,
+    current: usize,
+    observer: Task,
 }
 
 impl UvfsBackend {
@@ -35,9 +42,142 @@ impl UvfsBackend {
     pub fn new(mount: Option<&str>) -> Result<UvfsBackend, i32> {
         let vfs = Vfs::with_root_options(mount).map_err(Errno::raw)?;
         Ok(UvfsBackend {
-            task: vfs.task(cred::root_cred()),
+            tasks: vec![Some(vfs.task(cred::root_cred()))],
+            current: 0,
+            observer: vfs.task(uvfs::Cred::root()),
         })
     }
+
+    fn task(&self) -> &Task {
+        self.tasks[self.current]
+            .as_ref()
+            .expect("the parser only switches to tasks that exist")
+    }
+
+    fn task_no(&self, id: u32) -> Option<&Task> {
+        self.tasks.get(id as usize - 1).and_then(Option::as_ref)
+    }
+
+    /// `task N`, `task N fork`, `task N thread`.
+    fn switch_task(&mut self, id: u32, start: Option<TaskStart>) -> Outcome {
+        let slot = id as usize - 1;
+        if let Some(start) = start {
+            let new = match start {
+                TaskStart::Fork => self.task().fork(),
+                TaskStart::Thread => self.task().clone_thread(),
+            };
+            if self.tasks.len() <= slot {
+                self.tasks.resize_with(slot + 1, || None);
+            }
+            self.tasks[slot] = Some(new);
+        }
+        if self.tasks.get(slot).is_none_or(Option::is_none) {
+            return Outcome::Errno(libc::ESRCH);
+        }
+        self.current = slot;
+        Outcome::Ok(Value::Unit)
+    }
+
+    fn snapshot(&self, fds: &Fds) -> Value {
+        let entries = observe_tree(&mut Observer(&self.observer));
+        let fds = fds
+            .bound()
+            .filter_map(|b| {
+                let stat = match self.task_no(b.task)?.fstat(b.fd) {
+                    Err(Errno::EBADF) => return None,
+                    r => r.map(stat_fields).map_err(Errno::raw),
+                };
+                Some(FdRec {
+                    name: b.name.clone(),
+                    fd: b.fd,
+                    task: b.task,
+                    stat,
+                })
+            })
+            .collect();
+        Value::Snapshot(SnapshotRec { entries, fds })
+    }
+}
+
+/// The snapshot calls made by the observer task.
+struct Observer<'a>(&'a Task);
+
+impl Observe for Observer<'_> {
+    fn lstat(&mut self, path: &[u8]) -> Result<StatRec, i32> {
+        self.0
+            .fstatat(AT_FDCWD, path, AtFlags::SYMLINK_NOFOLLOW)
+            .map(stat_fields)
+            .map_err(Errno::raw)
+    }
+
+    fn readlink(&mut self, path: &[u8]) -> Result<Vec<u8>, i32> {
+        let mut buf = vec![0u8; PATH_MAX];
+        let n = self
+            .0
+            .readlinkat(AT_FDCWD, path, &mut buf)
+            .map_err(Errno::raw)?;
+        buf.truncate(n);
+        Ok(buf)
+    }
+
+    fn llistxattr(&mut self, path: &[u8]) -> Result<Vec<u8>, i32> {
+        let mut buf = vec![0u8; XATTR_BUF];
+        let n = self.0.llistxattr(path, &mut buf).map_err(Errno::raw)?;
+        buf.truncate(n);
+        Ok(buf)
+    }
+
+    fn lgetxattr(&mut self, path: &[u8], name: &[u8]) -> Result<Vec<u8>, i32> {
+        let mut buf = vec![0u8; XATTR_BUF];
+        let n = self.0.lgetxattr(path, name, &mut buf).map_err(Errno::raw)?;
+        buf.truncate(n);
+        Ok(buf)
+    }
+
+    fn list_dir(&mut self, path: &[u8]) -> Result<Vec<DirentRec>, i32> {
+        let flags =
+            OpenFlags::DIRECTORY | OpenFlags::NOFOLLOW | OpenFlags::NOATIME | OpenFlags::CLOEXEC;
+        listdir_with(self.0, path, flags)
+            .map(|l| l.entries)
+            .map_err(Errno::raw)
+    }
+}
+
+/// Opens `path` with `flags`, reads it with `getdents64` (4096-byte buffers) until 0, closes.
+fn listdir_with(t: &Task, path: &[u8], flags: OpenFlags) -> uvfs::Result<Listing> {
+    let fd = t.openat(AT_FDCWD, path, flags, 0)?;
+    let mut all = Listing {
+        dir: dir_id(t, fd),
+        entries: Vec::new(),
+    };
+    let r = loop {
+        match getdents(t, fd, 4096) {
+            Ok(v) if v.is_empty() => break Ok(()),
+            Ok(v) => all.entries.extend(v),
+            Err(e) => break Err(e),
+        }
+    };
+    let closed = t.close(fd);
+    r.and(closed)?;
+    Ok(all)
+}
+
+fn getdents(t: &Task, fd: i32, bufsize: usize) -> uvfs::Result<Vec<DirentRec>> {
+    let mut buf = vec![0u8; bufsize];
+    let n = t.getdents64(fd, &mut buf)?;
+    Ok(decode_dirents(&buf[..n]))
+}
+
+/// The directory open at `fd`, from a `statx` that asks for no timestamp.
+fn dir_id(t: &Task, fd: i32) -> Option<DirId> {
+    let s = t.statx(fd, b"", AtFlags::EMPTY_PATH, StatxMask::INO).ok()?;
+    Some(DirId {
+        dev: Dev {
+            major: s.dev_major,
+            minor: s.dev_minor,
+        },
+        ino: s.ino,
+    })
 }
 
 fn unit(r: uvfs::Result<()>) -> Outcome {
@@ -97,7 +237,11 @@ fn dev(d: u64) -> Dev {
 }
 
 fn stat_rec(s: Stat) -> Value {
-    Value::Stat(StatRec {
+    Value::Stat(stat_fields(s))
+}
+
+fn stat_fields(s: Stat) -> StatRec {
+    StatRec {
         dev: dev(s.dev),
         ino: s.ino,
         nlink: s.nlink,
@@ -111,7 +255,7 @@ fn stat_rec(s: Stat) -> Value {
         atime: ts(s.atime),
         mtime: ts(s.mtime),
         ctime: ts(s.ctime),
-    })
+    }
 }
 
 fn statx_rec(s: Statx) -> Value {
@@ -163,36 +307,8 @@ fn times(t: [Time; 2]) -> [Timespec; 2] {
 }
 
 impl UvfsBackend {
-    fn getdents(&self, fd: i32, bufsize: usize) -> uvfs::Result<Vec<DirentRec>> {
-        let mut buf = vec![0u8; bufsize];
-        let n = self.task.getdents64(fd, &mut buf)?;
-        Ok(decode_dirents(&buf[..n]))
-    }
-
-    /// `listdir`: open, `getdents64` until it returns 0, close.
-    fn listdir(&self, path: &[u8]) -> uvfs::Result<Value> {
-        let t = &self.task;
-        let fd = t.openat(
-            uvfs::abi::AT_FDCWD,
-            path,
-            OpenFlags::DIRECTORY | OpenFlags::CLOEXEC,
-            0,
-        )?;
-        let mut all = Vec::new();
-        let r = loop {
-            match self.getdents(fd, 4096) {
-                Ok(v) if v.is_empty() => break Ok(()),
-                Ok(v) => all.extend(v),
-                Err(e) => break Err(e),
-            }
-        };
-        let closed = t.close(fd);
-        r.and(closed)?;
-        Ok(Value::Dirents(all))
-    }
-
     fn xattr(&self, op: &Op, fds: &Fds) -> Outcome {
-        let t = &self.task;
+        let t = self.task();
         match op {
             Op::Setxattr {
                 target,
@@ -239,21 +355,26 @@ impl UvfsBackend {
         fds: &Fds,
     ) -> uvfs::Result<usize> {
         match target {
-            XattrTarget::Path(p) => self.task.getxattr(p, name, buf),
-            XattrTarget::Link(p) => self.task.lgetxattr(p, name, buf),
-            XattrTarget::File(fd) => self.task.fgetxattr(fds.get(fd), name, buf),
+            XattrTarget::Path(p) => self.task().getxattr(p, name, buf),
+            XattrTarget::Link(p) => self.task().lgetxattr(p, name, buf),
+            XattrTarget::File(fd) => self.task().fgetxattr(fds.get(fd), name, buf),
         }
     }
 }
 
 impl Backend for UvfsBackend {
-    fn run(&mut self, op: &Op, fds: &Fds) -> Outcome {
-        let t = &self.task;
+    fn run(&mut self, _step: usize, op: &Op, fds: &Fds) -> Outcome {
+        match op {
+            Op::Task { id, start } => return self.switch_task(*id, *start),
+            Op::Snapshot => return Outcome::Ok(self.snapshot(fds)),
+            _ => {}
+        }
+        let t = self.task();
         let fd = |f| fds.get(f);
         let at = |f: &i64| AtFlags::from_bits_retain(*f as u32);
         match op {
             Op::Open { path, flags, mode } => int(t.openat(
-                uvfs::abi::AT_FDCWD,
+                AT_FDCWD,
                 path,
                 OpenFlags::from_bits_retain(*flags as u32),
                 *mode as u32,
@@ -300,7 +421,20 @@ impl Backend for UvfsBackend {
                 let iov: Vec<IoSlice<'_>> = bufs.iter().map(|b| IoSlice::new(b)).collect();
                 int(t.writev(fd(f), &iov))
             }
-            Op::Lseek { fd: f, off, whence } => int(t.lseek(fd(f), *off, Whence(*whence as u32))),
+            Op::Preadv { fd: f, counts, off } => {
+                let mut bufs: Vec<Vec<u8>> = counts.iter().map(|&c| vec![0u8; c]).collect();
+                let mut iov: Vec<IoSliceMut<'_>> =
+                    bufs.iter_mut().map(|b| IoSliceMut::new(b)).collect();
+                let r = t.preadv(fd(f), &mut iov, *off);
+                done(r.map(|n| bytes(bufs.concat().into_iter().take(n).collect())))
+            }
+            Op::Pwritev { fd: f, bufs, off } => {
+                let iov: Vec<IoSlice<'_>> = bufs.iter().map(|b| IoSlice::new(b)).collect();
+                int(t.pwritev(fd(f), &iov, *off))
+            }
+            Op::Lseek { fd: f, off, whence } => {
+                int(t.lseek(fd(f), fds.offset(off), Whence(*whence as u32)))
+            }
             Op::Truncate { path, len } => unit(t.truncate(path, *len)),
             Op::Ftruncate { fd: f, len } => unit(t.ftruncate(fd(f), *len)),
             Op::Fallocate {
@@ -335,9 +469,7 @@ impl Backend for UvfsBackend {
                 int(t.fcntl(fd(f), cmd))
             }
             Op::Mkdirat { dirfd, path, mode } => unit(t.mkdirat(fd(dirfd), path, *mode as u32)),
-            Op::Mknod { path, mode, dev } => {
-                unit(t.mknodat(uvfs::abi::AT_FDCWD, path, *mode as u32, *dev))
-            }
+            Op::Mknod { path, mode, dev } => unit(t.mknodat(AT_FDCWD, path, *mode as u32, *dev)),
             Op::Unlinkat { dirfd, path, flags } => unit(t.unlinkat(fd(dirfd), path, at(flags))),
             Op::Renameat2 {
                 olddirfd,
@@ -359,7 +491,7 @@ impl Backend for UvfsBackend {
                 new,
                 flags,
             } => unit(t.linkat(fd(olddirfd), old, fd(newdirfd), new, at(flags))),
-            Op::Symlink { target, path } => unit(t.symlinkat(target, uvfs::abi::AT_FDCWD, path)),
+            Op::Symlink { target, path } => unit(t.symlinkat(target, AT_FDCWD, path)),
             Op::Readlinkat { dirfd, path, count } => {
                 filled(*count, bytes, |b| t.readlinkat(fd(dirfd), path, b))
             }
@@ -408,10 +540,16 @@ impl Backend for UvfsBackend {
                 mode,
                 flags,
             } => unit(t.faccessat2(fd(dirfd), path, *mode as u32, at(flags))),
-            Op::Getdents { fd: f, bufsize } => {
-                done(self.getdents(fd(f), *bufsize).map(Value::Dirents))
-            }
-            Op::Listdir { path } => done(self.listdir(path)),
+            Op::Getdents { fd: f, bufsize } => done(getdents(t, fd(f), *bufsize).map(|entries| {
+                Value::Dirents(Listing {
+                    dir: dir_id(t, fd(f)),
+                    entries,
+                })
+            })),
+            Op::Listdir { path } => done(
+                listdir_with(t, path, OpenFlags::DIRECTORY | OpenFlags::CLOEXEC)
+                    .map(Value::Dirents),
+            ),
             Op::Chdir { path } => unit(t.chdir(path)),
             Op::Fchdir { fd: f } => unit(t.fchdir(fd(f))),
             Op::Getcwd { size } => filled(*size, bytes, |b| t.getcwd(b)),
@@ -444,6 +582,7 @@ impl Backend for UvfsBackend {
             }
             Op::As { uid, gid, groups } => unit(cred::become_user(t, *uid, *gid, groups)),
             Op::Cred(c) => cred::run(t, c),
+            Op::Task { .. } | Op::Snapshot => unreachable!("handled above"),
         }
     }
 }

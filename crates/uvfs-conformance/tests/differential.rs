@@ -1,6 +1,6 @@
 //! The differential conformance suite: every case of `cases/*.cases` runs on uvfs (in this
-//! process) and on the host kernel (in `uvfs-conformance-host`, one sandboxed process per
-//! case, two at a time); the normalised outcomes are compared step by step. Oracle: the host
+//! process) and on the host kernel (through two `uvfs-conformance-host --serve` helpers, one
+//! fresh sandbox per case); the normalised outcomes are compared step by step. Oracle: the host
 //! kernel. Deliberate differences are listed in `expected-divergences.txt`, one reason each.
 //!
 //! Needs root for the host side (mount namespace, tmpfs, chroot). Without it the suite says
@@ -20,12 +20,12 @@ use std::sync::Mutex;
 use std::thread;
 use std::time::{Duration, Instant};
 
-use uvfs_conformance::host::protocol::{read_host_output, EXIT_ENV_REFUSED};
+use uvfs_conformance::host::protocol::EXIT_ENV_REFUSED;
 use uvfs_conformance::report::{
     compare, load_expectations, render_divergence, render_instability, render_steps, verdict,
-    Summary, Verdict,
+    Expectation, Summary, Verdict,
 };
-use uvfs_conformance::{load_dir, run_on_uvfs, Case, CaseRun};
+use uvfs_conformance::{load_dir, run_on_uvfs, Case, CaseRun, HostServer};
 
 const HELPER: &str = env!("CARGO_BIN_EXE_uvfs-conformance-host");
 /// Host helpers run at once (the machine has two cores).
@@ -123,11 +123,12 @@ fn main() -> ExitCode {
 }
 
 fn unknown_expectations<'a>(
-    expected: &'a BTreeMap<String, String>,
+    expected: &'a BTreeMap<String, Expectation>,
     cases: &[Case],
 ) -> Vec<&'a str> {
     expected
         .keys()
+        .filter(|n| !n.starts_with(uvfs_conformance::random::expect::PREFIX))
         .filter(|n| !cases.iter().any(|c| &c.name == *n))
         .map(String::as_str)
         .collect()
@@ -178,23 +179,50 @@ fn probe_host() -> Result<(), String> {
 /// Runs every case on both sides: uvfs in this process, the host in helper processes.
 fn run_both(cases: &[Case]) -> (Vec<CaseRun>, Vec<CaseRun>) {
     thread::scope(|s| {
-        let host = s.spawn(|| pool(cases, HOST_WORKERS, run_on_host));
-        let uvfs = pool(cases, UVFS_WORKERS, |c| run_on_uvfs(c, UVFS_TIMEOUT));
+        let host = s.spawn(|| {
+            pool(
+                cases,
+                HOST_WORKERS,
+                || HostServer::spawn_at(Path::new(HELPER)),
+                |server, c| match server {
+                    Ok(server) => server.run(c),
+                    Err(e) => CaseRun {
+                        outcomes: Vec::new(),
+                        aborted: Some(format!("cannot start the host helper: {e}")),
+                    },
+                },
+            )
+        });
+        let uvfs = pool(
+            cases,
+            UVFS_WORKERS,
+            || (),
+            |(), c| run_on_uvfs(c, UVFS_TIMEOUT),
+        );
         (uvfs, host.join().expect("the host runner does not panic"))
     })
 }
 
-/// Runs `f` on every case, `workers` at a time; results in case order.
-fn pool(cases: &[Case], workers: usize, f: impl Fn(&Case) -> CaseRun + Sync) -> Vec<CaseRun> {
+/// Runs `f` on every case, `workers` at a time, each worker with its own state from `init`;
+/// results in case order.
+fn pool<S>(
+    cases: &[Case],
+    workers: usize,
+    init: impl Fn() -> S + Sync,
+    f: impl Fn(&mut S, &Case) -> CaseRun + Sync,
+) -> Vec<CaseRun> {
     let next = AtomicUsize::new(0);
     let results: Vec<Mutex<Option<CaseRun>>> = cases.iter().map(|_| Mutex::new(None)).collect();
     thread::scope(|s| {
         for _ in 0..workers {
-            s.spawn(|| loop {
-                let i = next.fetch_add(1, Ordering::Relaxed);
-                let Some(case) = cases.get(i) else { break };
-                let run = f(case);
-                *results[i].lock().expect("no worker panics holding it") = Some(run);
+            s.spawn(|| {
+                let mut state = init();
+                loop {
+                    let i = next.fetch_add(1, Ordering::Relaxed);
+                    let Some(case) = cases.get(i) else { break };
+                    let run = f(&mut state, case);
+                    *results[i].lock().expect("no worker panics holding it") = Some(run);
+                }
             });
         }
     });
@@ -206,26 +234,4 @@ fn pool(cases: &[Case], workers: usize, f: impl Fn(&Case) -> CaseRun + Sync) -> 
                 .expect("every case ran")
         })
         .collect()
-}
-
-fn run_on_host(case: &Case) -> CaseRun {
-    let out = Command::new(HELPER)
-        .arg(&case.file)
-        .arg(&case.name)
-        .stdin(Stdio::null())
-        .output();
-    match out {
-        Err(e) => CaseRun {
-            outcomes: Vec::new(),
-            aborted: Some(format!("cannot start the host helper: {e}")),
-        },
-        Ok(o) => {
-            let mut run = read_host_output(&o.stdout);
-            if !o.status.success() {
-                let stderr = String::from_utf8_lossy(&o.stderr);
-                run.aborted = Some(format!("host helper {}: {}", o.status, stderr.trim()));
-            }
-            run
-        }
-    }
 }

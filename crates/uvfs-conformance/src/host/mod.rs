@@ -2,10 +2,18 @@
 //! [`sandbox::enter`] has put in a private mount namespace chrooted into a fresh tmpfs.
 
 // Allowed here only: raw credential system calls take pointers to id and capability buffers.
+mod actor;
+mod channel;
 #[allow(unsafe_code)]
 pub mod cred;
+pub mod fence;
+pub mod observer;
+// Allowed here only: fork, poll, waitpid and friends take raw pointers (see the module doc).
+#[allow(unsafe_code)]
+pub mod proc;
 pub mod protocol;
 pub mod sandbox;
+pub mod serve;
 // Allowed here only: raw system calls take raw fds and buffer pointers (see the module doc).
 #[allow(unsafe_code)]
 pub mod sys;
@@ -15,7 +23,8 @@ use std::io::{IoSlice, IoSliceMut};
 use crate::backend::{Backend, Fds};
 use crate::op::{Fcntl, Op, XattrTarget};
 use crate::outcome::{
-    decode_dirents, Bytes, Dev, DirentRec, Outcome, StatFsRec, StatRec, StatxRec, Ts, Value,
+    decode_dirents, Bytes, Dev, DirId, DirentRec, Listing, Outcome, StatFsRec, StatRec, StatxRec,
+    Ts, Value,
 };
 use sys::{CPath, SysResult, XattrAt};
 
@@ -24,7 +33,7 @@ use sys::{CPath, SysResult, XattrAt};
 #[derive(Debug, Default)]
 pub struct HostBackend;
 
-const AT_FDCWD: i32 = -100;
+pub(crate) const AT_FDCWD: i32 = -100;
 const F_DUPFD: i32 = 0;
 const F_GETFD: i32 = 1;
 const F_SETFD: i32 = 2;
@@ -78,7 +87,12 @@ fn dev(d: u64) -> Dev {
 }
 
 fn stat_rec(s: libc::stat) -> Value {
-    Value::Stat(StatRec {
+    Value::Stat(stat_fields(s))
+}
+
+/// `struct stat` as compared.
+pub fn stat_fields(s: libc::stat) -> StatRec {
+    StatRec {
         dev: dev(s.st_dev),
         ino: s.st_ino,
         nlink: s.st_nlink,
@@ -101,7 +115,7 @@ fn stat_rec(s: libc::stat) -> Value {
             sec: s.st_ctime,
             nsec: s.st_ctime_nsec,
         },
-    })
+    }
 }
 
 fn statx_ts(t: libc::statx_timestamp) -> Ts {
@@ -155,26 +169,44 @@ fn statfs_rec(s: sys::StatFs) -> Value {
     })
 }
 
-fn getdents(fd: i32, bufsize: usize) -> Result<Vec<DirentRec>, i32> {
+/// One `getdents64` call.
+pub fn getdents(fd: i32, bufsize: usize) -> Result<Vec<DirentRec>, i32> {
     let mut buf = vec![0u8; bufsize];
     let n = sys::getdents64(fd, &mut buf)?;
     Ok(decode_dirents(&buf[..usize::try_from(n).unwrap_or(0)]))
 }
 
-/// `listdir`: open, `getdents64` until it returns 0, close.
-fn listdir(path: &[u8]) -> Result<Value, i32> {
-    let fd = sys::openat(AT_FDCWD, &CPath::new(path), O_DIRECTORY_CLOEXEC, 0)? as i32;
-    let mut all = Vec::new();
+/// The directory open at `fd`, from a `statx` that asks for no timestamp.
+fn dir_id(fd: i32) -> Option<DirId> {
+    const AT_EMPTY_PATH: i32 = 0x1000;
+    const STATX_INO: u32 = 0x100;
+    let s = sys::statx(fd, &CPath::new(b""), AT_EMPTY_PATH, STATX_INO).ok()?;
+    Some(DirId {
+        dev: Dev {
+            major: s.stx_dev_major,
+            minor: s.stx_dev_minor,
+        },
+        ino: s.stx_ino,
+    })
+}
+
+/// Opens `path` with `flags`, reads it with `getdents64` (4096-byte buffers) until 0, closes.
+pub fn listdir_with(path: &[u8], flags: i32) -> Result<Listing, i32> {
+    let fd = sys::openat(AT_FDCWD, &CPath::new(path), flags, 0)? as i32;
+    let mut all = Listing {
+        dir: dir_id(fd),
+        entries: Vec::new(),
+    };
     let r = loop {
         match getdents(fd, 4096) {
             Ok(v) if v.is_empty() => break Ok(()),
-            Ok(v) => all.extend(v),
+            Ok(v) => all.entries.extend(v),
             Err(e) => break Err(e),
         }
     };
     let closed = sys::close(fd).map(|_| ());
     r.and(closed)?;
-    Ok(Value::Dirents(all))
+    Ok(all)
 }
 
 /// Becomes `uid`/`gid` with `groups` as `as` does: groups first, then gids, then uids (which
@@ -221,7 +253,7 @@ fn xattr(op: &Op, fds: &Fds) -> Outcome {
 }
 
 impl Backend for HostBackend {
-    fn run(&mut self, op: &Op, fds: &Fds) -> Outcome {
+    fn run(&mut self, _step: usize, op: &Op, fds: &Fds) -> Outcome {
         let fd = |f| fds.get(f);
         let p = |b: &Vec<u8>| CPath::new(b);
         match op {
@@ -272,7 +304,20 @@ impl Backend for HostBackend {
                 let iov: Vec<IoSlice<'_>> = bufs.iter().map(|b| IoSlice::new(b)).collect();
                 int(sys::writev(fd(f), &iov))
             }
-            Op::Lseek { fd: f, off, whence } => int(sys::lseek(fd(f), *off, *whence as u32)),
+            Op::Preadv { fd: f, counts, off } => {
+                let mut bufs: Vec<Vec<u8>> = counts.iter().map(|&c| vec![0u8; c]).collect();
+                let mut iov: Vec<IoSliceMut<'_>> =
+                    bufs.iter_mut().map(|b| IoSliceMut::new(b)).collect();
+                let r = sys::preadv(fd(f), &mut iov, *off);
+                done(r.map(|n| bytes(bufs.concat().into_iter().take(n as usize).collect())))
+            }
+            Op::Pwritev { fd: f, bufs, off } => {
+                let iov: Vec<IoSlice<'_>> = bufs.iter().map(|b| IoSlice::new(b)).collect();
+                int(sys::pwritev(fd(f), &iov, *off))
+            }
+            Op::Lseek { fd: f, off, whence } => {
+                int(sys::lseek(fd(f), fds.offset(off), *whence as u32))
+            }
             Op::Truncate { path, len } => unit(sys::truncate(&p(path), *len)),
             Op::Ftruncate { fd: f, len } => unit(sys::ftruncate(fd(f), *len)),
             Op::Fallocate {
@@ -406,8 +451,15 @@ impl Backend for HostBackend {
                 *mode as i32,
                 *flags as i32,
             )),
-            Op::Getdents { fd: f, bufsize } => done(getdents(fd(f), *bufsize).map(Value::Dirents)),
-            Op::Listdir { path } => done(listdir(path)),
+            Op::Getdents { fd: f, bufsize } => done(getdents(fd(f), *bufsize).map(|entries| {
+                Value::Dirents(Listing {
+                    dir: dir_id(fd(f)),
+                    entries,
+                })
+            })),
+            Op::Listdir { path } => {
+                done(listdir_with(path, O_DIRECTORY_CLOEXEC).map(Value::Dirents))
+            }
             Op::Chdir { path } => unit(sys::chdir(&p(path))),
             Op::Fchdir { fd: f } => unit(sys::fchdir(fd(f))),
             Op::Getcwd { size } => filled(*size, bytes, sys::getcwd),
@@ -441,6 +493,9 @@ impl Backend for HostBackend {
             Op::SetrlimitNofile { limit } => unit(sys::setrlimit(RLIMIT_NOFILE, *limit, *limit)),
             Op::As { uid, gid, groups } => unit(become_user(*uid, *gid, groups)),
             Op::Cred(c) => cred::run(c),
+            Op::Task { .. } | Op::Snapshot => {
+                unreachable!("the observer and the actor loop run task and snapshot")
+            }
         }
     }
 }

@@ -2,8 +2,10 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::backend::CaseRun;
-use crate::outcome::Outcome;
+use crate::backend::{CaseRun, Fds};
+use crate::outcome::{Outcome, StatRec};
+
+use super::fence::FenceMode;
 
 /// Exit status of the helper when the environment refuses the sandbox (not root, no mount
 /// namespace): the test reports the host side as skipped, never as passed.
@@ -24,6 +26,35 @@ pub enum HostLine {
     },
     /// The case ran to its end (or stopped where both sides stop: a failed root mount).
     Done,
+    /// The case stopped early: an op did not return, an actor died, the helper failed.
+    Aborted(String),
+}
+
+/// What the observer asks an actor (one task) to do.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Command {
+    /// Run step `step` (1-based) of the case with these variables, holding the fence so.
+    Run {
+        /// Step number.
+        step: usize,
+        /// The variables of this side.
+        fds: Fds,
+        /// How to hold the mount fence around the op.
+        fence: FenceMode,
+    },
+    /// `fstat` each of these fds (for a snapshot).
+    Fstat(Vec<i32>),
+}
+
+/// An actor's answer to a [`Command`].
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Reply {
+    /// What the op returned.
+    Outcome(Outcome),
+    /// The `fstat`s, in the order asked.
+    Fstats(Vec<Result<StatRec, i32>>),
 }
 
 impl HostLine {
@@ -49,6 +80,10 @@ pub fn read_host_output(stdout: &[u8]) -> CaseRun {
                 return run;
             }
             Ok(HostLine::Done) => return run,
+            Ok(HostLine::Aborted(why)) => {
+                run.aborted = Some(why);
+                return run;
+            }
             Err(e) => {
                 run.aborted = Some(format!("unreadable helper line {line:?}: {e}"));
                 return run;

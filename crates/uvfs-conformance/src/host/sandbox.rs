@@ -11,12 +11,24 @@ use crate::outcome::{Outcome, Value};
 pub const RESULT_FD: i32 = 1023;
 /// The fd the helper writes diagnostics (setup failures, panics) to.
 pub const DIAG_FD: i32 = 1022;
+/// The fd of the mount fence's lock file ([`super::fence`]).
+pub const FENCE_FD: i32 = 1021;
+/// The fd of the host's mount namespace, to leave the sandbox by.
+pub const HOST_NS_FD: i32 = 1020;
+/// Task N's end of its socket to the observer is at `ACTOR_SOCK_BASE + N` (1012 to 1019).
+pub const ACTOR_SOCK_BASE: i32 = 1011;
+/// The observer's end of task N's socket is at `OBSERVER_SOCK_BASE + N` (1004 to 1011), in
+/// the observer's fd table only.
+pub const OBSERVER_SOCK_BASE: i32 = 1003;
+/// Fds from here up belong to the helper: a case must not use them.
+pub const FIRST_RESERVED_FD: i32 = 1000;
 /// The `RLIMIT_NOFILE` of a case, as uvfs's default fd table limit.
 pub const NOFILE: u64 = 1024;
 /// Seconds after which the kernel kills a helper whose case hangs.
 pub const TIMEOUT_SECS: u32 = 20;
 
 const CLONE_NEWNS: i32 = 0x0002_0000;
+const O_RDONLY_CLOEXEC: i32 = 0o2000000;
 const RLIMIT_NOFILE: u32 = 7;
 const MNT_DETACH: i32 = 2;
 const AT_FDCWD: i32 = -100;
@@ -49,26 +61,54 @@ fn step(what: &str, r: sys::SysResult) -> Result<(), String> {
         .map_err(|e| format!("{what}: {}", io::Error::from_raw_os_error(e)))
 }
 
-/// Prepares the process for a case: sets `RLIMIT_NOFILE` to [`NOFILE`], moves stdout to
-/// [`RESULT_FD`] and stderr to [`DIAG_FD`], closes every other fd (0, 1 and 2 included) so the
-/// case's first fd is 0 as in uvfs, and arms a [`TIMEOUT_SECS`] alarm against hangs. Call
+/// Prepares the process for a case: sets `RLIMIT_NOFILE` to [`NOFILE`], moves `result_fd`
+/// to [`RESULT_FD`] and stderr to [`DIAG_FD`], opens the mount fence at [`FENCE_FD`] and the
+/// host's mount namespace at [`HOST_NS_FD`], closes every other fd (0, 1 and 2 included) so
+/// the case's first fd is 0 as in uvfs, and arms a [`TIMEOUT_SECS`] alarm against hangs. Call
 /// first, before anything else opens a file.
 ///
 /// # Errors
 /// A message if an fd could not be moved (the caller can still print it to stderr).
-pub fn prepare_process() -> Result<(), String> {
+pub fn prepare_process(result_fd: i32) -> Result<(), String> {
     step(
         "setrlimit RLIMIT_NOFILE",
         sys::setrlimit(RLIMIT_NOFILE, NOFILE, NOFILE),
     )?;
-    step("dup2 stdout", sys::dup2(1, RESULT_FD))?;
+    step("dup2 result fd", sys::dup2(result_fd, RESULT_FD))?;
     step("dup2 stderr", sys::dup2(2, DIAG_FD))?;
-    step("close_range", sys::close_range(0, (DIAG_FD - 1) as u32, 0))?;
+    super::fence::open();
+    let ns = sys::openat(
+        AT_FDCWD,
+        &CPath::new(b"/proc/self/ns/mnt"),
+        O_RDONLY_CLOEXEC,
+        0,
+    );
+    step("open /proc/self/ns/mnt", ns)?;
+    let ns = ns.expect("checked") as i32;
+    step("dup2 the namespace fd", sys::dup2(ns, HOST_NS_FD))?;
+    step(
+        "close_range",
+        sys::close_range(0, (HOST_NS_FD - 1) as u32, 0),
+    )?;
     step(
         "close_range",
         sys::close_range((RESULT_FD + 1) as u32, u32::MAX, 0),
     )?;
     step("alarm", sys::alarm(TIMEOUT_SECS))
+}
+
+/// Leaves the sandbox for the host's mount namespace, holding the mount fence, so that the
+/// sandbox's namespace (the last process in it is this one) is torn down while no other case
+/// walks a path. Call after every actor of the case was reaped.
+///
+/// # Errors
+/// A message if `setns` failed.
+pub fn leave() -> Result<(), String> {
+    let _fence = super::fence::hold(super::fence::FenceMode::Exclusive);
+    step(
+        "setns to the host namespace",
+        sys::setns(HOST_NS_FD, CLONE_NEWNS),
+    )
 }
 
 /// Enters a private mount namespace, mounts a tmpfs with `options` on a fresh directory,
@@ -82,7 +122,10 @@ pub fn prepare_process() -> Result<(), String> {
 ///
 /// # Errors
 /// A message when the environment refuses the sandbox (not root, no mount namespaces).
+///
+/// Holds the mount fence exclusive throughout ([`super::fence`]).
 pub fn enter(options: Option<&str>) -> Result<Outcome, String> {
+    let _fence = super::fence::hold(super::fence::FenceMode::Exclusive);
     step("unshare(CLONE_NEWNS)", sys::unshare(CLONE_NEWNS))?;
     step(
         "make / private",

@@ -151,6 +151,10 @@ call!(/// `setresuid(2)` for the calling thread (the helper has one).
     setresuid(r: u32, e: u32, s: u32) => SYS_setresuid(r, e, s));
 call!(/// `setresgid(2)` for the calling thread (the helper has one).
     setresgid(r: u32, e: u32, s: u32) => SYS_setresgid(r, e, s));
+call!(/// `flock(2)`.
+    flock(fd: i32, op: i32) => SYS_flock(fd, op));
+call!(/// `setns(2)`.
+    setns(fd: i32, nstype: i32) => SYS_setns(fd, nstype));
 call!(/// `alarm(2)`: the kernel kills the process with `SIGALRM` after `secs` seconds.
     alarm(secs: u32) => SYS_alarm(secs));
 
@@ -219,6 +223,29 @@ pub fn writev(fd: i32, iov: &[IoSlice<'_>]) -> SysResult {
     // SAFETY: `IoSlice` is ABI-compatible with `struct iovec` on Unix (std guarantees it), and
     // each one describes a live readable buffer.
     unsafe { raw(libc::SYS_writev, args!(fd, iov.as_ptr(), iov.len())) }
+}
+
+/// `preadv(2)`; the kernel takes the offset split in two registers, of which x86-64 uses the
+/// low one only.
+pub fn preadv(fd: i32, iov: &mut [IoSliceMut<'_>], off: i64) -> SysResult {
+    // SAFETY: as `readv`.
+    unsafe {
+        raw(
+            libc::SYS_preadv,
+            args!(fd, iov.as_mut_ptr(), iov.len(), off, 0),
+        )
+    }
+}
+
+/// `pwritev(2)`; the offset as for [`preadv`].
+pub fn pwritev(fd: i32, iov: &[IoSlice<'_>], off: i64) -> SysResult {
+    // SAFETY: as `writev`.
+    unsafe {
+        raw(
+            libc::SYS_pwritev,
+            args!(fd, iov.as_ptr(), iov.len(), off, 0),
+        )
+    }
 }
 
 /// `struct open_how` of `openat2(2)`.

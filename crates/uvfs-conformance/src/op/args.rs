@@ -1,6 +1,6 @@
 //! Parsing an op line's arguments into an [`Op`].
 
-use super::{Fcntl, Fd, Op, Time, XattrTarget};
+use super::{Fcntl, Fd, Offset, Op, TaskStart, Time, XattrTarget, MAX_TASKS};
 use crate::lex::Token;
 use crate::names;
 
@@ -76,7 +76,7 @@ impl Op {
             },
             "readv" => Op::Readv {
                 fd: a.fd()?,
-                counts: a.list()?.into_iter().map(|c| c as usize).collect(),
+                counts: a.opt_counts()?,
             },
             "writev" => {
                 let fd = a.fd()?;
@@ -86,9 +86,34 @@ impl Op {
                 }
                 Op::Writev { fd, bufs }
             }
+            "preadv" => {
+                let fd = a.fd()?;
+                let counts = if a.remaining() > 1 {
+                    a.counts()?
+                } else {
+                    Vec::new()
+                };
+                Op::Preadv {
+                    fd,
+                    counts,
+                    off: a.int()?,
+                }
+            }
+            "pwritev" => {
+                let fd = a.fd()?;
+                let mut bufs = Vec::new();
+                while a.remaining() > 1 {
+                    bufs.push(a.data()?);
+                }
+                Op::Pwritev {
+                    fd,
+                    bufs,
+                    off: a.int()?,
+                }
+            }
             "lseek" => Op::Lseek {
                 fd: a.fd()?,
-                off: a.int()?,
+                off: a.offset()?,
                 whence: a.int()?,
             },
             "truncate" => Op::Truncate {
@@ -284,6 +309,25 @@ impl Op {
                 times: Some([a.time()?, a.time()?]),
                 flags: 0,
             },
+            "utimensat" => {
+                let dirfd = a.fd()?;
+                let path = a.nullable()?;
+                let times = if a.remaining() > 2 {
+                    Some([a.time()?, a.time()?])
+                } else {
+                    let dash = a.word()?;
+                    if dash != "-" {
+                        return Err(format!("times are ATIME MTIME or -, not {dash}"));
+                    }
+                    None
+                };
+                Op::Utimensat {
+                    dirfd,
+                    path,
+                    times,
+                    flags: a.int()?,
+                }
+            }
             "access" => Op::Faccessat2 {
                 dirfd: cwd(),
                 path: a.path()?,
@@ -353,6 +397,24 @@ impl Op {
                 };
                 Op::As { uid, gid, groups }
             }
+            "task" => {
+                let id = a.int()?;
+                let id = u32::try_from(id)
+                    .ok()
+                    .filter(|i| (1..=MAX_TASKS).contains(i))
+                    .ok_or_else(|| format!("task numbers are 1 to {MAX_TASKS}, not {id}"))?;
+                let start = if a.more() {
+                    Some(match a.word()?.as_str() {
+                        "fork" => TaskStart::Fork,
+                        "thread" => TaskStart::Thread,
+                        other => return Err(format!("`task N` takes fork or thread, not {other}")),
+                    })
+                } else {
+                    None
+                };
+                Op::Task { id, start }
+            }
+            "snapshot" => Op::Snapshot,
             other => return Err(format!("unknown op `{other}`")),
         };
         a.done()?;
@@ -375,6 +437,10 @@ struct Args<'a> {
 impl Args<'_> {
     fn more(&self) -> bool {
         self.i < self.toks.len()
+    }
+
+    fn remaining(&self) -> usize {
+        self.toks.len() - self.i
     }
 
     fn next(&mut self) -> Result<&Token, String> {
@@ -436,6 +502,35 @@ impl Args<'_> {
     /// `A,B,C`: a comma-separated list of numbers.
     fn list(&mut self) -> Result<Vec<i64>, String> {
         self.word()?.split(',').map(value).collect()
+    }
+
+    /// `A,B,C`: buffer sizes (a negative one is an error, as for a single count).
+    fn counts(&mut self) -> Result<Vec<usize>, String> {
+        self.list()?
+            .into_iter()
+            .map(|v| usize::try_from(v).map_err(|_| format!("count {v} is negative")))
+            .collect()
+    }
+
+    /// Buffer sizes, or none when the line ends here (an empty vector).
+    fn opt_counts(&mut self) -> Result<Vec<usize>, String> {
+        if self.more() {
+            self.counts()
+        } else {
+            Ok(Vec::new())
+        }
+    }
+
+    /// A number, or `@NAME` / `@ NAME` (NAME a bare word or a quoted string).
+    fn offset(&mut self) -> Result<Offset, String> {
+        let t = self.next()?;
+        if t.quoted || t.bytes.first() != Some(&b'@') {
+            return Ok(Offset::Raw(value(&t.text())?));
+        }
+        if t.bytes.len() > 1 {
+            return Ok(Offset::AfterEntry(t.bytes[1..].to_vec()));
+        }
+        Ok(Offset::AfterEntry(self.path()?))
     }
 
     fn fd(&mut self) -> Result<Fd, String> {

@@ -19,6 +19,30 @@ pub enum Fd {
     Raw(i32),
 }
 
+/// Where `lseek` goes: a number, or `@NAME`, the `d_off` that the last `getdents` or `listdir`
+/// of this side returned for the entry NAME (CASES.md, "Directory offsets").
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Offset {
+    /// A number passed as is.
+    Raw(i64),
+    /// `@NAME`: resume a listing after the entry NAME.
+    AfterEntry(Vec<u8>),
+}
+
+/// How `task N fork|thread` makes task N from the current task.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TaskStart {
+    /// A new process: a copy of the fd table, credentials, cwd, root and umask (`fork()`;
+    /// uvfs `Task::fork`).
+    Fork,
+    /// A new thread of the current task's process: the same fd table and (`CLONE_FS`) cwd,
+    /// root and umask; its own copy of the credentials (uvfs `Task::clone_thread`).
+    Thread,
+}
+
+/// The highest task number a case may use (`task 1` is the task every case starts in).
+pub const MAX_TASKS: u32 = 8;
+
 /// A `utimensat` timestamp argument: `NOW`, `OMIT` or `SEC.NSEC` (NSEC a nanosecond count).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Time {
@@ -115,9 +139,19 @@ pub enum Op {
         fd: Fd,
         bufs: Vec<Vec<u8>>,
     },
+    Preadv {
+        fd: Fd,
+        counts: Vec<usize>,
+        off: i64,
+    },
+    Pwritev {
+        fd: Fd,
+        bufs: Vec<Vec<u8>>,
+        off: i64,
+    },
     Lseek {
         fd: Fd,
-        off: i64,
+        off: Offset,
         whence: i64,
     },
     Truncate {
@@ -312,4 +346,98 @@ pub enum Op {
     },
     /// A credential call (`setresuid`, `capset`, ...): [`cred`].
     Cred(CredOp),
+    /// `task N`: act as task N from now on; `task N fork|thread`: make task N from the current
+    /// task first.
+    Task {
+        id: u32,
+        start: Option<TaskStart>,
+    },
+    /// The whole tree and every bound fd, observed as root (CASES.md, "Snapshots").
+    Snapshot,
+}
+
+impl Op {
+    /// Every fd argument of the op, in argument order.
+    pub fn fd_args(&self) -> Vec<&Fd> {
+        fn target(t: &XattrTarget) -> Option<&Fd> {
+            match t {
+                XattrTarget::File(fd) => Some(fd),
+                _ => None,
+            }
+        }
+        match self {
+            Op::Openat { dirfd, .. }
+            | Op::Openat2 { dirfd, .. }
+            | Op::Mkdirat { dirfd, .. }
+            | Op::Unlinkat { dirfd, .. }
+            | Op::Readlinkat { dirfd, .. }
+            | Op::Fstatat { dirfd, .. }
+            | Op::Statx { dirfd, .. }
+            | Op::Fchmodat { dirfd, .. }
+            | Op::Fchownat { dirfd, .. }
+            | Op::Utimensat { dirfd, .. }
+            | Op::Faccessat2 { dirfd, .. } => vec![dirfd],
+            Op::Close { fd }
+            | Op::Read { fd, .. }
+            | Op::Pread { fd, .. }
+            | Op::Write { fd, .. }
+            | Op::Pwrite { fd, .. }
+            | Op::Readv { fd, .. }
+            | Op::Writev { fd, .. }
+            | Op::Preadv { fd, .. }
+            | Op::Pwritev { fd, .. }
+            | Op::Lseek { fd, .. }
+            | Op::Ftruncate { fd, .. }
+            | Op::Fallocate { fd, .. }
+            | Op::Fsync { fd }
+            | Op::Fdatasync { fd }
+            | Op::Dup { fd }
+            | Op::Fcntl { fd, .. }
+            | Op::Fstat { fd }
+            | Op::Fchmod { fd, .. }
+            | Op::Fchown { fd, .. }
+            | Op::Getdents { fd, .. }
+            | Op::Fchdir { fd }
+            | Op::Fstatfs { fd } => vec![fd],
+            Op::Dup2 { fd, newfd } | Op::Dup3 { fd, newfd, .. } => vec![fd, newfd],
+            Op::Renameat2 {
+                olddirfd, newdirfd, ..
+            }
+            | Op::Linkat {
+                olddirfd, newdirfd, ..
+            } => vec![olddirfd, newdirfd],
+            Op::Setxattr { target: t, .. }
+            | Op::Getxattr { target: t, .. }
+            | Op::Listxattr { target: t, .. }
+            | Op::Removexattr { target: t, .. } => target(t).into_iter().collect(),
+            Op::Open { .. }
+            | Op::Truncate { .. }
+            | Op::Mknod { .. }
+            | Op::Symlink { .. }
+            | Op::Listdir { .. }
+            | Op::Chdir { .. }
+            | Op::Getcwd { .. }
+            | Op::Chroot { .. }
+            | Op::Umask { .. }
+            | Op::Statfs { .. }
+            | Op::Mount { .. }
+            | Op::Umount2 { .. }
+            | Op::SetrlimitNofile { .. }
+            | Op::As { .. }
+            | Op::Cred(_)
+            | Op::Task { .. }
+            | Op::Snapshot => Vec::new(),
+        }
+    }
+
+    /// The `$NAME` variables the op reads.
+    pub fn fd_vars(&self) -> Vec<&str> {
+        self.fd_args()
+            .into_iter()
+            .filter_map(|f| match f {
+                Fd::Var(name) => Some(name.as_str()),
+                Fd::Raw(_) => None,
+            })
+            .collect()
+    }
 }

@@ -54,7 +54,7 @@ pub const PREFIX: &str = "random.";
 ///
 /// # Errors
 /// The names missing on either side.
-pub fn check_listed(expected: &BTreeMap<String, String>) -> Result<(), String> {
+pub fn check_listed<V>(expected: &BTreeMap<String, V>) -> Result<(), String> {
     let mut errors = Vec::new();
     for c in CLASSES {
         if !expected.contains_key(&format!("{PREFIX}{}", c.name)) {

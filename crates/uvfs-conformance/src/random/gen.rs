@@ -18,7 +18,7 @@ use std::path::PathBuf;
 use super::rng::Rng;
 use crate::backend::{Backend, Fds};
 use crate::op::cred::{CapMasks, CapWhich, CredOp};
-use crate::op::{Fcntl, Fd, Op, Time, XattrTarget};
+use crate::op::{Fcntl, Fd, Offset, Op, Time, XattrTarget};
 use crate::outcome::{Outcome, Value};
 use crate::parse::{Case, Step, Timing};
 use crate::uvfs_backend::UvfsBackend;
@@ -91,7 +91,7 @@ const XATTR_NAMES: [&[u8]; 10] = [
 /// What a sequence looks like.
 #[derive(Clone, Copy, Debug)]
 pub struct Shape {
-    /// Operations per sequence.
+    /// Operations per sequence, each followed by a `snapshot`.
     pub ops: usize,
     /// One seed in `ticked_one_in` runs with every op on a fresh clock tick (exact atime).
     pub ticked_one_in: u64,
@@ -125,16 +125,22 @@ pub fn generate(seed: u64, shape: Shape) -> Case {
     } else {
         Timing::Burst
     };
-    let mut steps = Vec::with_capacity(shape.ops);
+    let mut steps = Vec::with_capacity(2 * shape.ops);
     for i in 0..shape.ops {
         let op = g.op();
         let bind = op.returns_fd().then(|| format!("f{}", i + 1));
         g.observe(&op, bind.as_deref());
         steps.push(Step {
-            line: i + 1,
-            text: String::new(),
+            line: 2 * i + 1,
+            text: op.to_string(),
             op,
             bind,
+        });
+        steps.push(Step {
+            line: 2 * i + 2,
+            text: "snapshot".into(),
+            op: Op::Snapshot,
+            bind: None,
         });
     }
     Case {
@@ -259,10 +265,10 @@ impl Gen {
         let Some(guide) = self.guide.as_mut() else {
             return;
         };
-        let outcome = guide.run(op, &self.guide_fds);
+        let outcome = guide.run(self.fds.len(), op, &self.guide_fds);
         let ok = matches!(outcome, Outcome::Ok(_));
         if let Some(name) = bind {
-            self.guide_fds.bind(name, &outcome);
+            self.guide_fds.bind(name, &outcome, 1);
             self.fds.push(name.to_string());
             if matches!(outcome, Outcome::Ok(Value::Int(_))) {
                 self.open.push(name.to_string());
@@ -294,7 +300,12 @@ impl Gen {
             Kind::Vectored => self.vectored(),
             Kind::Lseek => Op::Lseek {
                 fd: self.fd(),
-                off: self.offset(),
+                off: if self.rng.chance(10) {
+                    // Resume a listing after an entry it returned.
+                    Offset::AfterEntry(self.rng.pick(&NAMES).as_bytes().to_vec())
+                } else {
+                    Offset::Raw(self.offset())
+                },
                 whence: *self.rng.pick(&[0, 1, 2, 3, 4, 0, 1, 2, 3, 4, 5]),
             },
             Kind::Truncate => {
@@ -761,16 +772,21 @@ impl Gen {
     fn vectored(&mut self) -> Op {
         let fd = self.fd();
         let n = self.rng.below(4);
-        if self.rng.chance(50) {
-            Op::Readv {
+        let counts: Vec<usize> = (0..n).map(|_| *self.rng.pick(&COUNTS[..7])).collect();
+        let bufs: Vec<Vec<u8>> = (0..n).map(|_| self.data()).collect();
+        match self.rng.below(4) {
+            0 => Op::Readv { fd, counts },
+            1 => Op::Writev { fd, bufs },
+            2 => Op::Preadv {
                 fd,
-                counts: (0..n).map(|_| *self.rng.pick(&COUNTS[..7])).collect(),
-            }
-        } else {
-            Op::Writev {
+                counts,
+                off: self.offset(),
+            },
+            _ => Op::Pwritev {
                 fd,
-                bufs: (0..n).map(|_| self.data()).collect(),
-            }
+                bufs,
+                off: self.offset(),
+            },
         }
     }
 
@@ -1108,7 +1124,13 @@ mod tests {
         let a = generate(42, Shape::default());
         let b = generate(42, Shape::default());
         assert_eq!(a, b);
-        assert_eq!(a.steps.len(), 120);
+        assert_eq!(a.steps.len(), 240);
+        assert!(a
+            .steps
+            .iter()
+            .skip(1)
+            .step_by(2)
+            .all(|s| s.op == Op::Snapshot));
         assert_ne!(a, generate(43, Shape::default()));
     }
 

@@ -73,6 +73,7 @@ pub fn with_steps(case: &Case, steps: &[Step]) -> Case {
                 bound.insert(name.clone());
             }
             s.line = i + 1;
+            s.text = s.op.to_string();
             s
         })
         .collect();
@@ -110,7 +111,9 @@ pub fn for_each_fd(op: &mut Op, mut f: impl FnMut(&mut Fd)) {
         | Op::Umount2 { .. }
         | Op::SetrlimitNofile { .. }
         | Op::As { .. }
-        | Op::Cred(_) => {}
+        | Op::Cred(_)
+        | Op::Task { .. }
+        | Op::Snapshot => {}
         Op::Openat { dirfd, .. }
         | Op::Openat2 { dirfd, .. }
         | Op::Mkdirat { dirfd, .. }
@@ -129,6 +132,8 @@ pub fn for_each_fd(op: &mut Op, mut f: impl FnMut(&mut Fd)) {
         | Op::Pwrite { fd, .. }
         | Op::Readv { fd, .. }
         | Op::Writev { fd, .. }
+        | Op::Preadv { fd, .. }
+        | Op::Pwritev { fd, .. }
         | Op::Lseek { fd, .. }
         | Op::Ftruncate { fd, .. }
         | Op::Fallocate { fd, .. }

@@ -10,6 +10,7 @@
 //! `random.NAME: reason`. A sequence stops being compared at its first divergence, expected or
 //! not (the two sides' states differ from there on).
 
+pub mod cli;
 pub mod driver;
 pub mod expect;
 pub mod gen;

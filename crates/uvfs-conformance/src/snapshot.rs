@@ -1,0 +1,169 @@
+//! The `snapshot` op's walk, shared by both sides: every name reachable from the namespace
+//! root, depth first, each directory's children in `getdents` order, with `lstat`, `readlink`
+//! for symlinks, and every xattr (CASES.md, "Snapshots"). Each side supplies the calls through
+//! [`Observe`], made by an observer with root's credentials and every capability, rooted at
+//! the namespace root, whatever the acting task's credentials, root or cwd are.
+
+use crate::outcome::{Bytes, DirentRec, EntryRec, StatRec};
+
+/// Largest xattr value (`XATTR_SIZE_MAX`) and name list (`XATTR_LIST_MAX`) Linux allows.
+pub const XATTR_BUF: usize = 65536;
+/// A snapshot stops after this many names (the same on both sides), so that a case that makes
+/// a huge tree gives a long answer rather than an endless one.
+pub const MAX_ENTRIES: usize = 4096;
+
+const S_IFMT: u32 = 0o170000;
+const S_IFDIR: u32 = 0o040000;
+const S_IFLNK: u32 = 0o120000;
+
+/// The calls a snapshot makes, by absolute path from the observer's root (the namespace
+/// root). `list_dir` opens with `O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_NOATIME |
+/// O_CLOEXEC`, so listing leaves the directory's atime alone, and reads to the end.
+pub trait Observe {
+    /// `fstatat(AT_FDCWD, path, AT_SYMLINK_NOFOLLOW)`.
+    fn lstat(&mut self, path: &[u8]) -> Result<StatRec, i32>;
+    /// `readlink(path)`, with a `PATH_MAX` buffer.
+    fn readlink(&mut self, path: &[u8]) -> Result<Vec<u8>, i32>;
+    /// `llistxattr(path)` into an [`XATTR_BUF`] buffer: NUL-terminated names.
+    fn llistxattr(&mut self, path: &[u8]) -> Result<Vec<u8>, i32>;
+    /// `lgetxattr(path, name)` into an [`XATTR_BUF`] buffer.
+    fn lgetxattr(&mut self, path: &[u8], name: &[u8]) -> Result<Vec<u8>, i32>;
+    /// The records of the directory at `path`, `.` and `..` included.
+    fn list_dir(&mut self, path: &[u8]) -> Result<Vec<DirentRec>, i32>;
+}
+
+/// Walks the tree from `/`.
+pub fn observe_tree(o: &mut dyn Observe) -> Vec<EntryRec> {
+    let mut out = Vec::new();
+    visit(o, b"/".to_vec(), &mut out);
+    out
+}
+
+fn visit(o: &mut dyn Observe, path: Vec<u8>, out: &mut Vec<EntryRec>) {
+    if out.len() >= MAX_ENTRIES {
+        return;
+    }
+    let stat = o.lstat(&path);
+    let kind = stat.as_ref().map_or(0, |s| s.mode & S_IFMT);
+    let link = (kind == S_IFLNK).then(|| o.readlink(&path).map(Bytes));
+    let xattrs = o.llistxattr(&path).map(|list| {
+        list.split(|&c| c == 0)
+            .filter(|n| !n.is_empty())
+            .map(|n| (Bytes(n.to_vec()), o.lgetxattr(&path, n).map(Bytes)))
+            .collect()
+    });
+    let children = if kind == S_IFDIR {
+        Some(o.list_dir(&path))
+    } else {
+        None
+    };
+    out.push(EntryRec {
+        path: Bytes(path.clone()),
+        stat,
+        link,
+        xattrs,
+        list_errno: children.as_ref().and_then(|c| c.as_ref().err().copied()),
+    });
+    let Some(Ok(children)) = children else { return };
+    for e in children {
+        if e.name.0 == b"." || e.name.0 == b".." {
+            continue;
+        }
+        let mut child = path.clone();
+        if child != b"/" {
+            child.push(b'/');
+        }
+        child.extend_from_slice(&e.name.0);
+        visit(o, child, out);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::BTreeMap;
+
+    /// One node of a tree in memory: mode, link body, xattrs, children in listing order.
+    type Node = (
+        u32,
+        Vec<u8>,
+        Vec<(&'static [u8], &'static [u8])>,
+        Vec<&'static [u8]>,
+    );
+
+    #[derive(Default)]
+    struct Fake {
+        nodes: BTreeMap<Vec<u8>, Node>,
+        calls: Vec<String>,
+    }
+
+    impl Observe for Fake {
+        fn lstat(&mut self, path: &[u8]) -> Result<StatRec, i32> {
+            self.calls
+                .push(format!("lstat {}", String::from_utf8_lossy(path)));
+            let n = self.nodes.get(path).ok_or(2)?;
+            Ok(StatRec {
+                mode: n.0,
+                ..StatRec::default()
+            })
+        }
+        fn readlink(&mut self, path: &[u8]) -> Result<Vec<u8>, i32> {
+            Ok(self.nodes[path].1.clone())
+        }
+        fn llistxattr(&mut self, path: &[u8]) -> Result<Vec<u8>, i32> {
+            let mut v = Vec::new();
+            for (n, _) in &self.nodes[path].2 {
+                v.extend_from_slice(n);
+                v.push(0);
+            }
+            Ok(v)
+        }
+        fn lgetxattr(&mut self, path: &[u8], name: &[u8]) -> Result<Vec<u8>, i32> {
+            let n = &self.nodes[path];
+            n.2.iter()
+                .find(|(k, _)| *k == name)
+                .map(|(_, v)| v.to_vec())
+                .ok_or(61)
+        }
+        fn list_dir(&mut self, path: &[u8]) -> Result<Vec<DirentRec>, i32> {
+            let mut names: Vec<&[u8]> = vec![b".", b".."];
+            names.extend(self.nodes[path].3.iter().copied());
+            Ok(names
+                .into_iter()
+                .map(|n| DirentRec {
+                    name: Bytes(n.to_vec()),
+                    d_type: 0,
+                    ino: 0,
+                    off: 0,
+                })
+                .collect())
+        }
+    }
+
+    #[test]
+    fn walks_depth_first_in_listing_order_with_links_and_xattrs() {
+        let mut f = Fake::default();
+        f.nodes
+            .insert(b"/".to_vec(), (S_IFDIR, vec![], vec![], vec![b"z", b"a"]));
+        f.nodes.insert(
+            b"/z".to_vec(),
+            (S_IFDIR, vec![], vec![(b"user.k", b"v")], vec![b"l"]),
+        );
+        f.nodes.insert(
+            b"/z/l".to_vec(),
+            (S_IFLNK, b"../a".to_vec(), vec![], vec![]),
+        );
+        f.nodes
+            .insert(b"/a".to_vec(), (0o100000, vec![], vec![], vec![]));
+        let t = observe_tree(&mut f);
+        let paths: Vec<&[u8]> = t.iter().map(|e| e.path.0.as_slice()).collect();
+        assert_eq!(paths, [&b"/"[..], b"/z", b"/z/l", b"/a"]);
+        assert_eq!(t[2].link, Some(Ok(Bytes(b"../a".to_vec()))));
+        assert_eq!(t[1].link, None);
+        assert_eq!(
+            t[1].xattrs,
+            Ok(vec![(Bytes(b"user.k".to_vec()), Ok(Bytes(b"v".to_vec())))])
+        );
+        assert_eq!(f.calls.len(), 4, "one lstat per name: {:?}", f.calls);
+    }
+}
