@@ -227,3 +227,29 @@ impl Drop for HostServer {
         let _ = self.child.wait();
     }
 }
+
+/// Checks that the helper at `helper` can set up its sandbox here.
+///
+/// # Errors
+/// Why not: the helper is missing, the environment refuses the sandbox (not root), or the
+/// probe failed otherwise.
+pub fn probe(helper: &Path) -> Result<(), String> {
+    let out = Command::new(helper)
+        .arg("--probe")
+        .stdin(Stdio::null())
+        .output()
+        .map_err(|e| format!("cannot start {}: {e}", helper.display()))?;
+    if out.status.success() {
+        return Ok(());
+    }
+    let why = String::from_utf8_lossy(&out.stderr).trim().to_string();
+    match out.status.code() {
+        Some(super::protocol::EXIT_ENV_REFUSED) => Err(format!(
+            "the host sandbox is refused here (needs root): {why}"
+        )),
+        _ => Err(format!(
+            "the host helper failed its probe ({}): {why}",
+            out.status
+        )),
+    }
+}

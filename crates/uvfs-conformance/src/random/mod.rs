@@ -58,7 +58,7 @@ pub fn judge(case: &Case, uvfs: &CaseRun, host: &CaseRun) -> SeedVerdict {
     };
     if step > 0 {
         if let (Some(u), Some(h)) = (uvfs.outcomes.get(step), host.outcomes.get(step)) {
-            if let Some(class) = expect::classify(case, step, u, h) {
+            if let Some(class) = expect::classify(case, step, u, h, &first) {
                 return SeedVerdict::Expected { class, step };
             }
         }

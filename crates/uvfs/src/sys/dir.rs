@@ -62,7 +62,7 @@ impl Task {
     /// Path errors; `ENOTDIR`; `EACCES` without search permission.
     pub fn chdir(&self, path: impl AsRef<[u8]>) -> Result<()> {
         let p = self.lookup_dir(path.as_ref())?;
-        self.fs.borrow_mut().cwd = p;
+        self.fs.set_cwd(p);
         Ok(())
     }
 
@@ -77,7 +77,7 @@ impl Task {
             return Err(Errno::ENOTDIR);
         }
         inode_permission(&self.cred.borrow(), inode, Access::EXEC)?;
-        self.fs.borrow_mut().cwd = file.path().clone();
+        self.fs.set_cwd(file.path().clone());
         Ok(())
     }
 
@@ -108,7 +108,7 @@ impl Task {
         if !self.cred.borrow().capable(Capabilities::SYS_CHROOT) {
             return Err(Errno::EPERM);
         }
-        self.fs.borrow_mut().root = p;
+        self.fs.set_root(p);
         Ok(())
     }
 

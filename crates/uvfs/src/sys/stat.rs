@@ -16,9 +16,16 @@ use super::EmptyPath;
 
 /// `STATX_ATTR_MOUNT_ROOT`: the file is the root of a mount.
 pub const STATX_ATTR_MOUNT_ROOT: u64 = 0x2000;
-/// The `attributes_mask` tmpfs reports (append, immutable, nodump, automount, mount root, dax).
+/// `STATX_ATTR_AUTOMOUNT`: the file is an automount trigger (never, in uvfs).
+const STATX_ATTR_AUTOMOUNT: u64 = 0x1000;
+/// `STATX_ATTR_DAX`: the file is accessed directly (never, in uvfs).
+const STATX_ATTR_DAX: u64 = 0x0020_0000;
+/// The `attributes_mask`: the attributes uvfs reports truthfully, which are the three the
+/// Linux VFS adds for every filesystem (`vfs_getattr_nosec()`, `vfs_statx()`). Host tmpfs also
+/// advertises immutable, append-only and nodump, which it can set (`FS_IOC_SETFLAGS`) and uvfs
+/// cannot (docs/divergences.md).
 pub const STATX_SUPPORTED_ATTRIBUTES: u64 =
-    0x10 | 0x20 | 0x40 | 0x1000 | STATX_ATTR_MOUNT_ROOT | 0x0020_0000;
+    STATX_ATTR_AUTOMOUNT | STATX_ATTR_MOUNT_ROOT | STATX_ATTR_DAX;
 
 const STATX_SYNC_TYPE: u32 = AtFlags::STATX_FORCE_SYNC.bits() | AtFlags::STATX_DONT_SYNC.bits();
 

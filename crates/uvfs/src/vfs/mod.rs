@@ -6,6 +6,7 @@ pub(crate) mod dcache;
 pub mod dentry;
 pub mod fd_table;
 pub mod file;
+pub(crate) mod fs_struct;
 pub mod inode;
 pub mod mount;
 pub(crate) mod namei;

@@ -7,15 +7,9 @@ use std::sync::Arc;
 use super::cred::Cred;
 use super::fd_table::FdTable;
 use super::file::FileDescription;
+use super::fs_struct::{FsHandle, FsState, Umask};
 use super::mount::{MountNamespace, VfsPath};
 use crate::abi::{Errno, Result};
-
-/// Root and working directory (Linux: `struct fs_struct`).
-#[derive(Clone, Debug)]
-pub(crate) struct FsState {
-    pub(crate) root: VfsPath,
-    pub(crate) cwd: VfsPath,
-}
 
 const FD_CACHE_SLOTS: usize = 4;
 
@@ -31,15 +25,18 @@ type FdCacheSlot = Option<(i32, Arc<FileDescription>)>;
 /// A thread of a program using the VFS.
 ///
 /// `Task` is `Send` but not `Sync`: one thread uses it at a time, as a Linux thread is the only
-/// user of its `current`. Several tasks may share one [`FdTable`] ([`Task::clone_thread`]).
+/// user of its `current`. The tasks of [`Task::clone_thread`] share one [`FdTable`], one root,
+/// cwd and umask.
 pub struct Task {
     pub(crate) ns: Arc<MountNamespace>,
     pub(crate) cred: RefCell<Cred>,
     /// Identity of the credentials: shared by tasks that share them (fork, clone), renewed by
     /// [`Task::set_cred`] (Linux compares `struct cred` pointers, e.g. for `linkat`).
     pub(crate) cred_id: Cell<u64>,
-    pub(crate) fs: RefCell<FsState>,
-    pub(crate) umask: Cell<u32>,
+    /// Root and cwd: private, or shared with the tasks of `clone_thread` (CLONE_FS).
+    pub(crate) fs: FsHandle,
+    /// Shared as `fs` is.
+    pub(crate) umask: Umask,
     pub(crate) walk_mode: Cell<super::namei::WalkMode>,
     pub(crate) files: Arc<FdTable>,
     /// Files of recently used fds, used only while `files` is not shared.
@@ -80,41 +77,42 @@ impl Task {
             ns,
             cred: RefCell::new(cred),
             cred_id: Cell::new(new_cred_id()),
-            fs: RefCell::new(FsState {
+            fs: FsHandle::new(FsState {
                 root: root.clone(),
                 cwd: root,
             }),
-            umask: Cell::new(0o022),
+            umask: Umask::new(0o022),
             walk_mode: Cell::new(super::namei::WalkMode::Rcu),
             files: Arc::new(FdTable::new()),
             fd_cache: RefCell::new(Default::default()),
         }
     }
 
-    /// A task sharing this one's fd table (Linux: `clone(CLONE_FILES | CLONE_FS)` of a thread;
-    /// root, cwd and umask are copied).
+    /// A thread of this task (Linux: `clone(CLONE_FILES | CLONE_FS | ...)`): it shares the fd
+    /// table, the root, the cwd and the umask, so `chdir`, `chroot`, `umask`, `open` and
+    /// `close` in one are seen by the other. Credentials are copied.
     pub fn clone_thread(&self) -> Task {
         self.fd_cache_clear();
         Task {
             ns: self.ns.clone(),
             cred: RefCell::new(self.cred.borrow().clone()),
             cred_id: Cell::new(self.cred_id.get()),
-            fs: RefCell::new(self.fs.borrow().clone()),
-            umask: Cell::new(self.umask.get()),
+            fs: self.fs.share(),
+            umask: self.umask.share(),
             walk_mode: Cell::new(self.walk_mode.get()),
             files: self.files.clone(),
             fd_cache: RefCell::new(Default::default()),
         }
     }
 
-    /// A task with a copy of this one's fd table (Linux: `fork()`).
+    /// A task with a copy of this one's fd table, root, cwd and umask (Linux: `fork()`).
     pub fn fork(&self) -> Task {
         Task {
             ns: self.ns.clone(),
             cred: RefCell::new(self.cred.borrow().clone()),
             cred_id: Cell::new(self.cred_id.get()),
-            fs: RefCell::new(self.fs.borrow().clone()),
-            umask: Cell::new(self.umask.get()),
+            fs: self.fs.copy(),
+            umask: self.umask.copy(),
             walk_mode: Cell::new(self.walk_mode.get()),
             files: Arc::new(self.files.duplicate()),
             fd_cache: RefCell::new(Default::default()),
