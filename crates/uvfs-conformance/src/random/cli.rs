@@ -48,7 +48,7 @@ pub fn parse_args(mut budget: Budget, args: &[String]) -> Result<Budget, String>
 pub fn default_budget() -> Budget {
     Budget {
         start: 0,
-        seeds: 2000,
+        seeds: 600,
         time: None,
         workers: 4,
         shape: Shape::default(),
