@@ -12,7 +12,7 @@ use super::proc::{self, Forked};
 use super::protocol::{Command, HostLine, Reply};
 use super::sandbox::{self, RawFdWriter, ACTOR_SOCK_BASE, OBSERVER_SOCK_BASE, RESULT_FD};
 use super::sys::{self, CPath, XattrAt};
-use super::{listdir_with, stat_fields, AT_FDCWD};
+use super::{listdir_with, stat_fields, ListDir, AT_FDCWD};
 use crate::backend::{run_case, Backend, Fds};
 use crate::op::{Op, MAX_TASKS};
 use crate::outcome::{DirentRec, FdRec, Outcome, SnapshotRec, StatRec, Value};
@@ -144,7 +144,9 @@ impl Driver {
     }
 
     fn snapshot(&mut self, fds: &Fds) -> Option<Value> {
-        let entries = observe_tree(&mut HostObserver);
+        let entries = observe_tree(&mut HostObserver {
+            buf: vec![0u8; XATTR_BUF],
+        });
         let mut stats: Vec<(&str, i32, u32, Result<StatRec, i32>)> = Vec::new();
         for task in 1..=MAX_TASKS {
             let mine: Vec<_> = fds.bound().filter(|b| b.task == task).collect();
@@ -232,7 +234,10 @@ impl Backend for Driver {
 }
 
 /// The snapshot calls, made by the observer process itself.
-struct HostObserver;
+struct HostObserver {
+    /// Scratch space for xattr names and values.
+    buf: Vec<u8>,
+}
 
 impl Observe for HostObserver {
     fn lstat(&mut self, path: &[u8]) -> Result<StatRec, i32> {
@@ -247,22 +252,18 @@ impl Observe for HostObserver {
     }
 
     fn llistxattr(&mut self, path: &[u8]) -> Result<Vec<u8>, i32> {
-        let mut buf = vec![0u8; XATTR_BUF];
         let p = CPath::new(path);
-        let n = sys::listxattr(XattrAt::Link(&p), &mut buf)?;
-        buf.truncate(n as usize);
-        Ok(buf)
+        let n = sys::listxattr(XattrAt::Link(&p), &mut self.buf)?;
+        Ok(self.buf[..n as usize].to_vec())
     }
 
     fn lgetxattr(&mut self, path: &[u8], name: &[u8]) -> Result<Vec<u8>, i32> {
-        let mut buf = vec![0u8; XATTR_BUF];
         let p = CPath::new(path);
-        let n = sys::getxattr(XattrAt::Link(&p), &CPath::new(name), &mut buf)?;
-        buf.truncate(n as usize);
-        Ok(buf)
+        let n = sys::getxattr(XattrAt::Link(&p), &CPath::new(name), &mut self.buf)?;
+        Ok(self.buf[..n as usize].to_vec())
     }
 
     fn list_dir(&mut self, path: &[u8]) -> Result<Vec<DirentRec>, i32> {
-        listdir_with(path, O_SNAPSHOT_DIR).map(|l| l.entries)
+        listdir_with(path, O_SNAPSHOT_DIR, ListDir::EntriesOnly).map(|l| l.entries)
     }
 }
