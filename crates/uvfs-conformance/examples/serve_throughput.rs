@@ -134,11 +134,15 @@ fn main() {
     println!(
         "{n} cases; per case: wall ms / CPU ms of the host helper processes / CPU ms reading results"
     );
+    let only = std::env::var("ONLY").ok();
     for (name, cases) in [
         ("no ops (sandbox setup and teardown)", &empty),
         ("120 ops", &ops_only),
         ("120 ops, a snapshot after each", &full),
     ] {
+        if only.as_deref().is_some_and(|o| !name.starts_with(o)) {
+            continue;
+        }
         let (wall, me, host) = time_host(cases);
         println!(
             "  host {name:40} {:6.2} / {:6.2} / {:5.2}",

@@ -126,18 +126,18 @@ impl Observe for Observer<'_> {
         Ok(buf)
     }
 
-    fn llistxattr(&mut self, path: &[u8]) -> Result<Vec<u8>, i32> {
+    fn llistxattr(&mut self, path: &[u8], size: usize) -> Result<Vec<u8>, i32> {
         let n = self
             .task
-            .llistxattr(path, &mut self.buf)
+            .llistxattr(path, &mut self.buf[..size])
             .map_err(Errno::raw)?;
         Ok(self.buf[..n].to_vec())
     }
 
-    fn lgetxattr(&mut self, path: &[u8], name: &[u8]) -> Result<Vec<u8>, i32> {
+    fn lgetxattr(&mut self, path: &[u8], name: &[u8], size: usize) -> Result<Vec<u8>, i32> {
         let n = self
             .task
-            .lgetxattr(path, name, &mut self.buf)
+            .lgetxattr(path, name, &mut self.buf[..size])
             .map_err(Errno::raw)?;
         Ok(self.buf[..n].to_vec())
     }
