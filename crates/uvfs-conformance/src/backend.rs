@@ -23,7 +23,7 @@ const NO_SUCH_ENTRY_OFFSET: i64 = -1;
 pub struct Binding {
     /// The variable's name, without `$`.
     pub name: String,
-    /// The fd it holds on this side ([`FAILED_FD`] if the binding op failed).
+    /// The fd it holds on this side (-1 if the binding op failed).
     pub fd: i32,
     /// The task whose fd table the fd is in (the task that ran the binding op).
     pub task: u32,

@@ -1,5 +1,5 @@
 //! The observer: the process that enters the sandbox, forks the actors (one per task, see
-//! [`super::actor`]), drives them step by step and answers `snapshot` itself, as root with
+//! `host::actor`), drives them step by step and answers `snapshot` itself, as root with
 //! every capability, at the namespace root, whatever the acting task did to its own
 //! credentials, root and cwd. It writes one [`HostLine`] per step to [`RESULT_FD`].
 
