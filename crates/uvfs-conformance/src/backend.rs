@@ -23,7 +23,7 @@ const NO_SUCH_ENTRY_OFFSET: i64 = -1;
 pub struct Binding {
     /// The variable's name, without `$`.
     pub name: String,
-    /// The fd it holds on this side ([`FAILED_FD`] if the binding op failed).
+    /// The fd it holds on this side (-1 if the binding op failed).
     pub fd: i32,
     /// The task whose fd table the fd is in (the task that ran the binding op).
     pub task: u32,
@@ -117,13 +117,22 @@ pub trait Backend {
 /// How often [`wait_for_tick`] looks at the clock; a tick is 1 to 10 ms.
 const TICK_POLL: Duration = Duration::from_micros(100);
 
-/// Sleeps until the coarse realtime clock (the one Linux and uvfs stamp inodes with) ticks.
-/// Every stamp taken before the call, fine-grained ones included, is then earlier than every
-/// stamp taken after it, which makes `same`/`later` answers independent of where the ticks
-/// fall.
+/// Sleeps until the coarse realtime clock (the one Linux and uvfs stamp inodes with) is past
+/// the fine-grained time of the call. Every stamp taken before the call, fine-grained ones
+/// included, is then earlier than every stamp taken after it, which makes `same`/`later`
+/// answers independent of where the ticks fall.
+///
+/// Waiting for the coarse clock to change is not enough on Linux: its stamps are the coarse
+/// time or, if later, the multigrain floor, the latest fine-grained stamp any process got
+/// (`ktime_get_coarse_real_ts64_mg()` in kernel/time/timekeeping.c), and the coarse time of a
+/// new tick can lag the fine-grained time of the previous one. A fine-grained stamp another
+/// program takes late in one tick then gives an op on the next tick the same stamp as an op
+/// before it (seen: a write on a fresh tick leaving mtime equal to the creation stamp).
 pub fn wait_for_tick() {
-    let start = clock_gettime(ClockId::RealtimeCoarse);
-    while clock_gettime(ClockId::RealtimeCoarse) == start {
+    let ns =
+        |t: rustix::time::Timespec| i128::from(t.tv_sec) * 1_000_000_000 + i128::from(t.tv_nsec);
+    let now = ns(clock_gettime(ClockId::Realtime));
+    while ns(clock_gettime(ClockId::RealtimeCoarse)) <= now {
         std::thread::sleep(TICK_POLL);
     }
 }

@@ -2,10 +2,12 @@
 //! host kernel in a sandboxed helper process; both sides' outcomes are normalised and compared.
 //! The host kernel is the oracle: cases carry no expected values.
 //!
-//! Map: [`lex`] and [`parse`] read case files into [`Op`]s; [`backend`] runs them on a
-//! [`Backend`]: [`UvfsBackend`] or [`HostBackend`] (raw system calls, inside the sandbox of
-//! [`host::sandbox`], driven by the `uvfs-conformance-host` binary through
-//! [`host::protocol`]); [`outcome`] is what a call returned; [`normalise`] and [`report`]
+//! Map: [`lex`] and [`parse`] read case files into [`Op`]s and [`mod@print`] writes them back;
+//! [`backend`] runs them on a [`Backend`]: [`UvfsBackend`], or on the host the observer of
+//! [`host::observer`] that hands ops to one actor per task running [`HostBackend`] (raw
+//! system calls, inside the sandbox of [`host::sandbox`]), in the `uvfs-conformance-host`
+//! binary, one case at a time or served ([`HostServer`]); [`snapshot`] is the walk both sides'
+//! `snapshot` op makes; [`outcome`] is what a call returned; [`normalise`] and [`report`]
 //! compare and summarise. `tests/differential.rs` ties them together.
 
 pub mod backend;

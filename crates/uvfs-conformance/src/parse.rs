@@ -396,4 +396,35 @@ end
         assert!(e.contains("$g is not bound"), "{e}");
         assert!(parse_cases("case Bad\nend\n", Path::new("x.cases")).is_err());
     }
+
+    #[test]
+    fn tasks_exist_before_they_are_used_and_keep_their_as() {
+        let ok = "case a\nopen /f O_RDONLY => f\ntask 2 fork\nclose $f\nas 1 1\ntask 3 thread\n\
+                  task 1\nas 2 2\ntask 3\nend\n";
+        let cases = parse_cases(ok, Path::new("x.cases")).expect("valid");
+        assert_eq!(cases[0].check(), Ok(()));
+        let bad = |text: &str| {
+            parse_cases(&format!("case a\n{text}\nend\n"), Path::new("x.cases")).expect_err(text)
+        };
+        assert!(bad("task 2").contains("task 2 does not exist"));
+        assert!(bad("task 1 fork").contains("task 1 exists already"));
+        assert!(bad("task 2 thread\ntask 2 fork").contains("exists already"));
+        assert!(bad("task 9 fork").contains("1 to 8"));
+        assert!(bad("task 0").contains("1 to 8"));
+        assert!(bad("task 2 spawn").contains("fork or thread"));
+        // A task made from one that left root with `as` cannot `as` either.
+        assert!(bad("as 1 1\ntask 2 fork\nas 2 2").contains("cannot regain"));
+        // Case::check finds the same in a case built in code.
+        let mut c = Case::new("built");
+        c.steps
+            .push(Step::new(Op::Task { id: 4, start: None }, None));
+        assert_eq!(
+            c.check(),
+            Err("step 1: task 4 does not exist: make it with `task 4 fork|thread`".into())
+        );
+        let mut c = Case::new("built");
+        c.steps.push(Step::new(Op::Snapshot, Some("s".into())));
+        assert!(c.check().unwrap_err().contains("does not return an fd"));
+        assert!(parse_cases("case Bad\nend\n", Path::new("x.cases")).is_err());
+    }
 }

@@ -8,6 +8,10 @@ use crate::outcome::{Bytes, DirentRec, EntryRec, StatRec};
 
 /// Largest xattr value (`XATTR_SIZE_MAX`) and name list (`XATTR_LIST_MAX`) Linux allows.
 pub const XATTR_BUF: usize = 65536;
+/// The buffer tried first: Linux allocates (and for values zeroes) a kernel buffer of the size
+/// passed, so a snapshot asks for 64 KiB only after `ERANGE`.
+const SMALL_XATTR_BUF: usize = 4096;
+const ERANGE: i32 = 34;
 /// A snapshot stops after this many names (the same on both sides), so that a case that makes
 /// a huge tree gives a long answer rather than an endless one.
 pub const MAX_ENTRIES: usize = 4096;
@@ -24,10 +28,10 @@ pub trait Observe {
     fn lstat(&mut self, path: &[u8]) -> Result<StatRec, i32>;
     /// `readlink(path)`, with a `PATH_MAX` buffer.
     fn readlink(&mut self, path: &[u8]) -> Result<Vec<u8>, i32>;
-    /// `llistxattr(path)` into an [`XATTR_BUF`] buffer: NUL-terminated names.
-    fn llistxattr(&mut self, path: &[u8]) -> Result<Vec<u8>, i32>;
-    /// `lgetxattr(path, name)` into an [`XATTR_BUF`] buffer.
-    fn lgetxattr(&mut self, path: &[u8], name: &[u8]) -> Result<Vec<u8>, i32>;
+    /// `llistxattr(path)` into a buffer of `size` bytes: NUL-terminated names.
+    fn llistxattr(&mut self, path: &[u8], size: usize) -> Result<Vec<u8>, i32>;
+    /// `lgetxattr(path, name)` into a buffer of `size` bytes.
+    fn lgetxattr(&mut self, path: &[u8], name: &[u8], size: usize) -> Result<Vec<u8>, i32>;
     /// The records of the directory at `path`, `.` and `..` included.
     fn list_dir(&mut self, path: &[u8]) -> Result<Vec<DirentRec>, i32>;
 }
@@ -39,6 +43,14 @@ pub fn observe_tree(o: &mut dyn Observe) -> Vec<EntryRec> {
     out
 }
 
+/// `call` with a small buffer, again with the largest on `ERANGE`.
+fn sized(mut call: impl FnMut(usize) -> Result<Vec<u8>, i32>) -> Result<Vec<u8>, i32> {
+    match call(SMALL_XATTR_BUF) {
+        Err(ERANGE) => call(XATTR_BUF),
+        r => r,
+    }
+}
+
 fn visit(o: &mut dyn Observe, path: Vec<u8>, out: &mut Vec<EntryRec>) {
     if out.len() >= MAX_ENTRIES {
         return;
@@ -46,10 +58,13 @@ fn visit(o: &mut dyn Observe, path: Vec<u8>, out: &mut Vec<EntryRec>) {
     let stat = o.lstat(&path);
     let kind = stat.as_ref().map_or(0, |s| s.mode & S_IFMT);
     let link = (kind == S_IFLNK).then(|| o.readlink(&path).map(Bytes));
-    let xattrs = o.llistxattr(&path).map(|list| {
+    let xattrs = sized(|size| o.llistxattr(&path, size)).map(|list| {
         list.split(|&c| c == 0)
             .filter(|n| !n.is_empty())
-            .map(|n| (Bytes(n.to_vec()), o.lgetxattr(&path, n).map(Bytes)))
+            .map(|n| {
+                let value = sized(|size| o.lgetxattr(&path, n, size));
+                (Bytes(n.to_vec()), value.map(Bytes))
+            })
             .collect()
     });
     let children = if kind == S_IFDIR {
@@ -110,7 +125,7 @@ mod tests {
         fn readlink(&mut self, path: &[u8]) -> Result<Vec<u8>, i32> {
             Ok(self.nodes[path].1.clone())
         }
-        fn llistxattr(&mut self, path: &[u8]) -> Result<Vec<u8>, i32> {
+        fn llistxattr(&mut self, path: &[u8], _size: usize) -> Result<Vec<u8>, i32> {
             let mut v = Vec::new();
             for (n, _) in &self.nodes[path].2 {
                 v.extend_from_slice(n);
@@ -118,7 +133,7 @@ mod tests {
             }
             Ok(v)
         }
-        fn lgetxattr(&mut self, path: &[u8], name: &[u8]) -> Result<Vec<u8>, i32> {
+        fn lgetxattr(&mut self, path: &[u8], name: &[u8], _size: usize) -> Result<Vec<u8>, i32> {
             let n = &self.nodes[path];
             n.2.iter()
                 .find(|(k, _)| *k == name)

@@ -14,6 +14,7 @@ use uvfs::abi::{
 use uvfs::{Errno, Task, Vfs};
 
 use crate::backend::{run_case, Backend, CaseRun, Fds};
+use crate::host::ListDir;
 use crate::op::{Fcntl, Op, TaskStart, Time, XattrTarget};
 use crate::outcome::{
     decode_dirents, Bytes, Dev, DirId, DirentRec, FdRec, Listing, Outcome, SnapshotRec, StatFsRec,
@@ -79,7 +80,10 @@ impl UvfsBackend {
     }
 
     fn snapshot(&self, fds: &Fds) -> Value {
-        let entries = observe_tree(&mut Observer(&self.observer));
+        let entries = observe_tree(&mut Observer {
+            task: &self.observer,
+            buf: vec![0u8; XATTR_BUF],
+        });
         let fds = fds
             .bound()
             .filter_map(|b| {
@@ -100,11 +104,15 @@ impl UvfsBackend {
 }
 
 /// The snapshot calls made by the observer task.
-struct Observer<'a>(&'a Task);
+struct Observer<'a> {
+    task: &'a Task,
+    /// Scratch space for xattr names and values.
+    buf: Vec<u8>,
+}
 
 impl Observe for Observer<'_> {
     fn lstat(&mut self, path: &[u8]) -> Result<StatRec, i32> {
-        self.0
+        self.task
             .fstatat(AT_FDCWD, path, AtFlags::SYMLINK_NOFOLLOW)
             .map(stat_fields)
             .map_err(Errno::raw)
@@ -113,41 +121,46 @@ impl Observe for Observer<'_> {
     fn readlink(&mut self, path: &[u8]) -> Result<Vec<u8>, i32> {
         let mut buf = vec![0u8; PATH_MAX];
         let n = self
-            .0
+            .task
             .readlinkat(AT_FDCWD, path, &mut buf)
             .map_err(Errno::raw)?;
         buf.truncate(n);
         Ok(buf)
     }
 
-    fn llistxattr(&mut self, path: &[u8]) -> Result<Vec<u8>, i32> {
-        let mut buf = vec![0u8; XATTR_BUF];
-        let n = self.0.llistxattr(path, &mut buf).map_err(Errno::raw)?;
-        buf.truncate(n);
-        Ok(buf)
+    fn llistxattr(&mut self, path: &[u8], size: usize) -> Result<Vec<u8>, i32> {
+        let n = self
+            .task
+            .llistxattr(path, &mut self.buf[..size])
+            .map_err(Errno::raw)?;
+        Ok(self.buf[..n].to_vec())
     }
 
-    fn lgetxattr(&mut self, path: &[u8], name: &[u8]) -> Result<Vec<u8>, i32> {
-        let mut buf = vec![0u8; XATTR_BUF];
-        let n = self.0.lgetxattr(path, name, &mut buf).map_err(Errno::raw)?;
-        buf.truncate(n);
-        Ok(buf)
+    fn lgetxattr(&mut self, path: &[u8], name: &[u8], size: usize) -> Result<Vec<u8>, i32> {
+        let n = self
+            .task
+            .lgetxattr(path, name, &mut self.buf[..size])
+            .map_err(Errno::raw)?;
+        Ok(self.buf[..n].to_vec())
     }
 
     fn list_dir(&mut self, path: &[u8]) -> Result<Vec<DirentRec>, i32> {
         let flags =
             OpenFlags::DIRECTORY | OpenFlags::NOFOLLOW | OpenFlags::NOATIME | OpenFlags::CLOEXEC;
-        listdir_with(self.0, path, flags)
+        listdir_with(self.task, path, flags, ListDir::EntriesOnly)
             .map(|l| l.entries)
             .map_err(Errno::raw)
     }
 }
 
 /// Opens `path` with `flags`, reads it with `getdents64` (4096-byte buffers) until 0, closes.
-fn listdir_with(t: &Task, path: &[u8], flags: OpenFlags) -> uvfs::Result<Listing> {
+fn listdir_with(t: &Task, path: &[u8], flags: OpenFlags, what: ListDir) -> uvfs::Result<Listing> {
     let fd = t.openat(AT_FDCWD, path, flags, 0)?;
     let mut all = Listing {
-        dir: dir_id(t, fd),
+        dir: match what {
+            ListDir::WithIdentity => dir_id(t, fd),
+            ListDir::EntriesOnly => None,
+        },
         entries: Vec::new(),
     };
     let r = loop {
@@ -547,8 +560,13 @@ impl Backend for UvfsBackend {
                 })
             })),
             Op::Listdir { path } => done(
-                listdir_with(t, path, OpenFlags::DIRECTORY | OpenFlags::CLOEXEC)
-                    .map(Value::Dirents),
+                listdir_with(
+                    t,
+                    path,
+                    OpenFlags::DIRECTORY | OpenFlags::CLOEXEC,
+                    ListDir::WithIdentity,
+                )
+                .map(Value::Dirents),
             ),
             Op::Chdir { path } => unit(t.chdir(path)),
             Op::Fchdir { fd: f } => unit(t.fchdir(fd(f))),

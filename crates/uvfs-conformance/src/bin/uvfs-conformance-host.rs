@@ -49,7 +49,9 @@ fn main() {
     }));
     match args.as_slice() {
         [probe] if probe == "--probe" => {
-            match sandbox::enter(None).unwrap_or_else(|e| fail(EXIT_ENV_REFUSED, &e)) {
+            let root = sandbox::enter(None).unwrap_or_else(|e| fail(EXIT_ENV_REFUSED, &e));
+            sandbox::leave().unwrap_or_else(|e| fail(EXIT_ENV_REFUSED, &e));
+            match root {
                 Outcome::Ok(_) => exit(0),
                 Outcome::Errno(e) => fail(
                     EXIT_ENV_REFUSED,

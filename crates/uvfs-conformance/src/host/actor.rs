@@ -30,7 +30,7 @@ pub fn serve(case: &Case, id: u32) -> ! {
 fn serve_task(case: &Case, id: u32) {
     let sock = ACTOR_SOCK_BASE + id as i32;
     let mut backend = HostBackend;
-    while let Ok(cmd) = recv::<Command>(sock, None) {
+    while let Ok(cmd) = recv::<Command>(sock) {
         let reply = match cmd {
             Command::Fstat(list) => Reply::Fstats(
                 list.into_iter()

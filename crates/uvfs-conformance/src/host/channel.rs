@@ -1,12 +1,9 @@
 //! Messages between the observer and its actors: a 4-byte little-endian length, then that
 //! many bytes of JSON, over a stream socket.
 
-use std::time::Duration;
-
 use serde::de::DeserializeOwned;
 use serde::Serialize;
 
-use super::proc::wait_readable;
 use super::sys;
 
 /// Largest message accepted (a read of a few megabytes, hex-encoded, fits).
@@ -58,23 +55,42 @@ pub fn send<T: Serialize>(fd: i32, msg: &T) -> Result<(), String> {
     write_all(fd, &framed)
 }
 
-/// Receives one message, waiting at most `timeout` for it to start (forever with `None`).
+/// Bytes read at once: a whole message in one `read` in the common case (there is never more
+/// than one message in flight on a socket); longer ones take a second read.
+const FIRST_READ: usize = 4096;
+
+/// Receives one message. On a socket with a receive timeout (`SO_RCVTIMEO`, see
+/// [`super::proc::set_receive_timeout`]) a silent peer is an error after it.
 ///
 /// # Errors
 /// A message on timeout, a closed peer or a malformed message.
-pub fn recv<T: DeserializeOwned>(fd: i32, timeout: Option<Duration>) -> Result<T, String> {
-    if let Some(t) = timeout {
-        if !wait_readable(fd, t) {
-            return Err(format!("no answer within {} s", t.as_secs()));
+pub fn recv<T: DeserializeOwned>(fd: i32) -> Result<T, String> {
+    let mut buf = vec![0u8; FIRST_READ];
+    let mut got = loop {
+        match sys::read(fd, &mut buf) {
+            Ok(0) => return Err(format!("fd {fd} closed")),
+            Ok(n) => break n as usize,
+            Err(libc::EINTR) => {}
+            Err(libc::EAGAIN) => return Err("no answer in time".into()),
+            Err(e) => {
+                return Err(format!(
+                    "read from fd {fd}: {}",
+                    std::io::Error::from_raw_os_error(e)
+                ))
+            }
         }
+    };
+    if got < 4 {
+        let mut rest = [0u8; 4];
+        read_exact(fd, &mut rest[got..])?;
+        buf[got..4].copy_from_slice(&rest[got..]);
+        got = 4;
     }
-    let mut len = [0u8; 4];
-    read_exact(fd, &mut len)?;
-    let len = u32::from_le_bytes(len) as usize;
-    if len > MAX_MESSAGE {
-        return Err(format!("message of {len} bytes"));
+    let len = u32::from_le_bytes(buf[..4].try_into().expect("4 bytes")) as usize;
+    if len > MAX_MESSAGE || got > len + 4 {
+        return Err(format!("message of {len} bytes ({got} read)"));
     }
-    let mut body = vec![0u8; len];
-    read_exact(fd, &mut body)?;
-    serde_json::from_slice(&body).map_err(|e| format!("malformed message: {e}"))
+    buf.resize(len + 4, 0);
+    read_exact(fd, &mut buf[got..])?;
+    serde_json::from_slice(&buf[4..]).map_err(|e| format!("malformed message: {e}"))
 }

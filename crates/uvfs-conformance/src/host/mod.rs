@@ -190,11 +190,23 @@ fn dir_id(fd: i32) -> Option<DirId> {
     })
 }
 
+/// What a listing records besides the entries.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ListDir {
+    /// The directory's identity too (a `statx` that observes no timestamp).
+    WithIdentity,
+    /// The entries only (a snapshot knows the directory already).
+    EntriesOnly,
+}
+
 /// Opens `path` with `flags`, reads it with `getdents64` (4096-byte buffers) until 0, closes.
-pub fn listdir_with(path: &[u8], flags: i32) -> Result<Listing, i32> {
+pub fn listdir_with(path: &[u8], flags: i32, what: ListDir) -> Result<Listing, i32> {
     let fd = sys::openat(AT_FDCWD, &CPath::new(path), flags, 0)? as i32;
     let mut all = Listing {
-        dir: dir_id(fd),
+        dir: match what {
+            ListDir::WithIdentity => dir_id(fd),
+            ListDir::EntriesOnly => None,
+        },
         entries: Vec::new(),
     };
     let r = loop {
@@ -457,9 +469,9 @@ impl Backend for HostBackend {
                     entries,
                 })
             })),
-            Op::Listdir { path } => {
-                done(listdir_with(path, O_DIRECTORY_CLOEXEC).map(Value::Dirents))
-            }
+            Op::Listdir { path } => done(
+                listdir_with(path, O_DIRECTORY_CLOEXEC, ListDir::WithIdentity).map(Value::Dirents),
+            ),
             Op::Chdir { path } => unit(sys::chdir(&p(path))),
             Op::Fchdir { fd: f } => unit(sys::fchdir(fd(f))),
             Op::Getcwd { size } => filled(*size, bytes, sys::getcwd),

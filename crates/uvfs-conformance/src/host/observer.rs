@@ -1,5 +1,5 @@
 //! The observer: the process that enters the sandbox, forks the actors (one per task, see
-//! [`super::actor`]), drives them step by step and answers `snapshot` itself, as root with
+//! `host::actor`), drives them step by step and answers `snapshot` itself, as root with
 //! every capability, at the namespace root, whatever the acting task did to its own
 //! credentials, root and cwd. It writes one [`HostLine`] per step to [`RESULT_FD`].
 
@@ -12,7 +12,7 @@ use super::proc::{self, Forked};
 use super::protocol::{Command, HostLine, Reply};
 use super::sandbox::{self, RawFdWriter, ACTOR_SOCK_BASE, OBSERVER_SOCK_BASE, RESULT_FD};
 use super::sys::{self, CPath, XattrAt};
-use super::{listdir_with, stat_fields, AT_FDCWD};
+use super::{listdir_with, stat_fields, ListDir, AT_FDCWD};
 use crate::backend::{run_case, Backend, Fds};
 use crate::op::{Op, MAX_TASKS};
 use crate::outcome::{DirentRec, FdRec, Outcome, SnapshotRec, StatRec, Value};
@@ -22,6 +22,9 @@ use crate::snapshot::{observe_tree, Observe, XATTR_BUF};
 /// How long one op may take before the case counts as hung (a FIFO opened for reading with
 /// no writer blocks for ever on Linux).
 pub const STEP_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// Result lines are written in chunks of this size (and when the case ends).
+const RESULT_BUFFER: usize = 1 << 16;
 
 const O_SNAPSHOT_DIR: i32 = 0o200000 | 0o400000 | 0o1000000 | 0o2000000;
 const AT_SYMLINK_NOFOLLOW: i32 = 0x100;
@@ -33,40 +36,50 @@ const PATH_MAX: usize = 4096;
 /// # Errors
 /// A message when the environment refuses the sandbox (not root, no mount namespaces).
 pub fn run_case_in_sandbox(case: &Case) -> Result<(), String> {
-    let mut out = RawFdWriter(RESULT_FD);
-    let mut emit = |line: HostLine| {
-        // A lost result line shows as a missing step on the reader's side.
-        let _ = out.write_all(line.to_line().as_bytes());
-    };
+    let mut out = std::io::BufWriter::with_capacity(RESULT_BUFFER, RawFdWriter(RESULT_FD));
+    let end = run_steps(case, &mut out)?;
+    emit(&mut out, &end);
+    out.flush().map_err(|e| format!("writing results: {e}"))
+}
+
+/// Writes one result line (a lost one shows as a missing step on the reader's side).
+fn emit(out: &mut impl Write, line: &HostLine) {
+    let _ = serde_json::to_writer(&mut *out, line);
+    let _ = out.write_all(b"\n");
+}
+
+/// Enters the sandbox, runs the case, leaves; the case's last line.
+fn run_steps(case: &Case, out: &mut impl Write) -> Result<HostLine, String> {
     let root = sandbox::enter(case.mount.as_deref())?;
     let root_ok = matches!(root, Outcome::Ok(_));
-    emit(HostLine::Step {
-        step: 0,
-        outcome: root,
-    });
+    emit(
+        out,
+        &HostLine::Step {
+            step: 0,
+            outcome: root,
+        },
+    );
     if !root_ok {
         sandbox::leave()?;
-        emit(HostLine::Done);
-        return Ok(());
+        return Ok(HostLine::Done);
     }
     let aborted = match Driver::start(case) {
         Err(e) => Some(e),
         Ok(mut driver) => {
             run_case(&mut driver, case, |step, o| {
-                emit(HostLine::Step {
-                    step,
-                    outcome: o.clone(),
-                })
+                emit(
+                    out,
+                    &HostLine::Step {
+                        step,
+                        outcome: o.clone(),
+                    },
+                )
             });
             driver.stop()
         }
     };
     sandbox::leave()?;
-    emit(match aborted {
-        Some(why) => HostLine::Aborted(why),
-        None => HostLine::Done,
-    });
-    Ok(())
+    Ok(aborted.map_or(HostLine::Done, HostLine::Aborted))
 }
 
 /// The observer's side of a running case: a [`Backend`] that hands ops to the current task's
@@ -86,12 +99,15 @@ impl Driver {
     /// Opens one socket pair per possible task and forks task 1.
     fn start(case: &Case) -> Result<Driver, String> {
         proc::become_subreaper().map_err(|e| format!("PR_SET_CHILD_SUBREAPER: errno {e}"))?;
+        proc::stay_on_this_cpu();
         for n in 1..=MAX_TASKS as i32 {
             let (a, b) = proc::socketpair().map_err(|e| format!("socketpair: errno {e}"))?;
             for (from, to) in [(a, OBSERVER_SOCK_BASE + n), (b, ACTOR_SOCK_BASE + n)] {
                 sys::dup2(from, to).map_err(|e| format!("dup2: errno {e}"))?;
                 let _ = sys::close(from);
             }
+            proc::set_receive_timeout(OBSERVER_SOCK_BASE + n, STEP_TIMEOUT)
+                .map_err(|e| format!("SO_RCVTIMEO: errno {e}"))?;
         }
         let close_range = |first: i32, last: i32| {
             let _ = sys::close_range(first as u32, last as u32, 0);
@@ -133,18 +149,21 @@ impl Driver {
 
     fn call(&mut self, task: u32, cmd: &Command) -> Option<Reply> {
         let sock = OBSERVER_SOCK_BASE + task as i32;
-        let r = send(sock, cmd).and_then(|()| recv::<Reply>(sock, Some(STEP_TIMEOUT)));
+        let r = send(sock, cmd).and_then(|()| recv::<Reply>(sock));
         match r {
             Ok(reply) => Some(reply),
             Err(e) => {
-                self.aborted = Some(format!("task {task}: {e}"));
+                let secs = STEP_TIMEOUT.as_secs();
+                self.aborted = Some(format!("task {task}: {e} (the limit is {secs} s)"));
                 None
             }
         }
     }
 
     fn snapshot(&mut self, fds: &Fds) -> Option<Value> {
-        let entries = observe_tree(&mut HostObserver);
+        let entries = observe_tree(&mut HostObserver {
+            buf: vec![0u8; XATTR_BUF],
+        });
         let mut stats: Vec<(&str, i32, u32, Result<StatRec, i32>)> = Vec::new();
         for task in 1..=MAX_TASKS {
             let mine: Vec<_> = fds.bound().filter(|b| b.task == task).collect();
@@ -232,7 +251,10 @@ impl Backend for Driver {
 }
 
 /// The snapshot calls, made by the observer process itself.
-struct HostObserver;
+struct HostObserver {
+    /// Scratch space for xattr names and values.
+    buf: Vec<u8>,
+}
 
 impl Observe for HostObserver {
     fn lstat(&mut self, path: &[u8]) -> Result<StatRec, i32> {
@@ -246,23 +268,19 @@ impl Observe for HostObserver {
         Ok(buf)
     }
 
-    fn llistxattr(&mut self, path: &[u8]) -> Result<Vec<u8>, i32> {
-        let mut buf = vec![0u8; XATTR_BUF];
+    fn llistxattr(&mut self, path: &[u8], size: usize) -> Result<Vec<u8>, i32> {
         let p = CPath::new(path);
-        let n = sys::listxattr(XattrAt::Link(&p), &mut buf)?;
-        buf.truncate(n as usize);
-        Ok(buf)
+        let n = sys::listxattr(XattrAt::Link(&p), &mut self.buf[..size])?;
+        Ok(self.buf[..n as usize].to_vec())
     }
 
-    fn lgetxattr(&mut self, path: &[u8], name: &[u8]) -> Result<Vec<u8>, i32> {
-        let mut buf = vec![0u8; XATTR_BUF];
+    fn lgetxattr(&mut self, path: &[u8], name: &[u8], size: usize) -> Result<Vec<u8>, i32> {
         let p = CPath::new(path);
-        let n = sys::getxattr(XattrAt::Link(&p), &CPath::new(name), &mut buf)?;
-        buf.truncate(n as usize);
-        Ok(buf)
+        let n = sys::getxattr(XattrAt::Link(&p), &CPath::new(name), &mut self.buf[..size])?;
+        Ok(self.buf[..n as usize].to_vec())
     }
 
     fn list_dir(&mut self, path: &[u8]) -> Result<Vec<DirentRec>, i32> {
-        listdir_with(path, O_SNAPSHOT_DIR).map(|l| l.entries)
+        listdir_with(path, O_SNAPSHOT_DIR, ListDir::EntriesOnly).map(|l| l.entries)
     }
 }

@@ -16,13 +16,13 @@ pub fn socketpair() -> Result<(i32, i32), i32> {
     }
 }
 
-/// A pipe: (read end, write end).
-pub fn pipe() -> Result<(i32, i32), i32> {
-    let mut fds = [0i32; 2];
-    // SAFETY: `fds` is a writable array of two ints, as pipe(2) requires.
-    let r = unsafe { libc::pipe(fds.as_mut_ptr()) };
-    if r == 0 {
-        Ok((fds[0], fds[1]))
+/// An anonymous in-memory file (`memfd_create`), for a case process's results: writing to
+/// it wakes nobody up, and the server reads it once the case process has exited.
+pub fn memfd() -> Result<i32, i32> {
+    // SAFETY: the name is a NUL-terminated literal; the flags are plain integers.
+    let fd = unsafe { libc::memfd_create(c"uvfs-case-results".as_ptr(), libc::MFD_CLOEXEC) };
+    if fd >= 0 {
+        Ok(fd)
     } else {
         Err(errno())
     }
@@ -62,22 +62,45 @@ pub fn exit_now(code: i32) -> ! {
     unsafe { libc::_exit(code) }
 }
 
-/// Waits until `fd` is readable (or hung up); `false` if `timeout` passed first.
-pub fn wait_readable(fd: i32, timeout: Duration) -> bool {
-    let mut p = libc::pollfd {
-        fd,
-        events: libc::POLLIN,
-        revents: 0,
+/// Makes reads from socket `fd` fail with `EAGAIN` after `timeout` without data
+/// (`SO_RCVTIMEO`).
+pub fn set_receive_timeout(fd: i32, timeout: Duration) -> Result<(), i32> {
+    let tv = libc::timeval {
+        tv_sec: timeout.as_secs() as libc::time_t,
+        tv_usec: timeout.subsec_micros() as libc::suseconds_t,
     };
-    let ms = i32::try_from(timeout.as_millis()).unwrap_or(i32::MAX);
-    loop {
-        // SAFETY: `p` is one live pollfd, and 1 is the count passed.
-        let r = unsafe { libc::poll(&mut p, 1, ms) };
-        match r {
-            -1 if errno() == libc::EINTR => continue,
-            r => return r > 0,
-        }
+    // SAFETY: `tv` is a live timeval and its size is passed with it.
+    let r = unsafe {
+        libc::setsockopt(
+            fd,
+            libc::SOL_SOCKET,
+            libc::SO_RCVTIMEO,
+            (&tv as *const libc::timeval).cast(),
+            size_of::<libc::timeval>() as libc::socklen_t,
+        )
+    };
+    if r == 0 {
+        Ok(())
+    } else {
+        Err(errno())
     }
+}
+
+/// Keeps this process (and what it forks later) on the CPU it runs on now, so that the
+/// observer and its actors, which only ever run one at a time, hand over to each other
+/// without a cross-CPU wakeup.
+pub fn stay_on_this_cpu() {
+    // SAFETY: sched_getcpu has no arguments.
+    let cpu = unsafe { libc::sched_getcpu() };
+    if cpu < 0 {
+        return;
+    }
+    // SAFETY: an all-zero cpu_set_t is the empty set.
+    let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
+    // SAFETY: `cpu` is a CPU number the kernel gave, below CPU_SETSIZE.
+    unsafe { libc::CPU_SET(cpu as usize, &mut set) };
+    // SAFETY: `set` is a live cpu_set_t and its size is passed with it.
+    unsafe { libc::sched_setaffinity(0, size_of::<libc::cpu_set_t>(), &set) };
 }
 
 /// Makes this process the reaper of its orphaned descendants (`PR_SET_CHILD_SUBREAPER`), so

@@ -64,15 +64,18 @@ fn parse_one(text: &[u8]) -> Result<Case, String> {
 /// `aborted`.
 fn run_forked(case: &Case) -> Vec<u8> {
     let fail = |why: String| HostLine::Aborted(why).to_line().into_bytes();
-    let (r, w) = match proc::pipe() {
-        Ok(p) => p,
-        Err(e) => return fail(format!("pipe: errno {e}")),
+    let results = match proc::memfd() {
+        Ok(fd) => fd,
+        Err(e) => return fail(format!("memfd_create: errno {e}")),
     };
     match proc::fork() {
-        Err(e) => fail(format!("fork: errno {e}")),
+        Err(e) => {
+            let _ = sys::close(results);
+            fail(format!("fork: errno {e}"))
+        }
         Ok(Forked::Child) => {
             let result = std::panic::catch_unwind(|| {
-                sandbox::prepare_process(w)?;
+                sandbox::prepare_process(results)?;
                 observer::run_case_in_sandbox(case)
             });
             let why = match result {
@@ -84,17 +87,18 @@ fn run_forked(case: &Case) -> Vec<u8> {
             proc::exit_now(1)
         }
         Ok(Forked::Parent(pid)) => {
-            let _ = sys::close(w);
+            let status = proc::wait_for(pid);
             let mut out = Vec::new();
             let mut buf = vec![0u8; 1 << 16];
-            while let Ok(n) = sys::read(r, &mut buf) {
+            let mut off = 0;
+            while let Ok(n) = sys::pread(results, &mut buf, off) {
                 if n == 0 {
                     break;
                 }
                 out.extend_from_slice(&buf[..n as usize]);
+                off += n;
             }
-            let _ = sys::close(r);
-            let status = proc::wait_for(pid);
+            let _ = sys::close(results);
             let finished = out.split(|&c| c == b'\n').rev().nth(1).is_some_and(|last| {
                 matches!(
                     serde_json::from_slice::<HostLine>(last),

@@ -48,14 +48,7 @@ pub fn judge(case: &Case, uvfs: &CaseRun, host: &CaseRun) -> SeedVerdict {
     let Some(first) = diffs.into_iter().next() else {
         return SeedVerdict::Match;
     };
-    let step = if first.line == case.mount_line && first.text == case.mount_text() {
-        0
-    } else {
-        case.steps
-            .iter()
-            .position(|s| s.line == first.line)
-            .map_or(case.steps.len() + 1, |i| i + 1)
-    };
+    let step = first.step;
     if step > 0 {
         if let (Some(u), Some(h)) = (uvfs.outcomes.get(step), host.outcomes.get(step)) {
             if let Some(class) = expect::classify(case, step, u, h, &first) {
