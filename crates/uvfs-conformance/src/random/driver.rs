@@ -83,62 +83,6 @@ pub struct Report {
     pub elapsed: Duration,
 }
 
-/// A short name of a divergence: the op's name and both outcomes, for grouping.
-fn signature(case: &Case, step: usize, diff: &StepDiff, uvfs: &CaseRun, host: &CaseRun) -> String {
-    let name = |o: Option<&Outcome>| match o {
-        Some(Outcome::Errno(e)) => crate::names::errno_display(*e),
-        Some(Outcome::Ok(_)) => "ok".to_string(),
-        None => "none".to_string(),
-    };
-    let op = match step {
-        0 => "mount".to_string(),
-        _ => case
-            .steps
-            .get(step - 1)
-            .map_or("?".into(), |s| op_name(&s.op)),
-    };
-    if op == "snapshot" && step >= 2 {
-        // Name the op that made the states differ, and what differs.
-        let before = op_name(&case.steps[step - 2].op);
-        return format!("{before} then snapshot: {}", first_difference(diff));
-    }
-    format!(
-        "{op}: uvfs {} host {}",
-        name(uvfs.outcomes.get(step)),
-        name(host.outcomes.get(step))
-    )
-}
-
-/// The first field that differs between two normalised snapshots: `mode`, `listing`, ...
-fn first_difference(diff: &StepDiff) -> String {
-    let (u, h) = (diff.uvfs.lines(), diff.host.lines());
-    for (a, b) in u.zip(h) {
-        if a == b {
-            continue;
-        }
-        let (wa, wb): (Vec<&str>, Vec<&str>) = (a.split(' ').collect(), b.split(' ').collect());
-        if wa.first() != wb.first() {
-            return "names".to_string();
-        }
-        for (x, y) in wa.iter().zip(&wb) {
-            if x != y {
-                return x.split('=').next().unwrap_or(x).to_string();
-            }
-        }
-        return "length".to_string();
-    }
-    "length".to_string()
-}
-
-/// The op's variant name, lower case.
-pub fn op_name(op: &Op) -> String {
-    let dbg = format!("{op:?}");
-    dbg.split([' ', '{', '('])
-        .next()
-        .unwrap_or("")
-        .to_ascii_lowercase()
-}
-
 /// Runs both sides of `case`.
 fn run_both(case: &Case, host: &mut dyn HostSide) -> (CaseRun, CaseRun) {
     let t = Instant::now();
@@ -174,8 +118,13 @@ pub fn run<H: HostSide>(budget: &Budget, make_host: impl Fn() -> H + Sync) -> Re
                     let (u, h) = run_both(&case, &mut host);
                     let verdict = judge(&case, &u, &h);
                     let mut found = None;
-                    if let SeedVerdict::Diverged { step, diff } = &verdict {
-                        let sig = signature(&case, *step, diff, &u, &h);
+                    if let SeedVerdict::Diverged {
+                        step,
+                        diff,
+                        signature,
+                    } = &verdict
+                    {
+                        let sig = signature.clone();
                         let fresh = {
                             let mut seen = minimised_signatures.lock().expect("not poisoned");
                             let fresh = !seen.contains(&sig) && seen.len() < budget.minimise;
@@ -190,9 +139,7 @@ pub fn run<H: HostSide>(budget: &Budget, make_host: impl Fn() -> H + Sync) -> Re
                             minimise(&case, budget.minimise_runs, |c| {
                                 let (u, h) = run_both(c, &mut host);
                                 match judge(c, &u, &h) {
-                                    SeedVerdict::Diverged { step, diff } => {
-                                        signature(c, step, &diff, &u, &h) == sig
-                                    }
+                                    SeedVerdict::Diverged { signature, .. } => signature == sig,
                                     _ => false,
                                 }
                             })

@@ -16,6 +16,7 @@ pub mod expect;
 pub mod gen;
 pub mod minimise;
 pub mod rng;
+pub mod signature;
 
 use crate::backend::CaseRun;
 use crate::parse::Case;
@@ -39,6 +40,8 @@ pub enum SeedVerdict {
         step: usize,
         /// The two normalised outcomes there.
         diff: StepDiff,
+        /// What kind of divergence ([`signature::signature`]).
+        signature: String,
     },
 }
 
@@ -49,12 +52,17 @@ pub fn judge(case: &Case, uvfs: &CaseRun, host: &CaseRun) -> SeedVerdict {
         return SeedVerdict::Match;
     };
     let step = first.step;
+    let signature = signature::signature(case, step, &first, uvfs, host);
     if step > 0 {
         if let (Some(u), Some(h)) = (uvfs.outcomes.get(step), host.outcomes.get(step)) {
-            if let Some(class) = expect::classify(case, step, u, h, &first) {
+            if let Some(class) = expect::classify(case, step, u, h, &first, &signature) {
                 return SeedVerdict::Expected { class, step };
             }
         }
     }
-    SeedVerdict::Diverged { step, diff: first }
+    SeedVerdict::Diverged {
+        step,
+        diff: first,
+        signature,
+    }
 }
