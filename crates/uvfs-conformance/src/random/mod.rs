@@ -66,3 +66,86 @@ pub fn judge(case: &Case, uvfs: &CaseRun, host: &CaseRun) -> SeedVerdict {
         signature,
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::gen::{generate, Shape};
+    use super::*;
+    use crate::op::Op;
+    use crate::outcome::{Outcome, Value};
+
+    const ENXIO: i32 = 6;
+    const EACCES: i32 = 13;
+
+    /// Both sides answer every step with `ok 0`, except what `change` makes of uvfs's.
+    fn runs(case: &Case, change: impl Fn(usize, &mut Outcome)) -> (CaseRun, CaseRun) {
+        let host = CaseRun {
+            outcomes: vec![Outcome::Ok(Value::Int(0)); case.steps.len() + 1],
+            aborted: None,
+        };
+        let mut uvfs = host.clone();
+        for (i, o) in uvfs.outcomes.iter_mut().enumerate() {
+            change(i, o);
+        }
+        (uvfs, host)
+    }
+
+    #[test]
+    fn the_first_divergent_step_is_judged_with_its_signature() {
+        let case = generate(3, Shape::default());
+        let (u, h) = runs(&case, |i, o| {
+            if i == 7 || i == 9 {
+                *o = Outcome::Errno(EACCES);
+            }
+        });
+        match judge(&case, &u, &h) {
+            SeedVerdict::Diverged {
+                step, signature, ..
+            } => {
+                assert_eq!(step, 7);
+                let op = signature::op_name(&case.steps[6].op);
+                assert_eq!(signature, format!("{op}: uvfs EACCES host ok"));
+            }
+            v => panic!("{v:?}"),
+        }
+        let (u, h) = runs(&case, |_, _| {});
+        assert_eq!(judge(&case, &u, &h), SeedVerdict::Match);
+    }
+
+    #[test]
+    fn a_listed_class_explains_its_divergence_and_nothing_else() {
+        // A seed that makes a FIFO and opens something afterwards.
+        let (case, open_step) = (0..500)
+            .find_map(|seed| {
+                let case = generate(seed, Shape::default());
+                let fifo = case.steps.iter().position(
+                    |s| matches!(s.op, Op::Mknod { mode, .. } if mode & 0o170000 == 0o10000),
+                )?;
+                let open = case
+                    .steps
+                    .iter()
+                    .position(|s| matches!(s.op, Op::Open { .. }))?;
+                Some((case, open + 1)).filter(|_| fifo < open)
+            })
+            .expect("some seed in 500 makes a FIFO and opens");
+        let (u, h) = runs(&case, |i, o| {
+            if i == open_step {
+                *o = Outcome::Errno(ENXIO);
+            }
+        });
+        assert_eq!(
+            judge(&case, &u, &h),
+            SeedVerdict::Expected {
+                class: "fifo_open",
+                step: open_step
+            }
+        );
+        // The same errno from another op is not a FIFO open.
+        let (u, h) = runs(&case, |i, o| {
+            if i == open_step + 1 {
+                *o = Outcome::Errno(ENXIO);
+            }
+        });
+        assert!(matches!(judge(&case, &u, &h), SeedVerdict::Diverged { .. }));
+    }
+}

@@ -46,8 +46,12 @@ fn first_difference(diff: &StepDiff) -> String {
         if a == b {
             continue;
         }
-        let (wa, wb): (Vec<&str>, Vec<&str>) = (a.split(' ').collect(), b.split(' ').collect());
+        let (wa, wb): (Vec<&str>, Vec<&str>) = (
+            a.split_whitespace().collect(),
+            b.split_whitespace().collect(),
+        );
         if wa.first() != wb.first() {
+            // Another name, or the same names in another order.
             return "names".to_string();
         }
         for (x, y) in wa.iter().zip(&wb) {
