@@ -21,22 +21,16 @@
 #![allow(unsafe_code)] // Reason: lock-free chains reclaimed through seize need raw pointers.
 
 use std::ptr;
-use std::sync::atomic::{AtomicPtr, Ordering};
 use std::sync::{Arc, LazyLock};
 
-use parking_lot::{Mutex, MutexGuard};
-use seize::{reclaim, Collector, Guard, LocalGuard};
-
 use super::dentry::Dentry;
+use crate::sync::atomic::{AtomicPtr, Ordering};
+use crate::sync::cell::Frozen;
+use crate::sync::lock::{Mutex, MutexGuard};
+use crate::sync::rcu::{self, Collector, Guard};
 
-/// The epoch domain of every lock-free structure of the VFS (the RCU analogue).
-pub(crate) static COLLECTOR: LazyLock<Collector> = LazyLock::new(Collector::new);
-
-/// Enters a read-side critical section covering a whole path walk.
-#[inline]
-pub(crate) fn rcu_read() -> LocalGuard<'static> {
-    COLLECTOR.enter()
-}
+/// Enters a read-side critical section covering a whole path walk (the RCU analogue).
+pub(crate) use crate::sync::rcu::read as rcu_read;
 
 static SEED: LazyLock<u64> = LazyLock::new(|| {
     let t = std::time::SystemTime::now()
@@ -182,32 +176,61 @@ fn same_name(a: &[u8], b: &[u8]) -> bool {
     rest == 0 || load_partial(a, k, rest) == load_partial(b, k, rest)
 }
 
-/// A published child: immutable except `next`.
+/// A published child: immutable (`entry`) except `next`.
 pub(crate) struct Node {
-    hash_len: u64,
-    name: Box<[u8]>,
-    pub(crate) dentry: Arc<Dentry>,
-    /// The child's `seq` when this node was published; any later rename or removal of the
-    /// child changes `seq`, so a reader comparing the two knows the node is current.
-    pub(crate) expect_seq: u32,
+    entry: Frozen<Entry>,
     next: AtomicPtr<Node>,
 }
 
+/// What a node says: `name` (with its `hash_len`) in this directory is `dentry`.
+struct Entry {
+    hash_len: u64,
+    name: Box<[u8]>,
+    dentry: Arc<Dentry>,
+    /// The child's `seq` when this node was published; any later rename or removal of the
+    /// child changes `seq`, so a reader comparing the two knows the node is current.
+    expect_seq: u32,
+}
+
+impl Node {
+    fn new(entry: Entry, next: *mut Node) -> *mut Node {
+        Box::into_raw(Box::new(Node {
+            entry: Frozen::new(entry),
+            next: AtomicPtr::new(next),
+        }))
+    }
+
+    /// The child this node names.
+    #[inline(always)]
+    pub(crate) fn dentry(&self) -> &Arc<Dentry> {
+        &self.entry.get().dentry
+    }
+
+    /// The child's `seq` when this node was published.
+    #[inline(always)]
+    pub(crate) fn expect_seq(&self) -> u32 {
+        self.entry.get().expect_seq
+    }
+}
+
 struct Buckets {
-    mask: usize,
-    slots: Box<[AtomicPtr<Node>]>,
+    mask: Frozen<usize>,
+    slots: Frozen<Box<[AtomicPtr<Node>]>>,
 }
 
 impl Buckets {
     fn with_slots(n: usize) -> Box<Buckets> {
         Box::new(Buckets {
-            mask: n - 1,
-            slots: (0..n).map(|_| AtomicPtr::new(ptr::null_mut())).collect(),
+            mask: Frozen::new(n - 1),
+            slots: Frozen::new((0..n).map(|_| AtomicPtr::new(ptr::null_mut())).collect()),
         })
     }
     #[inline]
     fn slot(&self, hash_len: u64) -> &AtomicPtr<Node> {
-        &self.slots[(hash_len as usize) & self.mask]
+        &self.slots.get()[(hash_len as usize) & *self.mask.get()]
+    }
+    fn len(&self) -> usize {
+        self.slots.get().len()
     }
 }
 
@@ -252,25 +275,25 @@ impl ChildTable {
         &self,
         hash_len: u64,
         name: &[u8],
-        guard: &'g LocalGuard<'_>,
+        guard: &'g Guard,
     ) -> Option<&'g Node> {
-        let b = guard.protect(&self.buckets, Ordering::Acquire);
+        let b = rcu::protect(guard, &self.buckets, Ordering::Acquire);
         if b.is_null() {
             return None;
         }
-        // SAFETY: a published bucket array is retired through COLLECTOR only after it was
-        // unpublished (also when the owning table is dropped), and `guard` (of COLLECTOR) is
-        // active, so it is not reclaimed before `'g` ends, whatever happens to `self`.
+        // SAFETY: a published bucket array is retired through the collector only after it
+        // was unpublished (also when the owning table is dropped), and `guard` is active, so it is not reclaimed before `'g` ends, whatever happens to `self`.
         let b: &'g Buckets = unsafe { &*b };
-        let mut p = guard.protect(b.slot(hash_len), Ordering::Acquire);
+        let mut p = rcu::protect(guard, b.slot(hash_len), Ordering::Acquire);
         while !p.is_null() {
-            // SAFETY: nodes reachable from a published chain are retired through COLLECTOR
+            // SAFETY: nodes reachable from a published chain are retired through the collector
             // only after being unlinked; `guard` keeps them alive.
             let n = unsafe { &*p };
-            if n.hash_len == hash_len && same_name(&n.name, name) {
+            let e = n.entry.get();
+            if e.hash_len == hash_len && same_name(&e.name, name) {
                 return Some(n);
             }
-            p = guard.protect(&n.next, Ordering::Acquire);
+            p = rcu::protect(guard, &n.next, Ordering::Acquire);
         }
         None
     }
@@ -299,8 +322,9 @@ impl TableWriter<'_> {
         while !p.is_null() {
             // SAFETY: as above.
             let n = unsafe { &*p };
-            if n.hash_len == hash_len && *n.name == *name {
-                return Some(&n.dentry);
+            let e = n.entry.get();
+            if e.hash_len == hash_len && *e.name == *name {
+                return Some(&e.dentry);
             }
             p = n.next.load(Ordering::Acquire);
         }
@@ -331,38 +355,43 @@ impl TableWriter<'_> {
         } else {
             // SAFETY: writer lock held (see `find`).
             let cur = unsafe { &*b };
-            if self.state.len > cur.slots.len() * 2 {
+            if self.state.len > cur.len() * 2 {
                 b = self.grow(cur);
             }
         }
         // SAFETY: writer lock held.
         let slot = unsafe { &*b }.slot(hash_len);
-        let node = Box::into_raw(Box::new(Node {
-            hash_len,
-            name: name.into(),
-            dentry,
-            expect_seq,
-            next: AtomicPtr::new(slot.load(Ordering::Relaxed)),
-        }));
+        let node = Node::new(
+            Entry {
+                hash_len,
+                name: name.into(),
+                dentry,
+                expect_seq,
+            },
+            slot.load(Ordering::Relaxed),
+        );
         slot.store(node, Ordering::Release);
     }
 
     /// Copies every node into an array four times larger, publishes it and retires the old one.
     fn grow(&self, old: &Buckets) -> *mut Buckets {
-        let new = Buckets::with_slots(old.slots.len() * 4);
-        for s in old.slots.iter() {
+        let new = Buckets::with_slots(old.len() * 4);
+        for s in old.slots.get().iter() {
             let mut p = s.load(Ordering::Acquire);
             while !p.is_null() {
                 // SAFETY: writer lock held.
                 let n = unsafe { &*p };
-                let slot = new.slot(n.hash_len);
-                let copy = Box::into_raw(Box::new(Node {
-                    hash_len: n.hash_len,
-                    name: n.name.clone(),
-                    dentry: n.dentry.clone(),
-                    expect_seq: n.expect_seq,
-                    next: AtomicPtr::new(slot.load(Ordering::Relaxed)),
-                }));
+                let e = n.entry.get();
+                let slot = new.slot(e.hash_len);
+                let copy = Node::new(
+                    Entry {
+                        hash_len: e.hash_len,
+                        name: e.name.clone(),
+                        dentry: e.dentry.clone(),
+                        expect_seq: e.expect_seq,
+                    },
+                    slot.load(Ordering::Relaxed),
+                );
                 slot.store(copy, Ordering::Relaxed);
                 p = n.next.load(Ordering::Acquire);
             }
@@ -372,7 +401,7 @@ impl TableWriter<'_> {
         // SAFETY: the old array is unpublished; readers that still hold it are protected by
         // their guards; `free_buckets` frees it and the nodes still chained in it, which no
         // other retirement owns (removals after this point act on the new array).
-        unsafe { COLLECTOR.retire(old_ptr, free_buckets) };
+        unsafe { rcu::retire(old_ptr, free_buckets) };
         new
     }
 
@@ -391,14 +420,15 @@ impl TableWriter<'_> {
             }
             // SAFETY: writer lock held.
             let n = unsafe { &*p };
-            if n.hash_len == hash_len && *n.name == *name && ptr::eq(&*n.dentry, dentry) {
+            let e = n.entry.get();
+            if e.hash_len == hash_len && *e.name == *name && ptr::eq(&*e.dentry, dentry) {
                 link.store(n.next.load(Ordering::Acquire), Ordering::Release);
                 self.state.len -= 1;
-                if n.dentry.inode().is_none() {
+                if e.dentry.inode().is_none() {
                     self.state.negatives -= 1;
                 }
                 // SAFETY: unlinked above; readers that reached it are protected by guards.
-                unsafe { COLLECTOR.retire(p, reclaim::boxed::<Node>) };
+                unsafe { rcu::retire(p, rcu::reclaim_boxed::<Node>) };
                 return true;
             }
             link = &n.next;
@@ -413,12 +443,12 @@ impl TableWriter<'_> {
             return out;
         }
         // SAFETY: writer lock held.
-        for s in unsafe { &*b }.slots.iter() {
+        for s in unsafe { &*b }.slots.get().iter() {
             let mut p = s.load(Ordering::Acquire);
             while !p.is_null() {
                 // SAFETY: writer lock held.
                 let n = unsafe { &*p };
-                out.push(n.dentry.clone());
+                out.push(n.dentry().clone());
                 p = n.next.load(Ordering::Acquire);
             }
         }
@@ -437,7 +467,7 @@ unsafe fn free_buckets(ptr: *mut Buckets, _c: &Collector) {
 }
 
 fn free_chains(b: &Buckets) {
-    for s in b.slots.iter() {
+    for s in b.slots.get().iter() {
         let mut p = s.swap(ptr::null_mut(), Ordering::Acquire);
         while !p.is_null() {
             // SAFETY: chains of an unreachable array are owned by that array alone.
@@ -449,13 +479,14 @@ fn free_chains(b: &Buckets) {
 
 impl Drop for ChildTable {
     fn drop(&mut self) {
-        let b = *self.buckets.get_mut();
+        // Relaxed: `&mut self` means every store to `buckets` happened before this drop.
+        let b = self.buckets.load(Ordering::Relaxed);
         if !b.is_null() {
             // SAFETY: the owning dentry is being dropped, so the array is unreachable for any
             // reader that enters from now on; a reader that reached one of its nodes earlier
             // (through a node of this table found under its guard) is protected by that guard,
             // so the array is retired rather than freed.
-            unsafe { COLLECTOR.retire(b, free_buckets) };
+            unsafe { rcu::retire(b, free_buckets) };
         }
     }
 }

@@ -4,14 +4,14 @@
 //! new dentry (Linux turns the same dentry positive with `d_instantiate()`). Name and parent
 //! change on rename, inside a write section of `seq`.
 
-use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, Weak};
-
-use parking_lot::Mutex;
-use seize::LocalGuard;
 
 use super::dcache::{hash_len, hash_seed, ChildTable, TableWriter};
 use super::inode::Inode;
+use crate::sync::atomic::{AtomicU32, Ordering};
+use crate::sync::cell::Frozen;
+use crate::sync::lock::Mutex;
+use crate::sync::rcu::Guard;
 use crate::sync::SeqCount;
 
 /// Dentry flag: unlinked, removed, or replaced; lookups in it find nothing.
@@ -31,7 +31,8 @@ pub struct Dentry {
     flags: AtomicU32,
     /// Number of mounts whose mountpoint is this dentry (changed under the namespace lock).
     mounts: AtomicU32,
-    inode: Option<Arc<Inode>>,
+    /// Never changes; read by lock-free walkers that reached this dentry through a node.
+    inode: Frozen<Option<Arc<Inode>>>,
     pub(crate) children: ChildTable,
     /// Protects: `name`, `parent`. Writers also hold the parent's inode lock.
     /// Order: innermost; never held across another lock.
@@ -75,7 +76,7 @@ impl Dentry {
             seq: SeqCount::new(0),
             flags: AtomicU32::new(0),
             mounts: AtomicU32::new(0),
-            inode,
+            inode: Frozen::new(inode),
             children: ChildTable::default(),
             links: Mutex::new(Links { name, parent }),
         }
@@ -84,7 +85,7 @@ impl Dentry {
     /// The inode, or `None` for a negative dentry.
     #[inline]
     pub fn inode(&self) -> Option<&Arc<Inode>> {
-        self.inode.as_ref()
+        self.inode.get().as_ref()
     }
 
     /// Current name (a copy of the reference).
@@ -128,10 +129,10 @@ impl Dentry {
         &self,
         hash_len: u64,
         name: &[u8],
-        guard: &'g LocalGuard<'_>,
+        guard: &'g Guard,
     ) -> Cached<'g> {
         match self.children.find(hash_len, name, guard) {
-            Some(n) if n.dentry.seq.raw() == n.expect_seq => Cached::Hit(&n.dentry),
+            Some(n) if n.dentry().seq.raw() == n.expect_seq() => Cached::Hit(n.dentry()),
             _ => Cached::Miss,
         }
     }
@@ -210,7 +211,7 @@ impl Dentry {
     pub(crate) fn prune_negatives(&self) {
         let mut w = self.children.writer();
         for c in w.children() {
-            if c.inode.is_none() {
+            if c.inode().is_none() {
                 let name = c.name();
                 let hl = hash_len(hash_seed(), &name);
                 Self::kill(&mut w, hl, &name, &c);
@@ -313,7 +314,7 @@ impl std::fmt::Debug for Dentry {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Dentry")
             .field("name", &String::from_utf8_lossy(&self.name()))
-            .field("inode", &self.inode.as_ref().map(|i| i.ino()))
+            .field("inode", &self.inode().map(|i| i.ino()))
             .field("dead", &self.is_dead())
             .finish()
     }
