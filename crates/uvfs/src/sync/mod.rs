@@ -20,11 +20,22 @@ pub use seqcount::SeqCount;
 /// Atomics as seen by the protocols behind the facade: std's, or loom's / shuttle's under test.
 pub(crate) mod atomic {
     #[cfg(loom)]
-    pub use loom::sync::atomic::{fence, AtomicPtr, AtomicU32, Ordering};
+    pub use loom::sync::atomic::{fence, AtomicI64, AtomicPtr, AtomicU32, AtomicU64, Ordering};
     #[cfg(all(not(loom), feature = "shuttle"))]
-    pub use shuttle::sync::atomic::{fence, AtomicPtr, AtomicU32, Ordering};
+    pub use shuttle::sync::atomic::{fence, AtomicI64, AtomicPtr, AtomicU32, AtomicU64, Ordering};
     #[cfg(all(not(loom), not(feature = "shuttle")))]
-    pub use std::sync::atomic::{fence, AtomicPtr, AtomicU32, Ordering};
+    pub use std::sync::atomic::{fence, AtomicI64, AtomicPtr, AtomicU32, AtomicU64, Ordering};
+}
+
+/// The spin-wait hint of retry loops: under a model checker it also lets the thread that the
+/// spinner waits for run.
+pub(crate) mod hint {
+    #[cfg(loom)]
+    pub use loom::hint::spin_loop;
+    #[cfg(all(not(loom), feature = "shuttle"))]
+    pub use shuttle::hint::spin_loop;
+    #[cfg(all(not(loom), not(feature = "shuttle")))]
+    pub use std::hint::spin_loop;
 }
 
 /// Threads of a model-checking scenario, and the runner that explores its schedules.

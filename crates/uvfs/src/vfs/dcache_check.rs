@@ -332,6 +332,54 @@ fn walk_scenario() {
     }
 }
 
+/// `stat` of a cached path as `Task::stat_cached` does it (`walk_cached`, then
+/// `Inode::stat`, the read side of `Inode::attr_seq`) while a write section changes size and
+/// blocks together (`Inode::write_attrs`, as a write that allocates a page does): the stat
+/// sees both old or both new; once the write has completed, both new.
+fn stat_scenario() {
+    let f = Fixture::new();
+    let root = f.root();
+    let file = root.d_instantiate(b"f", f.inode(FileType::Regular));
+    let inode = file.inode().expect("positive").clone();
+    let done = Arc::new(AtomicBool::new(false));
+    let writer = {
+        let (inode, done) = (inode.clone(), done.clone());
+        thread::spawn(move || {
+            inode.write_attrs(|w| {
+                w.set_size(4096);
+                w.set_blocks(8);
+            });
+            done.store(true, Ordering::Release);
+        })
+    };
+    let completed = done.load(Ordering::Acquire);
+    let st = {
+        let guard = rcu::read();
+        let d = walk_cached(
+            &guard,
+            &Cred::root(),
+            hash_seed(),
+            &root,
+            &root,
+            b"f",
+            FollowLast::Yes,
+        )
+        .expect("f is cached and nothing renames it");
+        d.inode().expect("positive").stat()
+    };
+    writer.join().expect("the write panicked");
+    let got = (st.size, st.blocks);
+    assert!(got == (0, 0) || got == (4096, 8), "torn stat: {got:?}");
+    if completed {
+        assert_eq!(got, (4096, 8), "stat after the write completed");
+    }
+}
+
+#[test]
+fn dcache_check_stat_of_a_cached_path_is_one_snapshot() {
+    check(stat_scenario);
+}
+
 #[test]
 fn dcache_check_lookup_never_returns_an_unlinked_child_after_the_unlink() {
     check(unlink_scenario);
