@@ -2,22 +2,35 @@
 //! Linux: the dentry hash table and `__d_lookup_rcu()` in fs/dcache.c.
 //!
 //! # Fast path
-//! [`ChildTable::find`] runs under a `seize` guard (the walk's, taken once per path walk). It
-//! loads the bucket array and one chain, comparing each node's stored `hash_len` (hash and
-//! length in one word) before it compares name bytes, and returns the node. It takes no lock
-//! and performs no atomic read-modify-write. Nodes are immutable once published except their
-//! `next` link; a removed node is retired through `seize`, so a reader that reached it may keep
-//! reading it until its guard ends.
+//! [`ChildTable::find`] runs under an epoch guard (`sync::rcu`, the walk's, taken once per
+//! path walk). It loads the bucket array and one chain, comparing each node's stored
+//! `hash_len` (hash and length in one word) before it compares name bytes, and returns the
+//! node. It takes no lock and performs no atomic read-modify-write. A removed node or array is
+//! retired through the epoch collector, so a reader that reached it may keep reading it until
+//! its guard ends.
 //!
-//! What invalidates a hit: the child's rename or removal. Every such change happens inside a
-//! write section of the child's `Dentry::seq`, and the node records the sequence value the
-//! child had when the node was published (`expect_seq`). The walk compares the two
-//! (`Dentry::lookup_fast`); a mismatch is a miss, and the walk falls back to the locked
-//! lookup (`namei::lookup_slow`), which is authoritative.
+//! # Why a hit needs no validation
+//! A node says "`name` in this directory is `dentry`", and says it for as long as it is in the
+//! table: its contents are written before it is published (a `Release` store that the
+//! reader's loads pair with) and never after, and every change of the namespace changes the
+//! table by unpublishing the nodes it falsifies and publishing new ones (`Dentry::d_delete`,
+//! `d_instantiate`, `d_move`, `d_exchange`), under the writer lock. A reader that reaches a
+//! node read the pointer to it, directly or through a chain, at a moment when the node was in
+//! the table: a chain node keeps its `next` when unlinked, so a walk that started on the live
+//! chain only passes through nodes that were linked at some moment after it started. So the
+//! lookup takes effect at that moment; the caller reads nothing of the hit that can have
+//! changed since (a dentry's inode is immutable; its name and parent are not read by the lock-
+//! free walk). Linux needs `d_seq` for this step because it compares the name and reads the
+//! inode in the dentry itself, which rename and unlink change in place; here both are
+//! immutable. A miss falls back to the locked lookup (`namei::lookup_slow`), which is
+//! authoritative.
 //!
 //! Resizing copies every node into a new bucket array and retires the old array with its nodes
-//! as a whole. A reader still on the old array sees a frozen snapshot: it may miss a child added
-//! since (a miss falls back), and a hit on a child removed since fails the sequence check.
+//! as a whole. A reader still on the old array sees the table as it was when the array was
+//! replaced, a moment after the reader loaded it: it may miss a child added since (a miss falls
+//! back), or find one removed since, which it could equally have found a moment earlier.
+//!
+//! Checked by `vfs::dcache_check` under loom and shuttle (docs/locking.md lists the scenarios).
 #![allow(unsafe_code)] // Reason: lock-free chains reclaimed through seize need raw pointers.
 
 use std::ptr;
@@ -187,9 +200,6 @@ struct Entry {
     hash_len: u64,
     name: Box<[u8]>,
     dentry: Arc<Dentry>,
-    /// The child's `seq` when this node was published; any later rename or removal of the
-    /// child changes `seq`, so a reader comparing the two knows the node is current.
-    expect_seq: u32,
 }
 
 impl Node {
@@ -204,12 +214,6 @@ impl Node {
     #[inline(always)]
     pub(crate) fn dentry(&self) -> &Arc<Dentry> {
         &self.entry.get().dentry
-    }
-
-    /// The child's `seq` when this node was published.
-    #[inline(always)]
-    pub(crate) fn expect_seq(&self) -> u32 {
-        self.entry.get().expect_seq
     }
 }
 
@@ -337,13 +341,7 @@ impl TableWriter<'_> {
     }
 
     /// Publishes `dentry` under `name`; the caller checked the name is absent.
-    pub(crate) fn insert(
-        &mut self,
-        hash_len: u64,
-        name: &[u8],
-        dentry: Arc<Dentry>,
-        expect_seq: u32,
-    ) {
+    pub(crate) fn insert(&mut self, hash_len: u64, name: &[u8], dentry: Arc<Dentry>) {
         if dentry.inode().is_none() {
             self.state.negatives += 1;
         }
@@ -366,7 +364,6 @@ impl TableWriter<'_> {
                 hash_len,
                 name: name.into(),
                 dentry,
-                expect_seq,
             },
             slot.load(Ordering::Relaxed),
         );
@@ -388,7 +385,6 @@ impl TableWriter<'_> {
                         hash_len: e.hash_len,
                         name: e.name.clone(),
                         dentry: e.dentry.clone(),
-                        expect_seq: e.expect_seq,
                     },
                     slot.load(Ordering::Relaxed),
                 );
