@@ -247,7 +247,8 @@ pub(crate) struct WriterState {
 
 /// Most negative children one directory caches; past it, misses are not cached.
 pub(crate) const MAX_NEGATIVE_CHILDREN: usize = 1024;
-const MIN_SLOTS: usize = 8;
+/// Slots of a table's first bucket array.
+pub(crate) const MIN_SLOTS: usize = 8;
 
 /// The children of one directory dentry.
 pub(crate) struct ChildTable {

@@ -29,7 +29,7 @@ use std::any::Any;
 use std::sync::Arc;
 
 use super::cred::Cred;
-use super::dcache::{hash_len, hash_seed};
+use super::dcache::{hash_len, hash_seed, MIN_SLOTS};
 use super::dentry::{Cached, Dentry};
 use super::inode::{Inode, InodeInit};
 use super::namei::fast::walk_cached;
@@ -243,7 +243,48 @@ fn exchange_scenario() {
 
 /// Names of the resize scenario: `RESIZE_AT` children fill the first bucket array to the point
 /// where one more insert copies every node into a larger one.
-const RESIZE_AT: usize = 16;
+const RESIZE_AT: usize = 2 * MIN_SLOTS;
+
+/// Two names in the same bucket of a first bucket array (the hash seed is per process).
+fn colliding_names() -> (Vec<u8>, Vec<u8>) {
+    let slot = |n: &[u8]| hash_len(hash_seed(), n) as usize % MIN_SLOTS;
+    let first = b"c0".to_vec();
+    let second = (1..)
+        .map(|i| format!("c{i}").into_bytes())
+        .find(|n| slot(n) == slot(&first))
+        .expect("some name shares the bucket");
+    (first, second)
+}
+
+/// Create `m`, create `n` in the same bucket (its node links to `m`'s), unlink `n` (the
+/// bucket then points at `m`'s node again): a lookup of `m` returns `m` or misses, and once
+/// the three have completed, returns `m`.
+fn unlink_neighbour_scenario() {
+    let f = Fixture::new();
+    let d = f.root();
+    d.d_instantiate(b"other", f.inode(FileType::Regular));
+    let (m, n) = colliding_names();
+    let (im, in_) = (f.inode(FileType::Regular), f.inode(FileType::Regular));
+    let done = Arc::new(AtomicBool::new(false));
+    let writer = {
+        let (d, m, n, done) = (d.clone(), m.clone(), n.clone(), done.clone());
+        thread::spawn(move || {
+            let dm = d.d_instantiate(&m, im);
+            let dn = d.d_instantiate(&n, in_);
+            d.d_delete(&n, &dn);
+            done.store(true, Ordering::Release);
+            dm
+        })
+    };
+    let completed = done.load(Ordering::Acquire);
+    let got = lookup(&d, &m);
+    let dm = writer.join().expect("the updates panicked");
+    assert!(got.is_none() || same(&got, &dm), "m: {got:?}");
+    if completed {
+        assert!(same(&got, &dm), "m after its create: {got:?}");
+    }
+    assert!(same(&lookup(&d, &m), &dm) && lookup(&d, &n).is_none());
+}
 
 /// A create that resizes the table, then an unlink in the new array: a child present
 /// throughout is found whichever array the lookup reads, the new child only once created, and
@@ -394,6 +435,11 @@ fn dcache_check_lookup_follows_a_rename_into_an_empty_directory() {
 #[test]
 fn dcache_check_lookup_follows_an_exchange() {
     check(exchange_scenario);
+}
+
+#[test]
+fn dcache_check_unlink_keeps_the_rest_of_the_bucket() {
+    check(unlink_neighbour_scenario);
 }
 
 #[test]
