@@ -245,6 +245,21 @@ fn exchange_scenario() {
 /// where one more insert copies every node into a larger one.
 const RESIZE_AT: usize = 2 * MIN_SLOTS;
 
+/// `RESIZE_AT` names, two in each bucket of a first bucket array (the hash seed is per
+/// process, so the names are picked at run time), so that every chain takes part in a resize.
+fn names_filling_every_slot() -> Vec<Vec<u8>> {
+    let mut per_slot = [0usize; MIN_SLOTS];
+    (0..)
+        .map(|i| format!("n{i}").into_bytes())
+        .filter(|n| {
+            let s = hash_len(hash_seed(), n) as usize % MIN_SLOTS;
+            per_slot[s] += 1;
+            per_slot[s] <= RESIZE_AT / MIN_SLOTS
+        })
+        .take(RESIZE_AT)
+        .collect()
+}
+
 /// Two names in the same bucket of a first bucket array (the hash seed is per process).
 fn colliding_names() -> (Vec<u8>, Vec<u8>) {
     let slot = |n: &[u8]| hash_len(hash_seed(), n) as usize % MIN_SLOTS;
@@ -292,9 +307,7 @@ fn unlink_neighbour_scenario() {
 fn resize_scenario() {
     let f = Fixture::new();
     let d = f.root();
-    let names: Vec<Vec<u8>> = (0..RESIZE_AT)
-        .map(|i| format!("n{i}").into_bytes())
-        .collect();
+    let names = names_filling_every_slot();
     let kids: Vec<Arc<Dentry>> = names
         .iter()
         .map(|n| d.d_instantiate(n, f.inode(FileType::Regular)))
@@ -302,27 +315,29 @@ fn resize_scenario() {
     let inode = f.inode(FileType::Regular);
     let done = Arc::new(AtomicBool::new(false));
     let writer = {
-        let (d, victim, done) = (d.clone(), kids[1].clone(), done.clone());
+        let (d, victim, victim_name, done) =
+            (d.clone(), kids[1].clone(), names[1].clone(), done.clone());
         thread::spawn(move || {
             d.d_instantiate(b"new", inode);
-            d.d_delete(b"n1", &victim);
+            d.d_delete(&victim_name, &victim);
             done.store(true, Ordering::Release);
         })
     };
     let completed = done.load(Ordering::Acquire);
-    let stable = lookup(&d, b"n0");
-    let victim = lookup(&d, b"n1");
+    let stable = lookup(&d, &names[0]);
+    let victim = lookup(&d, &names[1]);
     writer.join().expect("the update panicked");
     assert!(
         same(&stable, &kids[0]),
-        "n0, present throughout: {stable:?}"
+        "{:?}, present throughout: {stable:?}",
+        String::from_utf8_lossy(&names[0])
     );
     assert!(
         victim.is_none() || same(&victim, &kids[1]),
-        "n1: {victim:?}"
+        "the victim: {victim:?}"
     );
     if completed {
-        assert!(victim.is_none(), "n1 after its unlink: {victim:?}");
+        assert!(victim.is_none(), "the victim after its unlink: {victim:?}");
     }
     assert!(lookup(&d, b"new").is_some_and(|n| n.inode().is_some()));
     for (n, k) in names.iter().zip(&kids).skip(2) {
