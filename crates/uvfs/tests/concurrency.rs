@@ -1030,41 +1030,47 @@ fn lookup_fast_path_survives_renames_of_intermediate_directories() {
     }
 }
 
-/// Names the locked-lookup stress test cycles through.
-const CYCLED: [&str; 4] = ["/l/a", "/l/b", "/l/c", "/l/d"];
+/// The names of the locked-lookup stress test.
+const FROM: &str = "/l/a";
+const TO: &str = "/l/b";
 
-/// One task creates (`O_CREAT|O_EXCL`) and unlinks names over and over while two others stat
-/// them. After an unlink, nothing is cached under the name, so the lookers' stats go through
-/// the locked lookup (`lookup_slow`), which asks the filesystem and caches its answer. POSIX
-/// (unlink(2), open(2)): once unlink has returned, the name is gone for everyone, so the
-/// creator's own stat of it says `ENOENT` and its next exclusive create of it succeeds.
+/// One task, round after round, creates `/l/a` (`O_CREAT|O_EXCL`), renames it to `/l/b` and
+/// unlinks `/l/b`, while two others stat both names. A rename or unlink leaves its old name
+/// uncached, so the lookers' stats of it go through the locked lookup (`lookup_slow`), which
+/// asks the filesystem and caches the answer. POSIX (rename(2), unlink(2), open(2)): once the
+/// call has returned, the old name is gone for everyone, so the writer's own stat of it says
+/// `ENOENT` and its next exclusive create succeeds. The lookers check that a stat gives the
+/// writer's file or `ENOENT`.
 ///
-/// What this guards: `lookup_slow` holds the directory's inode lock shared between asking the
-/// filesystem and caching the answer; without it, a lookup that asked the filesystem before an
-/// unlink can cache the unlinked inode after the unlink removed the name from the cache,
-/// leaving a stale positive entry that outlives the unlink (stat finds a removed file, and an
-/// exclusive create fails with `EEXIST`). Every creator round checks both, so such an entry is
-/// reported in the round after it appears.
+/// What this guards: `lookup_slow` holds the directory's inode lock shared from asking the
+/// filesystem to caching its answer. Without it, a lookup that asked before a rename or
+/// unlink can cache what it found after the change removed the name from the cache: a stale
+/// entry that outlives the change (stat finds a removed file; an exclusive create or a
+/// `RENAME_NOREPLACE` fails with `EEXIST`). Every writer round checks, so such an entry is
+/// reported in the round it appears.
 #[test]
 #[cfg_attr(
     any(loom, feature = "shuttle"),
     ignore = "skipped: uvfs built with loom/shuttle primitives, which work only inside a model"
 )]
-fn unlink_is_final_for_lookups_that_race_it() {
-    const ROUNDS: u64 = 40_000;
+fn renamed_or_unlinked_names_stay_gone_for_racing_lookups() {
+    const ROUNDS: u64 = 20_000;
     const LOOKERS: u64 = 2;
+    /// Checks per writer round: create, stat of the old name after the rename, rename's target
+    /// found, stat after the unlink.
+    const CHECKS_PER_ROUND: u64 = 4;
     let seed = seed();
-    let (creator_checks, looker_rounds) = run(move |crew| {
+    let (writer_checks, looker_rounds) = run(move |crew| {
         let vfs = Vfs::new();
         let setup = vfs.task(Cred::root());
         mkdir(&setup, "/l");
         let done = AtomicBool::new(false);
         thread::scope(|s| {
-            let creator = vfs.task(Cred::root());
+            let writer = vfs.task(Cred::root());
             let done = &done;
-            let cr = s.spawn(move || {
+            let w = s.spawn(move || {
                 let _g = crew.enlist();
-                let t = creator;
+                let t = writer;
                 let mut checks = 0u64;
                 if !crew.start_line(1 + LOOKERS) {
                     return checks;
@@ -1073,19 +1079,19 @@ fn unlink_is_final_for_lookups_that_race_it() {
                     if crew.stopped() {
                         break;
                     }
-                    let path = CYCLED[(i % CYCLED.len() as u64) as usize];
                     let fd = t
-                        .openat(AT_FDCWD, path, OpenFlags::CREAT | OpenFlags::EXCL | OpenFlags::WRONLY, 0o644)
-                        .unwrap_or_else(|e| panic!("seed {seed}: round {i}: exclusive create of {path}, which its last unlink removed: {e:?}"));
+                        .openat(AT_FDCWD, FROM, OpenFlags::CREAT | OpenFlags::EXCL | OpenFlags::WRONLY, 0o644)
+                        .unwrap_or_else(|e| panic!("seed {seed}: round {i}: exclusive create of {FROM}, gone since the last round: {e:?}"));
+                    let ino = t.fstat(fd).expect("fstat").ino;
                     t.close(fd).expect("close");
-                    t.unlinkat(AT_FDCWD, path, AtFlags::empty())
-                        .unwrap_or_else(|e| panic!("seed {seed}: round {i}: unlink {path}: {e:?}"));
-                    assert_eq!(
-                        ino_of(&t, path),
-                        Err(Errno::ENOENT),
-                        "seed {seed}: round {i}: stat of {path} after its unlink returned"
-                    );
-                    checks += 2;
+                    t.renameat2(AT_FDCWD, FROM, AT_FDCWD, TO, RenameFlags::NOREPLACE)
+                        .unwrap_or_else(|e| panic!("seed {seed}: round {i}: rename {FROM} -> {TO} (gone since the last round): {e:?}"));
+                    assert_eq!(ino_of(&t, FROM), Err(Errno::ENOENT), "seed {seed}: round {i}: stat {FROM} after its rename returned");
+                    assert_eq!(ino_of(&t, TO), Ok(ino), "seed {seed}: round {i}: stat {TO} after the rename");
+                    t.unlinkat(AT_FDCWD, TO, AtFlags::empty())
+                        .unwrap_or_else(|e| panic!("seed {seed}: round {i}: unlink {TO}: {e:?}"));
+                    assert_eq!(ino_of(&t, TO), Err(Errno::ENOENT), "seed {seed}: round {i}: stat {TO} after its unlink returned");
+                    checks += CHECKS_PER_ROUND;
                 }
                 done.store(true, Ordering::SeqCst);
                 checks
@@ -1097,11 +1103,9 @@ fn unlink_is_final_for_lookups_that_race_it() {
                         let _g = crew.enlist();
                         let mut c = Counts::default();
                         crew.start_line(1 + LOOKERS);
-                        let mut i = k as usize;
                         while !done.load(Ordering::SeqCst) && !crew.stopped() {
                             c.round();
-                            let path = CYCLED[i % CYCLED.len()];
-                            i += 1;
+                            let path = if (c.rounds + k) % 2 == 0 { FROM } else { TO };
                             match t.stat(path) {
                                 Err(Errno::ENOENT) => {}
                                 Ok(st) => assert_eq!(
@@ -1116,11 +1120,11 @@ fn unlink_is_final_for_lookups_that_race_it() {
                     })
                 })
                 .collect();
-            let checks = join(cr);
+            let checks = join(w);
             (checks, lookers.into_iter().map(join).sum::<u64>())
         })
     });
-    println!("unlink_is_final: creator checks {creator_checks}, looker rounds (each a racy check) {looker_rounds}");
-    assert_eq!(creator_checks, 2 * ROUNDS, "creator checks");
+    println!("renamed_or_unlinked_names_stay_gone: writer checks {writer_checks}, looker rounds (each a racy check) {looker_rounds}");
+    assert_eq!(writer_checks, CHECKS_PER_ROUND * ROUNDS, "writer checks");
     assert!(looker_rounds > 0, "the lookers ran");
 }
