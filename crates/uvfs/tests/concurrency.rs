@@ -313,7 +313,7 @@ fn rename_moves_one_name_atomically_under_stat() {
                         .unwrap_or_else(|e| {
                             panic!("seed {seed}: rename {from} -> {to} ({flags:?}): {e:?}")
                         });
-                    if i % (RENAMES / CHECKPOINTS) == 0 && !cp.hold(crew, (i + 1) % 2) {
+                    if i.is_multiple_of(RENAMES / CHECKPOINTS) && !cp.hold(crew, (i + 1) % 2) {
                         return;
                     }
                 }
@@ -397,7 +397,7 @@ fn rename_exchange_keeps_both_names_under_stat() {
                     writer
                         .renameat2(AT_FDCWD, "/d/a", AT_FDCWD, "/d/b", RenameFlags::EXCHANGE)
                         .unwrap_or_else(|e| panic!("seed {seed}: exchange #{i}: {e:?}"));
-                    if i % (EXCHANGES / CHECKPOINTS) == 0 && !cp.hold(crew, (i + 1) % 2) {
+                    if i.is_multiple_of(EXCHANGES / CHECKPOINTS) && !cp.hold(crew, (i + 1) % 2) {
                         return;
                     }
                 }
@@ -503,7 +503,7 @@ fn unlink_races_open_and_open_files_outlive_their_name() {
                     let st = t.fstat(fd).expect("fstat");
                     inos.insert(st.ino);
                     assert_eq!(t.pwrite(fd, &[i as u8], 0), Ok(1));
-                    if i % HOLD_EVERY == 0 && !cp.hold(crew, Some(st.ino)) {
+                    if i.is_multiple_of(HOLD_EVERY) && !cp.hold(crew, Some(st.ino)) {
                         break;
                     }
                     t.unlinkat(AT_FDCWD, "/u/f", AtFlags::empty())
@@ -524,7 +524,7 @@ fn unlink_races_open_and_open_files_outlive_their_name() {
                     assert_eq!(&b, &[i as u8, b'a', b'f', b't', b'e', b'r']);
                     t.close(fd).expect("close");
                     checks += 1;
-                    if i % HOLD_EVERY == 0 && !cp.hold(crew, None) {
+                    if i.is_multiple_of(HOLD_EVERY) && !cp.hold(crew, None) {
                         break;
                     }
                 }
@@ -789,7 +789,7 @@ fn getdents_during_churn_returns_stable_names_once() {
                         t.unlinkat(AT_FDCWD, format!("/g/tmp-{k}"), AtFlags::empty())
                             .unwrap_or_else(|e| panic!("seed {seed}: unlink tmp-{k}: {e:?}"));
                     }
-                    if i % (CHURN / CHECKPOINTS) == 0 {
+                    if i.is_multiple_of(CHURN / CHECKPOINTS) {
                         let names = live
                             .iter()
                             .map(|k| format!("tmp-{k}").into_bytes())
@@ -936,7 +936,11 @@ fn lookup_fast_path_survives_renames_of_intermediate_directories() {
                         });
                     state = next;
                     ops += 1;
-                    ops % (OPS / CHECKPOINTS) != 0 || cp.hold(crew, state)
+                    if ops.is_multiple_of(OPS / CHECKPOINTS) {
+                        cp.hold(crew, state)
+                    } else {
+                        true
+                    }
                 };
                 if !crew.start_line(3) {
                     return;

@@ -88,9 +88,11 @@ mod imp {
     /// # Safety
     /// As [`super::retire`].
     pub(crate) unsafe fn retire<T: 'static>(ptr: *mut T, reclaim: unsafe fn(*mut T, &Collector)) {
-        // SAFETY (of the closure's call): `barrier` runs it only when no reader is left, and
-        // the caller promised `ptr` is unreachable and retired once.
-        let free: Reclaim = Box::new(move || unsafe { reclaim(ptr, &Collector(())) });
+        let free: Reclaim = Box::new(move || {
+            // SAFETY: `barrier` runs this only when no reader is left, and the caller
+            // promised `ptr` is unreachable and retired once.
+            unsafe { reclaim(ptr, &Collector(())) }
+        });
         RETIRED.with(|r| r.borrow_mut().push(free));
     }
 
@@ -102,6 +104,7 @@ mod imp {
     }
 
     /// Frees everything retired on this OS thread, including what freeing it retires.
+    #[cfg(test)]
     pub(crate) fn barrier() {
         loop {
             let batch = RETIRED.with(|r| std::mem::take(&mut *r.borrow_mut()));
