@@ -124,7 +124,11 @@ impl Dentry {
     /// (the lookup takes effect at that moment; nothing read from a hit can have changed since,
     /// see `dcache.rs`). Falls back (`Miss`) when the name is not cached; the locked lookup
     /// then decides.
-    #[inline]
+    ///
+    /// Not inlined: kept out of line (as the compiler chose when this function also compared
+    /// a sequence count) it costs fewer instructions per component in the walk than inlined;
+    /// measured with callgrind on `stat` of 1- and 8-component paths.
+    #[inline(never)]
     pub(crate) fn lookup_fast<'g>(
         &self,
         hash_len: u64,
