@@ -1,31 +1,43 @@
 //! Seeded, bounded concurrency tests through the public `sys` API: each pits a writer (rename,
-//! unlink, create) against readers on other tasks and checks an invariant that POSIX guarantees
-//! whatever the interleaving. Oracle: POSIX atomicity of rename(2), open(2) with `O_EXCL`,
-//! unlink(2) of an open file, and readdir(3) under concurrent changes.
+//! unlink, create) against readers on other tasks and checks what POSIX guarantees whatever the
+//! interleaving. Oracle: POSIX atomicity of rename(2), open(2) with `O_EXCL`, unlink(2) of an
+//! open file, and readdir(3) under concurrent changes.
 //!
-//! Renames publish what they are doing in a [`Published`] word: the number of operations done,
-//! doubled, plus one while one is in flight. A reader that reads the same even word before and
-//! after its calls saw no operation in flight (any store of the writer its calls observed would
-//! make the second read see a later word), so it knows the exact tree and checks exact
-//! answers; otherwise it checks the weaker invariant that holds mid-operation.
+//! Two kinds of check, both counted, and every test asserts its counts:
+//! - *racy* checks, in every reader round: the invariant that holds whatever is in flight
+//!   (a stat during renames gives one of the inodes or `ENOENT`);
+//! - *exact* checks at [`Checkpoints`]: every so many operations the writer stops with nothing
+//!   in flight, publishes the tree it left, and waits until every reader has checked exactly
+//!   that tree. Their number is fixed by the test (`CHECKPOINTS` per reader), never by luck.
 //!
-//! No sleeps: writers run a fixed number of operations; readers run until the writer is done
-//! (and at least [`MIN_READER_ROUNDS`] rounds). Seed: `UVFS_STRESS_SEED`, else a constant; every
-//! failure message prints it.
+//! No sleeps, every loop bounded: writers run a fixed number of operations; readers run until
+//! their writer is done, at most [`MAX_READER_ROUNDS`] rounds. Every thread enlists in the
+//! test's [`Crew`]: a thread that panics stops the others (a drop guard sets the crew's stop
+//! flag, which every loop and every wait checks), and the panic fails the test with its own
+//! message. The test body runs under a deadline ([`HANG_DEADLINE`]): threads still running
+//! then (a deadlock or lost wake-up in the library) fail the test as hung instead of hanging
+//! it. Seed: `UVFS_STRESS_SEED`, else a constant; every failure message prints it.
 //!
-//! Under `--cfg loom` or the `shuttle` feature uvfs's sequence counts use the model checker's
-//! atomics, which panic outside a model, so these tests are ignored there, with that reason.
+//! Under `--cfg loom` or the `shuttle` feature uvfs's dcache uses the model checker's
+//! primitives, which panic outside a model, so these tests are ignored there, with that reason.
 
 use std::collections::{BTreeMap, BTreeSet, HashSet};
+use std::panic::{self, AssertUnwindSafe};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::Barrier;
-use std::thread;
+use std::sync::{mpsc, Arc, Mutex};
+use std::thread::{self, ScopedJoinHandle};
+use std::time::Duration;
 
 use uvfs::abi::{AtFlags, Dirent, Errno, FileType, OpenFlags, RenameFlags, AT_FDCWD};
 use uvfs::{Cred, Task, Vfs};
 
-/// Rounds every reader runs even if the writer finished first.
-const MIN_READER_ROUNDS: u64 = 200;
+/// How long one test's threads may run before the test declares them hung. Every test ends in
+/// a few seconds even unoptimised on two busy cores; this bound only turns a hang into a
+/// failure (it is a correctness bound on liveness, not a performance assertion).
+const HANG_DEADLINE: Duration = Duration::from_secs(120);
+
+/// Most rounds one reader runs; more means its writer stopped making progress.
+const MAX_READER_ROUNDS: u64 = 50_000_000;
 
 fn seed() -> u64 {
     std::env::var("UVFS_STRESS_SEED")
@@ -61,55 +73,155 @@ impl Rng {
     }
 }
 
-/// The bit of a published word set while an operation is in flight.
-const IN_FLIGHT: u64 = 1 << 8;
-/// The bits of a published word that hold the writer's state.
-const STATE_MASK: u64 = IN_FLIGHT - 1;
-
-/// What a writer is doing: `2 * done + in_flight` above [`STATE_MASK`], and the state of the
-/// tree (test-specific bits) in it.
-struct Published {
-    word: AtomicU64,
-    done: AtomicBool,
+/// What the threads of one test share: the flag that ends every loop and wait early.
+struct Crew {
+    stop: AtomicBool,
+    /// Threads that have arrived at the start line.
+    started: AtomicU64,
 }
 
-impl Published {
-    fn new() -> Published {
-        Published {
-            word: AtomicU64::new(0),
-            done: AtomicBool::new(false),
+/// Stops the crew if its thread unwinds (see [`Crew::enlist`]).
+struct StopOnPanic<'a>(&'a Crew);
+
+impl Drop for StopOnPanic<'_> {
+    fn drop(&mut self) {
+        if thread::panicking() {
+            self.0.stop.store(true, Ordering::SeqCst);
+        }
+    }
+}
+
+impl Crew {
+    fn stopped(&self) -> bool {
+        self.stop.load(Ordering::SeqCst)
+    }
+
+    /// Called first by every thread of the test: if the thread panics, the others leave their
+    /// loops and waits, so the test fails instead of hanging on them.
+    fn enlist(&self) -> StopOnPanic<'_> {
+        StopOnPanic(self)
+    }
+
+    /// Spins, yielding, until `ready()`; false if the crew stopped first.
+    fn wait_until(&self, ready: impl Fn() -> bool) -> bool {
+        while !ready() {
+            if self.stopped() {
+                return false;
+            }
+            thread::yield_now();
+        }
+        true
+    }
+
+    /// Waits until `n` threads have arrived, so that they start together. False if stopped.
+    fn start_line(&self, n: u64) -> bool {
+        self.started.fetch_add(1, Ordering::SeqCst);
+        self.wait_until(|| self.started.load(Ordering::SeqCst) >= n)
+    }
+}
+
+/// Runs a test body (which spawns and joins the test's threads) on a thread of its own and
+/// waits at most [`HANG_DEADLINE`] for it. A panic in the body fails the test with the body's
+/// message; a body still running at the deadline is declared hung: the crew is stopped (every
+/// loop and wait of the test's threads ends) and the test fails.
+fn run<R: Send + 'static>(body: impl FnOnce(&Crew) -> R + Send + 'static) -> R {
+    let crew = Arc::new(Crew {
+        stop: AtomicBool::new(false),
+        started: AtomicU64::new(0),
+    });
+    let (tx, rx) = mpsc::channel();
+    let c = crew.clone();
+    thread::Builder::new()
+        .name("test body".into())
+        .spawn(move || {
+            let r = panic::catch_unwind(AssertUnwindSafe(|| body(&c)));
+            let _ = tx.send(r);
+        })
+        .expect("spawn the test body");
+    match rx.recv_timeout(HANG_DEADLINE) {
+        Ok(Ok(r)) => r,
+        Ok(Err(payload)) => panic::resume_unwind(payload),
+        Err(_) => {
+            crew.stop.store(true, Ordering::SeqCst);
+            panic!(
+                "seed {}: the test's threads did not finish within {HANG_DEADLINE:?}: declared \
+                 hung (a deadlock or a lost wake-up)",
+                seed()
+            )
+        }
+    }
+}
+
+/// Joins a scoped thread, failing with its own panic message if it panicked.
+fn join<T>(h: ScopedJoinHandle<'_, T>) -> T {
+    h.join().unwrap_or_else(|p| panic::resume_unwind(p))
+}
+
+/// Points where a writer stops with nothing in flight, publishes the tree it left, and waits
+/// until each of `readers` readers has checked exactly that tree once.
+struct Checkpoints<S> {
+    readers: u64,
+    epoch: AtomicU64,
+    acks: AtomicU64,
+    state: Mutex<S>,
+}
+
+impl<S: Clone> Checkpoints<S> {
+    fn new(readers: u64, initial: S) -> Self {
+        Checkpoints {
+            readers,
+            epoch: AtomicU64::new(0),
+            acks: AtomicU64::new(0),
+            state: Mutex::new(initial),
         }
     }
 
-    /// Marks an operation in flight; `state` is the tree's state before it.
-    fn begin(&self, ops: u64, state: u64) {
-        self.word
-            .store(((2 * ops + 1) * IN_FLIGHT) | state, Ordering::SeqCst);
+    /// Writer: publishes `state` (what the tree is now) and waits for every reader's check.
+    /// False if the crew stopped.
+    fn hold(&self, crew: &Crew, state: S) -> bool {
+        *self.state.lock().expect("state lock") = state;
+        let e = self.epoch.load(Ordering::SeqCst) + 1;
+        self.epoch.store(e, Ordering::SeqCst);
+        crew.wait_until(|| self.acks.load(Ordering::SeqCst) == e * self.readers)
     }
 
-    /// Marks the operation done; `state` is the tree's state after it.
-    fn end(&self, ops: u64, state: u64) {
-        self.word
-            .store(((2 * ops + 2) * IN_FLIGHT) | state, Ordering::SeqCst);
+    /// Reader: the state of the checkpoint the writer is holding, if this reader (whose last
+    /// checked epoch is `seen`) has not checked it yet. The writer stays stopped until
+    /// [`Checkpoints::ack`].
+    fn pending(&self, seen: &mut u64) -> Option<S> {
+        let e = self.epoch.load(Ordering::SeqCst);
+        if e == *seen {
+            return None;
+        }
+        assert_eq!(e, *seen + 1, "a reader missed a checkpoint");
+        *seen = e;
+        Some(self.state.lock().expect("state lock").clone())
     }
 
-    fn load(&self) -> u64 {
-        self.word.load(Ordering::SeqCst)
-    }
-
-    fn finish(&self) {
-        self.done.store(true, Ordering::SeqCst);
-    }
-
-    fn is_done(&self) -> bool {
-        self.done.load(Ordering::SeqCst)
+    fn ack(&self) {
+        self.acks.fetch_add(1, Ordering::SeqCst);
     }
 }
 
-/// The state bits of a word read before and after a reader's calls, if no operation was in
-/// flight at any point between them.
-fn quiescent(before: u64, after: u64) -> Option<u64> {
-    (before == after && before & IN_FLIGHT == 0).then_some(before & STATE_MASK)
+/// What one reader counted.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+struct Counts {
+    /// Rounds, each with its racy checks.
+    rounds: u64,
+    /// Checkpoints checked exactly.
+    exact: u64,
+}
+
+impl Counts {
+    /// One more round; panics past [`MAX_READER_ROUNDS`].
+    fn round(&mut self) {
+        self.rounds += 1;
+        assert!(
+            self.rounds <= MAX_READER_ROUNDS,
+            "seed {}: a reader ran {MAX_READER_ROUNDS} rounds: its writer stopped progressing",
+            seed()
+        );
+    }
 }
 
 fn ino_of(task: &Task, path: &str) -> Result<u64, Errno> {
@@ -157,287 +269,352 @@ fn list(task: &Task, path: &str, buf_bytes: usize) -> Vec<Vec<u8>> {
 
 /// Plain rename (alternately with `RENAME_NOREPLACE`) of one file between `/d/a` and `/d/b`.
 /// POSIX: the file has exactly one of the two names at every moment, and always its inode.
-/// A reader with no rename in flight across both stats finds it exactly where the writer left it.
+/// At each checkpoint the reader finds it exactly where the writer left it.
 #[test]
 #[cfg_attr(
     any(loom, feature = "shuttle"),
-    ignore = "skipped: uvfs built with loom/shuttle atomics, which work only inside a model"
+    ignore = "skipped: uvfs built with loom/shuttle primitives, which work only inside a model"
 )]
 fn rename_moves_one_name_atomically_under_stat() {
     const RENAMES: u64 = 30_000;
+    const CHECKPOINTS: u64 = 300;
     let seed = seed();
-    let vfs = Vfs::new();
-    let setup = vfs.task(Cred::root());
-    mkdir(&setup, "/d");
-    let ino = create_file(&setup, "/d/a");
-    let pub_ = Published::new();
-    let start = Barrier::new(2);
-    let (exact, racy) = thread::scope(|s| {
-        let writer = vfs.task(Cred::root());
-        let reader = vfs.task(Cred::root());
-        s.spawn(|| {
-            let t = writer;
-            let mut rng = Rng::new(seed);
-            start.wait();
-            for i in 0..RENAMES {
-                let (from, to) = if i % 2 == 0 {
-                    ("/d/a", "/d/b")
-                } else {
-                    ("/d/b", "/d/a")
-                };
-                let flags = if rng.below(2) == 0 {
-                    RenameFlags::empty()
-                } else {
-                    RenameFlags::NOREPLACE
-                };
-                pub_.begin(i, i % 2);
-                t.renameat2(AT_FDCWD, from, AT_FDCWD, to, flags)
-                    .unwrap_or_else(|e| {
-                        panic!("seed {seed}: rename {from} -> {to} ({flags:?}): {e:?}")
-                    });
-                pub_.end(i, (i + 1) % 2);
-            }
-            pub_.finish();
-        });
-        let r = s.spawn(|| {
-            let t = reader;
-            let (mut exact, mut racy) = (0u64, 0u64);
-            start.wait();
-            while !pub_.is_done() || exact + racy < MIN_READER_ROUNDS {
-                let before = pub_.load();
-                let a = ino_of(&t, "/d/a");
-                let b = ino_of(&t, "/d/b");
-                let after = pub_.load();
-                for (name, got) in [("a", a), ("b", b)] {
-                    assert!(
-                        got == Ok(ino) || got == Err(Errno::ENOENT),
-                        "seed {seed}: stat /d/{name} gave {got:?}, want the file ({ino}) or ENOENT"
-                    );
+    let counts = run(move |crew| {
+        let vfs = Vfs::new();
+        let setup = vfs.task(Cred::root());
+        mkdir(&setup, "/d");
+        let ino = create_file(&setup, "/d/a");
+        // State: 1 if the file is at /d/b.
+        let cp = Checkpoints::new(1, 0u64);
+        let done = AtomicBool::new(false);
+        let counts = thread::scope(|s| {
+            let writer = vfs.task(Cred::root());
+            let reader = vfs.task(Cred::root());
+            let (cp, done) = (&cp, &done);
+            let w = s.spawn(move || {
+                let _g = crew.enlist();
+                let mut rng = Rng::new(seed);
+                if !crew.start_line(2) {
+                    return;
                 }
-                match quiescent(before, after) {
-                    Some(at_b) => {
-                        let want = if at_b == 1 { (Err(Errno::ENOENT), Ok(ino)) } else { (Ok(ino), Err(Errno::ENOENT)) };
-                        assert_eq!((a, b), want, "seed {seed}: no rename in flight (word {before:#x}), file at b: {at_b}");
-                        exact += 1;
+                for i in 0..RENAMES {
+                    let (from, to) = if i % 2 == 0 {
+                        ("/d/a", "/d/b")
+                    } else {
+                        ("/d/b", "/d/a")
+                    };
+                    let flags = if rng.below(2) == 0 {
+                        RenameFlags::empty()
+                    } else {
+                        RenameFlags::NOREPLACE
+                    };
+                    writer
+                        .renameat2(AT_FDCWD, from, AT_FDCWD, to, flags)
+                        .unwrap_or_else(|e| {
+                            panic!("seed {seed}: rename {from} -> {to} ({flags:?}): {e:?}")
+                        });
+                    if i.is_multiple_of(RENAMES / CHECKPOINTS) && !cp.hold(crew, (i + 1) % 2) {
+                        return;
                     }
-                    None => racy += 1,
                 }
-            }
-            (exact, racy)
+                done.store(true, Ordering::SeqCst);
+            });
+            let r = s.spawn(move || {
+                let _g = crew.enlist();
+                let mut c = Counts::default();
+                let mut seen = 0;
+                crew.start_line(2);
+                while !done.load(Ordering::SeqCst) && !crew.stopped() {
+                    c.round();
+                    let exact = cp.pending(&mut seen);
+                    let a = ino_of(&reader, "/d/a");
+                    let b = ino_of(&reader, "/d/b");
+                    for (name, got) in [("a", a), ("b", b)] {
+                        assert!(
+                            got == Ok(ino) || got == Err(Errno::ENOENT),
+                            "seed {seed}: stat /d/{name} gave {got:?}, want the file ({ino}) or ENOENT"
+                        );
+                    }
+                    if let Some(at_b) = exact {
+                        let want = if at_b == 1 {
+                            (Err(Errno::ENOENT), Ok(ino))
+                        } else {
+                            (Ok(ino), Err(Errno::ENOENT))
+                        };
+                        assert_eq!((a, b), want, "seed {seed}: checkpoint, file at b: {at_b}");
+                        c.exact += 1;
+                        cp.ack();
+                    }
+                }
+                c
+            });
+            join(w);
+            join(r)
         });
-        r.join().expect("reader")
+        assert_eq!(
+            ino_of(&setup, "/d/a"),
+            Ok(ino),
+            "seed {seed}: an even number of renames"
+        );
+        assert_eq!(ino_of(&setup, "/d/b"), Err(Errno::ENOENT));
+        counts
     });
-    assert!(exact + racy >= MIN_READER_ROUNDS);
-    let a = ino_of(&setup, "/d/a");
-    assert_eq!(
-        a,
-        Ok(ino),
-        "seed {seed}: an even number of renames leaves the file at /d/a"
-    );
-    assert_eq!(ino_of(&setup, "/d/b"), Err(Errno::ENOENT));
+    println!("rename_moves_one_name: {counts:?}");
+    assert_eq!(counts.exact, CHECKPOINTS, "exact checks");
+    assert!(counts.rounds >= counts.exact, "racy checks run every round");
 }
 
 /// `RENAME_EXCHANGE` of two files `/d/a` and `/d/b`. POSIX (renameat2(2)): the exchange is
-/// atomic, so both names exist at every moment and each names one of the two inodes; with no
-/// exchange in flight, exactly the pair the writer left.
+/// atomic, so both names exist at every moment and each names one of the two inodes; at each
+/// checkpoint, exactly the pair the writer left.
 #[test]
 #[cfg_attr(
     any(loom, feature = "shuttle"),
-    ignore = "skipped: uvfs built with loom/shuttle atomics, which work only inside a model"
+    ignore = "skipped: uvfs built with loom/shuttle primitives, which work only inside a model"
 )]
 fn rename_exchange_keeps_both_names_under_stat() {
     const EXCHANGES: u64 = 30_000;
+    const CHECKPOINTS: u64 = 300;
     let seed = seed();
-    let vfs = Vfs::new();
-    let setup = vfs.task(Cred::root());
-    mkdir(&setup, "/d");
-    let ia = create_file(&setup, "/d/a");
-    let ib = create_file(&setup, "/d/b");
-    let pub_ = Published::new();
-    let start = Barrier::new(3);
-    thread::scope(|s| {
-        let writer = vfs.task(Cred::root());
-        s.spawn(|| {
-            let t = writer;
-            start.wait();
-            for i in 0..EXCHANGES {
-                pub_.begin(i, i % 2);
-                t.renameat2(AT_FDCWD, "/d/a", AT_FDCWD, "/d/b", RenameFlags::EXCHANGE)
-                    .unwrap_or_else(|e| panic!("seed {seed}: exchange #{i}: {e:?}"));
-                pub_.end(i, (i + 1) % 2);
-            }
-            pub_.finish();
-        });
-        for order in [["/d/a", "/d/b"], ["/d/b", "/d/a"]] {
-            let reader = vfs.task(Cred::root());
-            let (pub_, start) = (&pub_, &start);
-            s.spawn(move || {
-                let t = reader;
-                let mut rounds = 0u64;
-                start.wait();
-                while !pub_.is_done() || rounds < MIN_READER_ROUNDS {
-                    let before = pub_.load();
-                    let x = ino_of(&t, order[0]);
-                    let y = ino_of(&t, order[1]);
-                    let after = pub_.load();
-                    for (name, got) in [(order[0], x), (order[1], y)] {
-                        assert!(
-                            got == Ok(ia) || got == Ok(ib),
-                            "seed {seed}: stat {name} gave {got:?} during exchanges, want {ia} or {ib}"
-                        );
-                    }
-                    if let Some(swapped) = quiescent(before, after) {
-                        let (at_a, at_b) = if swapped == 1 { (ib, ia) } else { (ia, ib) };
-                        let want = if order[0] == "/d/a" { (Ok(at_a), Ok(at_b)) } else { (Ok(at_b), Ok(at_a)) };
-                        assert_eq!((x, y), want, "seed {seed}: no exchange in flight (word {before:#x})");
-                    }
-                    rounds += 1;
+    let counts = run(move |crew| {
+        let vfs = Vfs::new();
+        let setup = vfs.task(Cred::root());
+        mkdir(&setup, "/d");
+        let ia = create_file(&setup, "/d/a");
+        let ib = create_file(&setup, "/d/b");
+        // State: 1 if swapped.
+        let cp = Checkpoints::new(2, 0u64);
+        let done = AtomicBool::new(false);
+        let counts = thread::scope(|s| {
+            let writer = vfs.task(Cred::root());
+            let (cp, done) = (&cp, &done);
+            let w = s.spawn(move || {
+                let _g = crew.enlist();
+                if !crew.start_line(3) {
+                    return;
                 }
+                for i in 0..EXCHANGES {
+                    writer
+                        .renameat2(AT_FDCWD, "/d/a", AT_FDCWD, "/d/b", RenameFlags::EXCHANGE)
+                        .unwrap_or_else(|e| panic!("seed {seed}: exchange #{i}: {e:?}"));
+                    if i.is_multiple_of(EXCHANGES / CHECKPOINTS) && !cp.hold(crew, (i + 1) % 2) {
+                        return;
+                    }
+                }
+                done.store(true, Ordering::SeqCst);
             });
-        }
+            let readers: Vec<_> = [["/d/a", "/d/b"], ["/d/b", "/d/a"]]
+                .into_iter()
+                .map(|order| {
+                    let t = vfs.task(Cred::root());
+                    s.spawn(move || {
+                        let _g = crew.enlist();
+                        let mut c = Counts::default();
+                        let mut seen = 0;
+                        crew.start_line(3);
+                        while !done.load(Ordering::SeqCst) && !crew.stopped() {
+                            c.round();
+                            let exact = cp.pending(&mut seen);
+                            let x = ino_of(&t, order[0]);
+                            let y = ino_of(&t, order[1]);
+                            for (name, got) in [(order[0], x), (order[1], y)] {
+                                assert!(
+                                    got == Ok(ia) || got == Ok(ib),
+                                    "seed {seed}: stat {name} gave {got:?} during exchanges, want {ia} or {ib}"
+                                );
+                            }
+                            if let Some(swapped) = exact {
+                                let (at_a, at_b) = if swapped == 1 { (ib, ia) } else { (ia, ib) };
+                                let want = if order[0] == "/d/a" {
+                                    (Ok(at_a), Ok(at_b))
+                                } else {
+                                    (Ok(at_b), Ok(at_a))
+                                };
+                                assert_eq!((x, y), want, "seed {seed}: checkpoint, swapped {swapped}");
+                                c.exact += 1;
+                                cp.ack();
+                            }
+                        }
+                        c
+                    })
+                })
+                .collect();
+            join(w);
+            readers.into_iter().map(join).collect::<Vec<_>>()
+        });
+        assert_eq!(
+            (ino_of(&setup, "/d/a"), ino_of(&setup, "/d/b")),
+            (Ok(ia), Ok(ib)),
+            "seed {seed}: even exchange count"
+        );
+        counts
     });
-    assert_eq!(
-        (ino_of(&setup, "/d/a"), ino_of(&setup, "/d/b")),
-        (Ok(ia), Ok(ib)),
-        "seed {seed}: even exchange count"
-    );
+    println!("rename_exchange: {counts:?}");
+    for c in counts {
+        assert_eq!(c.exact, CHECKPOINTS, "exact checks of each reader");
+        assert!(c.rounds >= c.exact);
+    }
 }
 
 /// One task creates `/u/f` (`O_CREAT|O_EXCL`), writes, unlinks and closes it, over and over;
 /// another opens `/u/f`. POSIX (open(2), unlink(2)): every open fails with `ENOENT` or gives a
 /// regular file that was created here; an unlinked open file keeps working, with `nlink` 0.
+/// Checkpoints with the file present (the open must give exactly it) and absent (`ENOENT`).
 #[test]
 #[cfg_attr(
     any(loom, feature = "shuttle"),
-    ignore = "skipped: uvfs built with loom/shuttle atomics, which work only inside a model"
+    ignore = "skipped: uvfs built with loom/shuttle primitives, which work only inside a model"
 )]
 fn unlink_races_open_and_open_files_outlive_their_name() {
     const ROUNDS: u64 = 12_000;
+    /// Rounds between two checkpoints (one with the file, one without).
+    const HOLD_EVERY: u64 = 40;
     /// Opened fds the opener keeps until the end (the rest it closes at once).
     const KEEP: usize = 200;
-    /// Bound of the creator's wait for the opener (it never waits on a descheduled opener long).
-    const MAX_SPINS: u32 = 200_000;
     let seed = seed();
-    let vfs = Vfs::new();
-    let setup = vfs.task(Cred::root());
-    mkdir(&setup, "/u");
-    let done = AtomicBool::new(false);
-    // Opens attempted so far: on odd rounds the creator waits (spinning, bounded) for two more
-    // attempts before it unlinks, so that opens also land while the file exists.
-    let attempts = AtomicU64::new(0);
-    let start = Barrier::new(2);
-    let creator = vfs.task(Cred::root());
-    let opener = vfs.task(Cred::root());
-    let (created, (opener, kept, opened, missing)) = thread::scope(|s| {
-        let c = s.spawn(|| {
-            let t = creator;
-            let mut inos = HashSet::new();
-            start.wait();
-            for i in 0..ROUNDS {
-                let fd = t
-                    .openat(
-                        AT_FDCWD,
-                        "/u/f",
-                        OpenFlags::CREAT | OpenFlags::EXCL | OpenFlags::RDWR,
-                        0o600,
-                    )
-                    .unwrap_or_else(|e| panic!("seed {seed}: create #{i}: {e:?}"));
-                let st = t.fstat(fd).expect("fstat");
-                inos.insert(st.ino);
-                assert_eq!(t.pwrite(fd, &[i as u8], 0), Ok(1));
-                if i % 2 == 1 {
-                    let seen = attempts.load(Ordering::SeqCst);
-                    let mut spins = 0u32;
-                    while attempts.load(Ordering::SeqCst) < seen + 2 && spins < MAX_SPINS {
-                        std::hint::spin_loop();
-                        spins += 1;
+    let (creator_checks, c, kept_checks) = run(move |crew| {
+        let vfs = Vfs::new();
+        let setup = vfs.task(Cred::root());
+        mkdir(&setup, "/u");
+        // State: the inode now at /u/f, if any.
+        let cp = Checkpoints::new(1, None::<u64>);
+        let done = AtomicBool::new(false);
+        let creator = vfs.task(Cred::root());
+        let opener = vfs.task(Cred::root());
+        let ((created, creator_checks), (opener, kept, c)) = thread::scope(|s| {
+            let (cp, done) = (&cp, &done);
+            let cr = s.spawn(move || {
+                let _g = crew.enlist();
+                let t = creator;
+                let mut inos = HashSet::new();
+                let mut checks = 0u64;
+                if !crew.start_line(2) {
+                    return (inos, checks);
+                }
+                for i in 0..ROUNDS {
+                    let fd = t
+                        .openat(
+                            AT_FDCWD,
+                            "/u/f",
+                            OpenFlags::CREAT | OpenFlags::EXCL | OpenFlags::RDWR,
+                            0o600,
+                        )
+                        .unwrap_or_else(|e| panic!("seed {seed}: create #{i}: {e:?}"));
+                    let st = t.fstat(fd).expect("fstat");
+                    inos.insert(st.ino);
+                    assert_eq!(t.pwrite(fd, &[i as u8], 0), Ok(1));
+                    if i.is_multiple_of(HOLD_EVERY) && !cp.hold(crew, Some(st.ino)) {
+                        break;
+                    }
+                    t.unlinkat(AT_FDCWD, "/u/f", AtFlags::empty())
+                        .unwrap_or_else(|e| panic!("seed {seed}: unlink #{i}: {e:?}"));
+                    let st = t.fstat(fd).expect("fstat after unlink");
+                    assert_eq!(st.nlink, 0, "seed {seed}: nlink after unlink #{i}");
+                    assert_eq!(
+                        t.pwrite(fd, b"after", 1),
+                        Ok(5),
+                        "seed {seed}: write after unlink"
+                    );
+                    let mut b = [0u8; 6];
+                    assert_eq!(
+                        t.pread(fd, &mut b, 0),
+                        Ok(6),
+                        "seed {seed}: read after unlink"
+                    );
+                    assert_eq!(&b, &[i as u8, b'a', b'f', b't', b'e', b'r']);
+                    t.close(fd).expect("close");
+                    checks += 1;
+                    if i.is_multiple_of(HOLD_EVERY) && !cp.hold(crew, None) {
+                        break;
                     }
                 }
-                t.unlinkat(AT_FDCWD, "/u/f", AtFlags::empty())
-                    .unwrap_or_else(|e| panic!("seed {seed}: unlink #{i}: {e:?}"));
-                let st = t.fstat(fd).expect("fstat after unlink");
-                assert_eq!(st.nlink, 0, "seed {seed}: nlink after unlink #{i}");
-                assert_eq!(
-                    t.pwrite(fd, b"after", 1),
-                    Ok(5),
-                    "seed {seed}: write after unlink"
-                );
-                let mut b = [0u8; 6];
-                assert_eq!(
-                    t.pread(fd, &mut b, 0),
-                    Ok(6),
-                    "seed {seed}: read after unlink"
-                );
-                assert_eq!(&b, &[i as u8, b'a', b'f', b't', b'e', b'r']);
-                t.close(fd).expect("close");
-            }
-            done.store(true, Ordering::SeqCst);
-            inos
-        });
-        let o = s.spawn(|| {
-            let t = opener;
-            let mut kept = Vec::new();
-            let (mut opened, mut missing) = (0u64, 0u64);
-            start.wait();
-            while !done.load(Ordering::SeqCst) || opened + missing < MIN_READER_ROUNDS {
-                let r = t.openat(AT_FDCWD, "/u/f", OpenFlags::RDWR, 0);
-                attempts.fetch_add(1, Ordering::SeqCst);
-                match r {
-                    Err(Errno::ENOENT) => missing += 1,
-                    Err(e) => panic!("seed {seed}: open /u/f: {e:?}, want a file or ENOENT"),
-                    Ok(fd) => {
-                        opened += 1;
-                        let st = t.fstat(fd).expect("fstat of an open file");
-                        assert_eq!(
-                            st.file_type(),
-                            Some(FileType::Regular),
-                            "seed {seed}: {st:?}"
-                        );
-                        assert!(
-                            st.nlink <= 1,
-                            "seed {seed}: nlink {} of a file with one name",
-                            st.nlink
-                        );
-                        assert_eq!(
-                            t.pwrite(fd, b"o", 8),
-                            Ok(1),
-                            "seed {seed}: write to an opened file"
-                        );
-                        let mut b = [0u8; 1];
-                        assert_eq!(t.pread(fd, &mut b, 8), Ok(1));
-                        assert_eq!(&b, b"o");
-                        if kept.len() < KEEP {
-                            kept.push((fd, st.ino));
-                        } else {
-                            t.close(fd).expect("close");
+                done.store(true, Ordering::SeqCst);
+                (inos, checks)
+            });
+            let op = s.spawn(move || {
+                let _g = crew.enlist();
+                let t = opener;
+                let mut kept = Vec::new();
+                let mut c = Counts::default();
+                let mut seen = 0;
+                crew.start_line(2);
+                while !done.load(Ordering::SeqCst) && !crew.stopped() {
+                    c.round();
+                    let exact = cp.pending(&mut seen);
+                    let r = t.openat(AT_FDCWD, "/u/f", OpenFlags::RDWR, 0);
+                    let got = match r {
+                        Err(Errno::ENOENT) => None,
+                        Err(e) => panic!("seed {seed}: open /u/f: {e:?}, want a file or ENOENT"),
+                        Ok(fd) => {
+                            let st = t.fstat(fd).expect("fstat of an open file");
+                            assert_eq!(
+                                st.file_type(),
+                                Some(FileType::Regular),
+                                "seed {seed}: {st:?}"
+                            );
+                            assert!(
+                                st.nlink <= 1,
+                                "seed {seed}: nlink {} of a file with one name",
+                                st.nlink
+                            );
+                            assert_eq!(
+                                t.pwrite(fd, b"o", 8),
+                                Ok(1),
+                                "seed {seed}: write to an opened file"
+                            );
+                            let mut b = [0u8; 1];
+                            assert_eq!(t.pread(fd, &mut b, 8), Ok(1));
+                            assert_eq!(&b, b"o");
+                            if kept.len() < KEEP {
+                                kept.push((fd, st.ino));
+                            } else {
+                                t.close(fd).expect("close");
+                            }
+                            Some(st.ino)
                         }
+                    };
+                    if let Some(want) = exact {
+                        assert_eq!(got, want, "seed {seed}: open /u/f at a checkpoint");
+                        c.exact += 1;
+                        cp.ack();
                     }
                 }
-            }
-            (t, kept, opened, missing)
+                (t, kept, c)
+            });
+            (join(cr), join(op))
         });
-        (c.join().expect("creator"), o.join().expect("opener"))
+        // Every name is gone now: each kept fd is an unlinked file that still reads and writes.
+        let mut kept_checks = 0u64;
+        for (fd, ino) in kept {
+            assert!(
+                created.contains(&ino),
+                "seed {seed}: opened inode {ino} that the creator never made"
+            );
+            let st = opener.fstat(fd).expect("fstat");
+            assert_eq!(
+                (st.ino, st.nlink),
+                (ino, 0),
+                "seed {seed}: kept fd {fd} after every unlink"
+            );
+            assert_eq!(opener.pwrite(fd, b"late", 16), Ok(4));
+            let mut b = [0u8; 4];
+            assert_eq!(opener.pread(fd, &mut b, 16), Ok(4));
+            assert_eq!(&b, b"late");
+            opener.close(fd).expect("close");
+            kept_checks += 1;
+        }
+        assert_eq!(ino_of(&setup, "/u/f"), Err(Errno::ENOENT));
+        (creator_checks, c, kept_checks)
     });
-    assert!(opened + missing >= MIN_READER_ROUNDS);
-    // Every name is gone now: each kept fd is an unlinked file that still reads and writes.
-    for (fd, ino) in kept {
-        assert!(
-            created.contains(&ino),
-            "seed {seed}: opened inode {ino} that the creator never made"
-        );
-        let st = opener.fstat(fd).expect("fstat");
-        assert_eq!(
-            (st.ino, st.nlink),
-            (ino, 0),
-            "seed {seed}: kept fd {fd} after every unlink"
-        );
-        assert_eq!(opener.pwrite(fd, b"late", 16), Ok(4));
-        let mut b = [0u8; 4];
-        assert_eq!(opener.pread(fd, &mut b, 16), Ok(4));
-        assert_eq!(&b, b"late");
-        opener.close(fd).expect("close");
-    }
-    assert_eq!(ino_of(&setup, "/u/f"), Err(Errno::ENOENT));
+    println!("unlink_races_open: creator rounds checked {creator_checks}, opener {c:?}, kept fds checked {kept_checks}");
+    assert_eq!(creator_checks, ROUNDS, "creator rounds checked");
+    assert_eq!(
+        c.exact,
+        2 * ROUNDS.div_ceil(HOLD_EVERY),
+        "exact checks (present and absent)"
+    );
+    // The opener opened the file at every present checkpoint alone, more than it keeps.
+    assert_eq!(kept_checks, KEEP as u64, "kept fds checked");
 }
 
 /// Three tasks create, in a seeded shuffled order, files of their own and the same shared
@@ -446,188 +623,238 @@ fn unlink_races_open_and_open_files_outlive_their_name() {
 #[test]
 #[cfg_attr(
     any(loom, feature = "shuttle"),
-    ignore = "skipped: uvfs built with loom/shuttle atomics, which work only inside a model"
+    ignore = "skipped: uvfs built with loom/shuttle primitives, which work only inside a model"
 )]
 fn create_storm_has_one_winner_per_name_and_lists_each_once() {
     const THREADS: u64 = 3;
     const OWN: u64 = 400;
     const SHARED: u64 = 400;
     let seed = seed();
-    let vfs = Vfs::new();
-    let setup = vfs.task(Cred::root());
-    mkdir(&setup, "/c");
-    let start = Barrier::new(THREADS as usize);
-    let wins: Vec<Vec<String>> = thread::scope(|s| {
-        let handles: Vec<_> = (0..THREADS)
-            .map(|tid| {
-                let t = vfs.task(Cred::root());
-                let start = &start;
-                s.spawn(move || {
-                    let mut names: Vec<String> = (0..OWN).map(|j| format!("t{tid}-{j}")).collect();
-                    names.extend((0..SHARED).map(|j| format!("s{j}")));
-                    Rng::new(seed ^ tid).shuffle(&mut names);
-                    let mut won = Vec::new();
-                    start.wait();
-                    for name in names {
-                        let path = format!("/c/{name}");
-                        match t.openat(
-                            AT_FDCWD,
-                            &path,
-                            OpenFlags::CREAT | OpenFlags::EXCL | OpenFlags::WRONLY,
-                            0o644,
-                        ) {
-                            Ok(fd) => {
-                                t.close(fd).expect("close");
-                                won.push(name);
-                            }
-                            Err(Errno::EEXIST) if name.starts_with('s') => {}
-                            Err(e) => panic!("seed {seed}: task {tid} create {path}: {e:?}"),
+    let (outcomes, listed) = run(move |crew| {
+        let vfs = Vfs::new();
+        let setup = vfs.task(Cred::root());
+        mkdir(&setup, "/c");
+        let wins: Vec<(Vec<String>, u64)> = thread::scope(|s| {
+            let handles: Vec<_> = (0..THREADS)
+                .map(|tid| {
+                    let t = vfs.task(Cred::root());
+                    s.spawn(move || {
+                        let _g = crew.enlist();
+                        let mut names: Vec<String> =
+                            (0..OWN).map(|j| format!("t{tid}-{j}")).collect();
+                        names.extend((0..SHARED).map(|j| format!("s{j}")));
+                        Rng::new(seed ^ tid).shuffle(&mut names);
+                        let mut won = Vec::new();
+                        let mut outcomes = 0u64;
+                        if !crew.start_line(THREADS) {
+                            return (won, outcomes);
                         }
-                    }
-                    won
+                        for name in names {
+                            if crew.stopped() {
+                                break;
+                            }
+                            let path = format!("/c/{name}");
+                            match t.openat(
+                                AT_FDCWD,
+                                &path,
+                                OpenFlags::CREAT | OpenFlags::EXCL | OpenFlags::WRONLY,
+                                0o644,
+                            ) {
+                                Ok(fd) => {
+                                    t.close(fd).expect("close");
+                                    won.push(name);
+                                }
+                                Err(Errno::EEXIST) if name.starts_with('s') => {}
+                                Err(e) => panic!("seed {seed}: task {tid} create {path}: {e:?}"),
+                            }
+                            outcomes += 1;
+                        }
+                        (won, outcomes)
+                    })
                 })
-            })
-            .collect();
-        handles
-            .into_iter()
-            .map(|h| h.join().expect("creator"))
-            .collect()
-    });
-    let mut winners: BTreeMap<&str, u64> = BTreeMap::new();
-    for (tid, won) in wins.iter().enumerate() {
-        for name in won {
-            *winners.entry(name.as_str()).or_default() += 1;
-            if name.starts_with('t') {
-                assert!(
-                    name.starts_with(&format!("t{tid}-")),
-                    "seed {seed}: task {tid} created {name}"
-                );
+                .collect();
+            handles.into_iter().map(join).collect()
+        });
+        let mut winners: BTreeMap<&str, u64> = BTreeMap::new();
+        let mut outcomes = 0;
+        for (tid, (won, n)) in wins.iter().enumerate() {
+            outcomes += n;
+            for name in won {
+                *winners.entry(name.as_str()).or_default() += 1;
+                if name.starts_with('t') {
+                    assert!(
+                        name.starts_with(&format!("t{tid}-")),
+                        "seed {seed}: task {tid} created {name}"
+                    );
+                }
             }
         }
-    }
-    let mut expected: BTreeSet<Vec<u8>> = BTreeSet::new();
-    for tid in 0..THREADS {
-        for j in 0..OWN {
-            let n = format!("t{tid}-{j}");
+        let mut expected: BTreeSet<Vec<u8>> = BTreeSet::new();
+        for tid in 0..THREADS {
+            for j in 0..OWN {
+                let n = format!("t{tid}-{j}");
+                assert_eq!(
+                    winners.get(n.as_str()),
+                    Some(&1),
+                    "seed {seed}: {n} created once by its owner"
+                );
+                expected.insert(n.into_bytes());
+            }
+        }
+        for j in 0..SHARED {
+            let n = format!("s{j}");
             assert_eq!(
                 winners.get(n.as_str()),
                 Some(&1),
-                "seed {seed}: {n} created once by its owner"
+                "seed {seed}: {n} has exactly one winner"
             );
             expected.insert(n.into_bytes());
         }
-    }
-    for j in 0..SHARED {
-        let n = format!("s{j}");
-        assert_eq!(
-            winners.get(n.as_str()),
-            Some(&1),
-            "seed {seed}: {n} has exactly one winner"
-        );
-        expected.insert(n.into_bytes());
-    }
-    let listed = list(&setup, "/c", 256);
-    let mut seen = BTreeSet::new();
-    for n in &listed {
+        let listed = list(&setup, "/c", 256);
+        let mut seen = BTreeSet::new();
+        for n in &listed {
+            assert!(
+                seen.insert(n.clone()),
+                "seed {seed}: {} listed twice",
+                String::from_utf8_lossy(n)
+            );
+        }
         assert!(
-            seen.insert(n.clone()),
-            "seed {seed}: {} listed twice",
-            String::from_utf8_lossy(n)
+            seen.remove(&b"."[..]) && seen.remove(&b".."[..]),
+            "seed {seed}: . and .. are listed"
         );
-    }
-    assert!(
-        seen.remove(&b"."[..]) && seen.remove(&b".."[..]),
-        "seed {seed}: . and .. are listed"
-    );
+        assert_eq!(
+            seen, expected,
+            "seed {seed}: the listing is exactly the created names"
+        );
+        (outcomes, listed.len() as u64)
+    });
+    println!("create_storm: {outcomes} create outcomes checked, {listed} names listed");
     assert_eq!(
-        seen, expected,
-        "seed {seed}: the listing is exactly the created names"
+        outcomes,
+        THREADS * (OWN + SHARED),
+        "every create's outcome checked"
     );
+    assert_eq!(listed, THREADS * OWN + SHARED + 2, "listing checked");
 }
 
 /// A lister reads a directory with a small buffer (several `getdents64` calls per listing)
 /// while another task creates and unlinks other names, never reusing one. POSIX (readdir(3)):
 /// whether a name added or removed during the listing appears is unspecified, but no entry is
-/// returned twice and every name present for the whole listing is returned.
+/// returned twice and every name present for the whole listing is returned; at a checkpoint,
+/// the listing is exactly the names present.
 #[test]
 #[cfg_attr(
     any(loom, feature = "shuttle"),
-    ignore = "skipped: uvfs built with loom/shuttle atomics, which work only inside a model"
+    ignore = "skipped: uvfs built with loom/shuttle primitives, which work only inside a model"
 )]
 fn getdents_during_churn_returns_stable_names_once() {
     const STABLE: u64 = 48;
     const CHURN: u64 = 15_000;
+    const CHECKPOINTS: u64 = 100;
     let seed = seed();
-    let vfs = Vfs::new();
-    let setup = vfs.task(Cred::root());
-    mkdir(&setup, "/g");
-    let stable: BTreeSet<Vec<u8>> = (0..STABLE)
-        .map(|i| {
-            let n = format!("keep-{i}");
-            create_file(&setup, &format!("/g/{n}"));
-            n.into_bytes()
+    let c = run(move |crew| {
+        let vfs = Vfs::new();
+        let setup = vfs.task(Cred::root());
+        mkdir(&setup, "/g");
+        let stable: BTreeSet<Vec<u8>> = (0..STABLE)
+            .map(|i| {
+                let n = format!("keep-{i}");
+                create_file(&setup, &format!("/g/{n}"));
+                n.into_bytes()
+            })
+            .collect();
+        // State: the churned names present.
+        let cp = Checkpoints::new(1, BTreeSet::<Vec<u8>>::new());
+        let done = AtomicBool::new(false);
+        let churner = vfs.task(Cred::root());
+        let lister = vfs.task(Cred::root());
+        thread::scope(|s| {
+            let (cp, done, stable) = (&cp, &done, &stable);
+            let w = s.spawn(move || {
+                let _g = crew.enlist();
+                let t = churner;
+                let mut rng = Rng::new(seed);
+                let mut live: Vec<u64> = Vec::new();
+                if !crew.start_line(2) {
+                    return;
+                }
+                for i in 0..CHURN {
+                    // Grow while small, otherwise create or unlink at random.
+                    if live.len() < 8 || (live.len() < 64 && rng.below(2) == 0) {
+                        create_file(&t, &format!("/g/tmp-{i}"));
+                        live.push(i);
+                    } else {
+                        let k = live.swap_remove(rng.below(live.len() as u64) as usize);
+                        t.unlinkat(AT_FDCWD, format!("/g/tmp-{k}"), AtFlags::empty())
+                            .unwrap_or_else(|e| panic!("seed {seed}: unlink tmp-{k}: {e:?}"));
+                    }
+                    if i.is_multiple_of(CHURN / CHECKPOINTS) {
+                        let names = live
+                            .iter()
+                            .map(|k| format!("tmp-{k}").into_bytes())
+                            .collect();
+                        if !cp.hold(crew, names) {
+                            return;
+                        }
+                    }
+                }
+                done.store(true, Ordering::SeqCst);
+            });
+            let l = s.spawn(move || {
+                let _g = crew.enlist();
+                let t = lister;
+                let mut c = Counts::default();
+                let mut seen_epoch = 0;
+                crew.start_line(2);
+                while !done.load(Ordering::SeqCst) && !crew.stopped() {
+                    c.round();
+                    let exact = cp.pending(&mut seen_epoch);
+                    // 80 bytes hold two or three records: many calls per listing.
+                    let names = list(&t, "/g", 80);
+                    let mut seen = HashSet::new();
+                    for n in &names {
+                        assert!(
+                            seen.insert(n.as_slice()),
+                            "seed {seed}: {} returned twice in one listing",
+                            String::from_utf8_lossy(n)
+                        );
+                        assert!(
+                            n == b"."
+                                || n == b".."
+                                || n.starts_with(b"keep-")
+                                || n.starts_with(b"tmp-"),
+                            "seed {seed}: unknown name {}",
+                            String::from_utf8_lossy(n)
+                        );
+                    }
+                    for k in stable {
+                        assert!(
+                            seen.contains(k.as_slice()),
+                            "seed {seed}: stable {} missing",
+                            String::from_utf8_lossy(k)
+                        );
+                    }
+                    if let Some(live) = exact {
+                        let mut want: BTreeSet<&[u8]> =
+                            stable.iter().chain(&live).map(|n| n.as_slice()).collect();
+                        want.insert(b".");
+                        want.insert(b"..");
+                        let got: BTreeSet<&[u8]> = seen.into_iter().collect();
+                        assert_eq!(got, want, "seed {seed}: listing at a checkpoint");
+                        c.exact += 1;
+                        cp.ack();
+                    }
+                }
+                c
+            });
+            join(w);
+            join(l)
         })
-        .collect();
-    let done = AtomicBool::new(false);
-    let start = Barrier::new(2);
-    let churner = vfs.task(Cred::root());
-    let lister = vfs.task(Cred::root());
-    let listings = thread::scope(|s| {
-        s.spawn(|| {
-            let t = churner;
-            let mut rng = Rng::new(seed);
-            let mut live: Vec<u64> = Vec::new();
-            start.wait();
-            for i in 0..CHURN {
-                // Grow while small, otherwise create or unlink at random.
-                if live.len() < 8 || (live.len() < 64 && rng.below(2) == 0) {
-                    create_file(&t, &format!("/g/tmp-{i}"));
-                    live.push(i);
-                } else {
-                    let k = live.swap_remove(rng.below(live.len() as u64) as usize);
-                    t.unlinkat(AT_FDCWD, format!("/g/tmp-{k}"), AtFlags::empty())
-                        .unwrap_or_else(|e| panic!("seed {seed}: unlink tmp-{k}: {e:?}"));
-                }
-            }
-            done.store(true, Ordering::SeqCst);
-        });
-        let l = s.spawn(|| {
-            let t = lister;
-            let mut listings = 0u64;
-            start.wait();
-            while !done.load(Ordering::SeqCst) || listings < MIN_READER_ROUNDS / 10 {
-                // 80 bytes hold two or three records: many calls per listing.
-                let names = list(&t, "/g", 80);
-                let mut seen = HashSet::new();
-                for n in &names {
-                    assert!(
-                        seen.insert(n.as_slice()),
-                        "seed {seed}: {} returned twice in one listing",
-                        String::from_utf8_lossy(n)
-                    );
-                    assert!(
-                        n == b"."
-                            || n == b".."
-                            || n.starts_with(b"keep-")
-                            || n.starts_with(b"tmp-"),
-                        "seed {seed}: unknown name {}",
-                        String::from_utf8_lossy(n)
-                    );
-                }
-                for k in &stable {
-                    assert!(
-                        seen.contains(k.as_slice()),
-                        "seed {seed}: stable {} missing",
-                        String::from_utf8_lossy(k)
-                    );
-                }
-                listings += 1;
-            }
-            listings
-        });
-        l.join().expect("lister")
     });
-    assert!(listings >= MIN_READER_ROUNDS / 10);
+    println!("getdents_during_churn: {c:?}");
+    assert_eq!(c.exact, CHECKPOINTS, "exact listings");
+    assert!(c.rounds >= c.exact);
 }
 
 /// Names of the lookup fast-path stress tree: `/s/L` and `/s/R` each hold
@@ -644,127 +871,264 @@ const R_AWAY: u64 = 4; // /s/R renamed to /s/T
 
 /// Readers stat deep paths while a writer renames the directories on them back and forth:
 /// top-level exchanges (`RENAME_EXCHANGE`), a top-level move away and back, and a move of an
-/// intermediate directory (`c2`) away and back. Every rename invalidates cached lookups the
-/// readers' lock-free walks rely on, forcing the locked fallback. POSIX: a stat returns
-/// `ENOENT` or one of the inodes the path can name; with no rename in flight, exactly the one
-/// it names.
+/// intermediate directory (`c2`) away and back. Every rename removes cached entries the
+/// readers' lock-free walks use, forcing the locked fallback. POSIX: a stat returns `ENOENT` or
+/// one of the inodes the path can name; at a checkpoint, exactly the one it names.
 #[test]
 #[cfg_attr(
     any(loom, feature = "shuttle"),
-    ignore = "skipped: uvfs built with loom/shuttle atomics, which work only inside a model"
+    ignore = "skipped: uvfs built with loom/shuttle primitives, which work only inside a model"
 )]
 fn lookup_fast_path_survives_renames_of_intermediate_directories() {
     const OPS: u64 = 30_000;
+    const CHECKPOINTS: u64 = 300;
     let seed = seed();
-    let vfs = Vfs::new();
-    let setup = vfs.task(Cred::root());
-    mkdir(&setup, "/s");
-    // inos[side] = (c3, f) for side 0 (made as L) and 1 (made as R).
-    let mut inos = [(0, 0); 2];
-    for (side, top) in ["/s/L", "/s/R"].into_iter().enumerate() {
-        let mut p = top.to_string();
-        mkdir(&setup, &p);
-        for c in ["c1", "c2", "c3", "c4", "c5"] {
-            p = format!("{p}/{c}");
-            let ino = mkdir(&setup, &p);
-            if c == "c3" {
-                inos[side].0 = ino;
-            }
-        }
-        inos[side].1 = create_file(&setup, &format!("{p}/f"));
-    }
-    // Warm the cache so that the readers start on the fast path.
-    for p in [DEEP_L, DEEP_R, MID_L, MID_R] {
-        ino_of(&setup, p).expect("warm");
-    }
-    /// What `path` names in `state`: the side under that top-level name, or ENOENT.
-    fn expected(state: u64, left: bool, deep: bool, inos: &[(u64, u64); 2]) -> Result<u64, Errno> {
-        if (left && state & L_HIDDEN != 0) || (!left && state & R_AWAY != 0) {
-            return Err(Errno::ENOENT);
-        }
-        let side = usize::from(left == (state & SWAPPED != 0));
-        Ok(if deep { inos[side].1 } else { inos[side].0 })
-    }
-    let pub_ = Published::new();
-    let start = Barrier::new(3);
-    thread::scope(|s| {
-        let writer = vfs.task(Cred::root());
-        s.spawn(|| {
-            let t = writer;
-            let mut rng = Rng::new(seed);
-            let mut state = 0u64;
-            let mut ops = 0u64;
-            let mut rename = |from: &str, to: &str, flags: RenameFlags, next: u64| {
-                pub_.begin(ops, state);
-                t.renameat2(AT_FDCWD, from, AT_FDCWD, to, flags)
-                    .unwrap_or_else(|e| {
-                        panic!("seed {seed}: rename {from} -> {to} in state {state}: {e:?}")
-                    });
-                state = next;
-                pub_.end(ops, state);
-                ops += 1;
-            };
-            start.wait();
-            for _ in 0..OPS / 2 {
-                match rng.below(3) {
-                    0 => {
-                        rename("/s/L", "/s/R", RenameFlags::EXCHANGE, SWAPPED);
-                        rename("/s/L", "/s/R", RenameFlags::EXCHANGE, 0);
-                    }
-                    1 => {
-                        rename("/s/L/c1/c2", "/s/L/c1/h2", RenameFlags::NOREPLACE, L_HIDDEN);
-                        rename("/s/L/c1/h2", "/s/L/c1/c2", RenameFlags::empty(), 0);
-                    }
-                    _ => {
-                        rename("/s/R", "/s/T", RenameFlags::empty(), R_AWAY);
-                        rename("/s/T", "/s/R", RenameFlags::NOREPLACE, 0);
-                    }
+    let counts = run(move |crew| {
+        let vfs = Vfs::new();
+        let setup = vfs.task(Cred::root());
+        mkdir(&setup, "/s");
+        // inos[side] = (c3, f) for side 0 (made as L) and 1 (made as R).
+        let mut inos = [(0, 0); 2];
+        for (side, top) in ["/s/L", "/s/R"].into_iter().enumerate() {
+            let mut p = top.to_string();
+            mkdir(&setup, &p);
+            for c in ["c1", "c2", "c3", "c4", "c5"] {
+                p = format!("{p}/{c}");
+                let ino = mkdir(&setup, &p);
+                if c == "c3" {
+                    inos[side].0 = ino;
                 }
             }
-            pub_.finish();
-        });
-        for (id, paths) in [[DEEP_L, MID_R], [MID_L, DEEP_R]].into_iter().enumerate() {
-            let reader = if id == 0 {
-                vfs.task(Cred::root())
-            } else {
-                setup.clone_thread()
-            };
-            let (pub_, start, inos) = (&pub_, &start, &inos);
-            s.spawn(move || {
-                let t = reader;
-                let mut rounds = 0u64;
-                start.wait();
-                while !pub_.is_done() || rounds < MIN_READER_ROUNDS {
-                    let before = pub_.load();
-                    let got: Vec<_> = paths.iter().map(|p| ino_of(&t, p)).collect();
-                    let after = pub_.load();
-                    for (p, g) in paths.iter().zip(&got) {
-                        let deep = p.ends_with("/f");
-                        let ok = match g {
-                            Err(e) => *e == Errno::ENOENT,
-                            Ok(i) => [0, 1].iter().any(|&s| *i == if deep { inos[s].1 } else { inos[s].0 }),
-                        };
-                        assert!(ok, "seed {seed}: stat {p} gave {g:?} (word {before:#x} -> {after:#x}), inodes {inos:?}");
-                        if let Some(state) = quiescent(before, after) {
-                            let want = expected(state, p.starts_with("/s/L"), deep, inos);
-                            assert_eq!(*g, want, "seed {seed}: stat {p} with no rename in flight, state {state}");
+            inos[side].1 = create_file(&setup, &format!("{p}/f"));
+        }
+        // Warm the cache so that the readers start on the fast path.
+        for p in [DEEP_L, DEEP_R, MID_L, MID_R] {
+            ino_of(&setup, p).expect("warm");
+        }
+        /// What `path` names in `state`: the side under that top-level name, or ENOENT.
+        fn expected(
+            state: u64,
+            left: bool,
+            deep: bool,
+            inos: &[(u64, u64); 2],
+        ) -> Result<u64, Errno> {
+            if (left && state & L_HIDDEN != 0) || (!left && state & R_AWAY != 0) {
+                return Err(Errno::ENOENT);
+            }
+            let side = usize::from(left == (state & SWAPPED != 0));
+            Ok(if deep { inos[side].1 } else { inos[side].0 })
+        }
+        let cp = Checkpoints::new(2, 0u64);
+        let done = AtomicBool::new(false);
+        let counts = thread::scope(|s| {
+            let writer = vfs.task(Cred::root());
+            let (cp, done, inos) = (&cp, &done, &inos);
+            let w = s.spawn(move || {
+                let _g = crew.enlist();
+                let t = writer;
+                let mut rng = Rng::new(seed);
+                let mut state = 0u64;
+                let mut ops = 0u64;
+                let mut rename = |from: &str, to: &str, flags: RenameFlags, next: u64| -> bool {
+                    t.renameat2(AT_FDCWD, from, AT_FDCWD, to, flags)
+                        .unwrap_or_else(|e| {
+                            panic!("seed {seed}: rename {from} -> {to} in state {state}: {e:?}")
+                        });
+                    state = next;
+                    ops += 1;
+                    if ops.is_multiple_of(OPS / CHECKPOINTS) {
+                        cp.hold(crew, state)
+                    } else {
+                        true
+                    }
+                };
+                if !crew.start_line(3) {
+                    return;
+                }
+                for _ in 0..OPS / 2 {
+                    let ok = match rng.below(3) {
+                        0 => {
+                            rename("/s/L", "/s/R", RenameFlags::EXCHANGE, SWAPPED)
+                                && rename("/s/L", "/s/R", RenameFlags::EXCHANGE, 0)
                         }
+                        1 => {
+                            rename("/s/L/c1/c2", "/s/L/c1/h2", RenameFlags::NOREPLACE, L_HIDDEN)
+                                && rename("/s/L/c1/h2", "/s/L/c1/c2", RenameFlags::empty(), 0)
+                        }
+                        _ => {
+                            rename("/s/R", "/s/T", RenameFlags::empty(), R_AWAY)
+                                && rename("/s/T", "/s/R", RenameFlags::NOREPLACE, 0)
+                        }
+                    };
+                    if !ok {
+                        return;
                     }
-                    rounds += 1;
                 }
+                done.store(true, Ordering::SeqCst);
             });
+            let readers: Vec<_> = [[DEEP_L, MID_R], [MID_L, DEEP_R]]
+                .into_iter()
+                .enumerate()
+                .map(|(id, paths)| {
+                    let t = if id == 0 {
+                        vfs.task(Cred::root())
+                    } else {
+                        setup.clone_thread()
+                    };
+                    s.spawn(move || {
+                        let _g = crew.enlist();
+                        let mut c = Counts::default();
+                        let mut seen = 0;
+                        crew.start_line(3);
+                        while !done.load(Ordering::SeqCst) && !crew.stopped() {
+                            c.round();
+                            let exact = cp.pending(&mut seen);
+                            let got: Vec<_> = paths.iter().map(|p| ino_of(&t, p)).collect();
+                            for (p, g) in paths.iter().zip(&got) {
+                                let deep = p.ends_with("/f");
+                                let ok = match g {
+                                    Err(e) => *e == Errno::ENOENT,
+                                    Ok(i) => [0, 1]
+                                        .iter()
+                                        .any(|&s| *i == if deep { inos[s].1 } else { inos[s].0 }),
+                                };
+                                assert!(ok, "seed {seed}: stat {p} gave {g:?}, inodes {inos:?}");
+                                if let Some(state) = exact {
+                                    let want = expected(state, p.starts_with("/s/L"), deep, inos);
+                                    assert_eq!(
+                                        *g, want,
+                                        "seed {seed}: stat {p} at a checkpoint, state {state}"
+                                    );
+                                }
+                            }
+                            if exact.is_some() {
+                                c.exact += 1;
+                                cp.ack();
+                            }
+                        }
+                        c
+                    })
+                })
+                .collect();
+            join(w);
+            readers.into_iter().map(join).collect::<Vec<_>>()
+        });
+        for (p, want) in [
+            (DEEP_L, inos[0].1),
+            (DEEP_R, inos[1].1),
+            (MID_L, inos[0].0),
+            (MID_R, inos[1].0),
+        ] {
+            assert_eq!(
+                ino_of(&setup, p),
+                Ok(want),
+                "seed {seed}: {p} after every rename was undone"
+            );
         }
+        counts
     });
-    for (p, want) in [
-        (DEEP_L, inos[0].1),
-        (DEEP_R, inos[1].1),
-        (MID_L, inos[0].0),
-        (MID_R, inos[1].0),
-    ] {
-        assert_eq!(
-            ino_of(&setup, p),
-            Ok(want),
-            "seed {seed}: {p} after every rename was undone"
-        );
+    println!("lookup_fast_path_survives_renames: {counts:?}");
+    for c in counts {
+        assert_eq!(c.exact, CHECKPOINTS, "exact checks of each reader");
+        assert!(c.rounds >= c.exact);
     }
+}
+
+/// The names of the locked-lookup stress test.
+const FROM: &str = "/l/a";
+const TO: &str = "/l/b";
+
+/// One task, round after round, creates `/l/a` (`O_CREAT|O_EXCL`), renames it to `/l/b` and
+/// unlinks `/l/b`, while two others stat both names. A rename or unlink leaves its old name
+/// uncached, so the lookers' stats of it go through the locked lookup (`lookup_slow`), which
+/// asks the filesystem and caches the answer. POSIX (rename(2), unlink(2), open(2)): once the
+/// call has returned, the old name is gone for everyone, so the writer's own stat of it says
+/// `ENOENT` and its next exclusive create succeeds. The lookers check that a stat gives the
+/// writer's file or `ENOENT`.
+///
+/// What this guards: `lookup_slow` holds the directory's inode lock shared from asking the
+/// filesystem to caching its answer. Without it, a lookup that asked before a rename or
+/// unlink can cache what it found after the change removed the name from the cache: a stale
+/// entry that outlives the change (stat finds a removed file; an exclusive create or a
+/// `RENAME_NOREPLACE` fails with `EEXIST`). Every writer round checks, so such an entry is
+/// reported in the round it appears.
+#[test]
+#[cfg_attr(
+    any(loom, feature = "shuttle"),
+    ignore = "skipped: uvfs built with loom/shuttle primitives, which work only inside a model"
+)]
+fn renamed_or_unlinked_names_stay_gone_for_racing_lookups() {
+    const ROUNDS: u64 = 20_000;
+    const LOOKERS: u64 = 2;
+    /// Checks per writer round: create, stat of the old name after the rename, rename's target
+    /// found, stat after the unlink.
+    const CHECKS_PER_ROUND: u64 = 4;
+    let seed = seed();
+    let (writer_checks, looker_rounds) = run(move |crew| {
+        let vfs = Vfs::new();
+        let setup = vfs.task(Cred::root());
+        mkdir(&setup, "/l");
+        let done = AtomicBool::new(false);
+        thread::scope(|s| {
+            let writer = vfs.task(Cred::root());
+            let done = &done;
+            let w = s.spawn(move || {
+                let _g = crew.enlist();
+                let t = writer;
+                let mut checks = 0u64;
+                if !crew.start_line(1 + LOOKERS) {
+                    return checks;
+                }
+                for i in 0..ROUNDS {
+                    if crew.stopped() {
+                        break;
+                    }
+                    let fd = t
+                        .openat(AT_FDCWD, FROM, OpenFlags::CREAT | OpenFlags::EXCL | OpenFlags::WRONLY, 0o644)
+                        .unwrap_or_else(|e| panic!("seed {seed}: round {i}: exclusive create of {FROM}, gone since the last round: {e:?}"));
+                    let ino = t.fstat(fd).expect("fstat").ino;
+                    t.close(fd).expect("close");
+                    t.renameat2(AT_FDCWD, FROM, AT_FDCWD, TO, RenameFlags::NOREPLACE)
+                        .unwrap_or_else(|e| panic!("seed {seed}: round {i}: rename {FROM} -> {TO} (gone since the last round): {e:?}"));
+                    assert_eq!(ino_of(&t, FROM), Err(Errno::ENOENT), "seed {seed}: round {i}: stat {FROM} after its rename returned");
+                    assert_eq!(ino_of(&t, TO), Ok(ino), "seed {seed}: round {i}: stat {TO} after the rename");
+                    t.unlinkat(AT_FDCWD, TO, AtFlags::empty())
+                        .unwrap_or_else(|e| panic!("seed {seed}: round {i}: unlink {TO}: {e:?}"));
+                    assert_eq!(ino_of(&t, TO), Err(Errno::ENOENT), "seed {seed}: round {i}: stat {TO} after its unlink returned");
+                    checks += CHECKS_PER_ROUND;
+                }
+                done.store(true, Ordering::SeqCst);
+                checks
+            });
+            let lookers: Vec<_> = (0..LOOKERS)
+                .map(|k| {
+                    let t = vfs.task(Cred::root());
+                    s.spawn(move || {
+                        let _g = crew.enlist();
+                        let mut c = Counts::default();
+                        crew.start_line(1 + LOOKERS);
+                        while !done.load(Ordering::SeqCst) && !crew.stopped() {
+                            c.round();
+                            let path = if (c.rounds + k) % 2 == 0 { FROM } else { TO };
+                            match t.stat(path) {
+                                Err(Errno::ENOENT) => {}
+                                Ok(st) => assert_eq!(
+                                    st.file_type(),
+                                    Some(FileType::Regular),
+                                    "seed {seed}: {path}: {st:?}"
+                                ),
+                                Err(e) => panic!("seed {seed}: stat {path}: {e:?}"),
+                            }
+                        }
+                        c.rounds
+                    })
+                })
+                .collect();
+            let checks = join(w);
+            (checks, lookers.into_iter().map(join).sum::<u64>())
+        })
+    });
+    println!("renamed_or_unlinked_names_stay_gone: writer checks {writer_checks}, looker rounds (each a racy check) {looker_rounds}");
+    assert_eq!(writer_checks, CHECKS_PER_ROUND * ROUNDS, "writer checks");
+    assert!(looker_rounds > 0, "the lookers ran");
 }

@@ -8,6 +8,10 @@
 //! if c.read_retry(s) { fall back }`. Writer protocol: `c.write_begin(); ...store fields...;
 //! c.write_end();`. The fences make a reader that observed any store of a write section also
 //! observe the odd (or a later) count in `read_retry`.
+//!
+//! Used by `Inode::attr_seq` (the attribute snapshot of `stat`). Checked, on that production
+//! code, by `vfs::dcache_check` (`stat_of_a_cached_path_is_one_snapshot`) under loom, which
+//! fails if either fence or the `Acquire`/`Release` of the count is weakened.
 
 use super::atomic::{fence, AtomicU32, Ordering};
 
@@ -31,12 +35,6 @@ impl SeqCount {
         } else {
             None
         }
-    }
-
-    /// The current count, odd or not (Acquire). Used to compare against a recorded value.
-    #[inline]
-    pub fn raw(&self) -> u32 {
-        self.0.load(Ordering::Acquire)
     }
 
     /// Ends a read section: true if a writer ran since `start` and what was read must be discarded.

@@ -2,41 +2,48 @@
 //! Linux: the dentry hash table and `__d_lookup_rcu()` in fs/dcache.c.
 //!
 //! # Fast path
-//! [`ChildTable::find`] runs under a `seize` guard (the walk's, taken once per path walk). It
-//! loads the bucket array and one chain, comparing each node's stored `hash_len` (hash and
-//! length in one word) before it compares name bytes, and returns the node. It takes no lock
-//! and performs no atomic read-modify-write. Nodes are immutable once published except their
-//! `next` link; a removed node is retired through `seize`, so a reader that reached it may keep
-//! reading it until its guard ends.
+//! [`ChildTable::find`] runs under an epoch guard (`sync::rcu`, the walk's, taken once per
+//! path walk). It loads the bucket array and one chain, comparing each node's stored
+//! `hash_len` (hash and length in one word) before it compares name bytes, and returns the
+//! node. It takes no lock and performs no atomic read-modify-write. A removed node or array is
+//! retired through the epoch collector, so a reader that reached it may keep reading it until
+//! its guard ends.
 //!
-//! What invalidates a hit: the child's rename or removal. Every such change happens inside a
-//! write section of the child's `Dentry::seq`, and the node records the sequence value the
-//! child had when the node was published (`expect_seq`). The walk compares the two
-//! (`Dentry::lookup_fast`); a mismatch is a miss, and the walk falls back to the locked
-//! lookup (`namei::lookup_slow`), which is authoritative.
+//! # Why a hit needs no validation
+//! A node says "`name` in this directory is `dentry`", and says it for as long as it is in the
+//! table: its contents are written before it is published (a `Release` store that the
+//! reader's loads pair with) and never after, and every change of the namespace changes the
+//! table by unpublishing the nodes it falsifies and publishing new ones (`Dentry::d_delete`,
+//! `d_instantiate`, `d_move`, `d_exchange`), under the writer lock. A reader that reaches a
+//! node read the pointer to it, directly or through a chain, at a moment when the node was in
+//! the table: a chain node keeps its `next` when unlinked, so a walk that started on the live
+//! chain only passes through nodes that were linked at some moment after it started. So the
+//! lookup takes effect at that moment; the caller reads nothing of the hit that can have
+//! changed since (a dentry's inode is immutable; its name and parent are not read by the lock-
+//! free walk). Linux needs `d_seq` for this step because it compares the name and reads the
+//! inode in the dentry itself, which rename and unlink change in place; here both are
+//! immutable. A miss falls back to the locked lookup (`namei::lookup_slow`), which is
+//! authoritative.
 //!
 //! Resizing copies every node into a new bucket array and retires the old array with its nodes
-//! as a whole. A reader still on the old array sees a frozen snapshot: it may miss a child added
-//! since (a miss falls back), and a hit on a child removed since fails the sequence check.
+//! as a whole. A reader still on the old array sees the table as it was when the array was
+//! replaced, a moment after the reader loaded it: it may miss a child added since (a miss falls
+//! back), or find one removed since, which it could equally have found a moment earlier.
+//!
+//! Checked by `vfs::dcache_check` under loom and shuttle (docs/locking.md lists the scenarios).
 #![allow(unsafe_code)] // Reason: lock-free chains reclaimed through seize need raw pointers.
 
 use std::ptr;
-use std::sync::atomic::{AtomicPtr, Ordering};
 use std::sync::{Arc, LazyLock};
 
-use parking_lot::{Mutex, MutexGuard};
-use seize::{reclaim, Collector, Guard, LocalGuard};
-
 use super::dentry::Dentry;
+use crate::sync::atomic::{AtomicPtr, Ordering};
+use crate::sync::cell::Frozen;
+use crate::sync::lock::{Mutex, MutexGuard};
+use crate::sync::rcu::{self, Collector, Guard};
 
-/// The epoch domain of every lock-free structure of the VFS (the RCU analogue).
-pub(crate) static COLLECTOR: LazyLock<Collector> = LazyLock::new(Collector::new);
-
-/// Enters a read-side critical section covering a whole path walk.
-#[inline]
-pub(crate) fn rcu_read() -> LocalGuard<'static> {
-    COLLECTOR.enter()
-}
+/// Enters a read-side critical section covering a whole path walk (the RCU analogue).
+pub(crate) use crate::sync::rcu::read as rcu_read;
 
 static SEED: LazyLock<u64> = LazyLock::new(|| {
     let t = std::time::SystemTime::now()
@@ -182,32 +189,52 @@ fn same_name(a: &[u8], b: &[u8]) -> bool {
     rest == 0 || load_partial(a, k, rest) == load_partial(b, k, rest)
 }
 
-/// A published child: immutable except `next`.
+/// A published child: immutable (`entry`) except `next`.
 pub(crate) struct Node {
-    hash_len: u64,
-    name: Box<[u8]>,
-    pub(crate) dentry: Arc<Dentry>,
-    /// The child's `seq` when this node was published; any later rename or removal of the
-    /// child changes `seq`, so a reader comparing the two knows the node is current.
-    pub(crate) expect_seq: u32,
+    entry: Frozen<Entry>,
     next: AtomicPtr<Node>,
 }
 
+/// What a node says: `name` (with its `hash_len`) in this directory is `dentry`.
+struct Entry {
+    hash_len: u64,
+    name: Box<[u8]>,
+    dentry: Arc<Dentry>,
+}
+
+impl Node {
+    fn new(entry: Entry, next: *mut Node) -> *mut Node {
+        Box::into_raw(Box::new(Node {
+            entry: Frozen::new(entry),
+            next: AtomicPtr::new(next),
+        }))
+    }
+
+    /// The child this node names.
+    #[inline(always)]
+    pub(crate) fn dentry(&self) -> &Arc<Dentry> {
+        &self.entry.get().dentry
+    }
+}
+
 struct Buckets {
-    mask: usize,
-    slots: Box<[AtomicPtr<Node>]>,
+    mask: Frozen<usize>,
+    slots: Frozen<Box<[AtomicPtr<Node>]>>,
 }
 
 impl Buckets {
     fn with_slots(n: usize) -> Box<Buckets> {
         Box::new(Buckets {
-            mask: n - 1,
-            slots: (0..n).map(|_| AtomicPtr::new(ptr::null_mut())).collect(),
+            mask: Frozen::new(n - 1),
+            slots: Frozen::new((0..n).map(|_| AtomicPtr::new(ptr::null_mut())).collect()),
         })
     }
     #[inline]
     fn slot(&self, hash_len: u64) -> &AtomicPtr<Node> {
-        &self.slots[(hash_len as usize) & self.mask]
+        &self.slots.get()[(hash_len as usize) & *self.mask.get()]
+    }
+    fn len(&self) -> usize {
+        self.slots.get().len()
     }
 }
 
@@ -220,7 +247,8 @@ pub(crate) struct WriterState {
 
 /// Most negative children one directory caches; past it, misses are not cached.
 pub(crate) const MAX_NEGATIVE_CHILDREN: usize = 1024;
-const MIN_SLOTS: usize = 8;
+/// Slots of a table's first bucket array.
+pub(crate) const MIN_SLOTS: usize = 8;
 
 /// The children of one directory dentry.
 pub(crate) struct ChildTable {
@@ -252,25 +280,25 @@ impl ChildTable {
         &self,
         hash_len: u64,
         name: &[u8],
-        guard: &'g LocalGuard<'_>,
+        guard: &'g Guard,
     ) -> Option<&'g Node> {
-        let b = guard.protect(&self.buckets, Ordering::Acquire);
+        let b = rcu::protect(guard, &self.buckets, Ordering::Acquire);
         if b.is_null() {
             return None;
         }
-        // SAFETY: a published bucket array is retired through COLLECTOR only after it was
-        // unpublished (also when the owning table is dropped), and `guard` (of COLLECTOR) is
-        // active, so it is not reclaimed before `'g` ends, whatever happens to `self`.
+        // SAFETY: a published bucket array is retired through the collector only after it
+        // was unpublished (also when the owning table is dropped), and `guard` is active, so it is not reclaimed before `'g` ends, whatever happens to `self`.
         let b: &'g Buckets = unsafe { &*b };
-        let mut p = guard.protect(b.slot(hash_len), Ordering::Acquire);
+        let mut p = rcu::protect(guard, b.slot(hash_len), Ordering::Acquire);
         while !p.is_null() {
-            // SAFETY: nodes reachable from a published chain are retired through COLLECTOR
+            // SAFETY: nodes reachable from a published chain are retired through the collector
             // only after being unlinked; `guard` keeps them alive.
             let n = unsafe { &*p };
-            if n.hash_len == hash_len && same_name(&n.name, name) {
+            let e = n.entry.get();
+            if e.hash_len == hash_len && same_name(&e.name, name) {
                 return Some(n);
             }
-            p = guard.protect(&n.next, Ordering::Acquire);
+            p = rcu::protect(guard, &n.next, Ordering::Acquire);
         }
         None
     }
@@ -299,8 +327,9 @@ impl TableWriter<'_> {
         while !p.is_null() {
             // SAFETY: as above.
             let n = unsafe { &*p };
-            if n.hash_len == hash_len && *n.name == *name {
-                return Some(&n.dentry);
+            let e = n.entry.get();
+            if e.hash_len == hash_len && *e.name == *name {
+                return Some(&e.dentry);
             }
             p = n.next.load(Ordering::Acquire);
         }
@@ -313,13 +342,7 @@ impl TableWriter<'_> {
     }
 
     /// Publishes `dentry` under `name`; the caller checked the name is absent.
-    pub(crate) fn insert(
-        &mut self,
-        hash_len: u64,
-        name: &[u8],
-        dentry: Arc<Dentry>,
-        expect_seq: u32,
-    ) {
+    pub(crate) fn insert(&mut self, hash_len: u64, name: &[u8], dentry: Arc<Dentry>) {
         if dentry.inode().is_none() {
             self.state.negatives += 1;
         }
@@ -331,38 +354,41 @@ impl TableWriter<'_> {
         } else {
             // SAFETY: writer lock held (see `find`).
             let cur = unsafe { &*b };
-            if self.state.len > cur.slots.len() * 2 {
+            if self.state.len > cur.len() * 2 {
                 b = self.grow(cur);
             }
         }
         // SAFETY: writer lock held.
         let slot = unsafe { &*b }.slot(hash_len);
-        let node = Box::into_raw(Box::new(Node {
-            hash_len,
-            name: name.into(),
-            dentry,
-            expect_seq,
-            next: AtomicPtr::new(slot.load(Ordering::Relaxed)),
-        }));
+        let node = Node::new(
+            Entry {
+                hash_len,
+                name: name.into(),
+                dentry,
+            },
+            slot.load(Ordering::Relaxed),
+        );
         slot.store(node, Ordering::Release);
     }
 
     /// Copies every node into an array four times larger, publishes it and retires the old one.
     fn grow(&self, old: &Buckets) -> *mut Buckets {
-        let new = Buckets::with_slots(old.slots.len() * 4);
-        for s in old.slots.iter() {
+        let new = Buckets::with_slots(old.len() * 4);
+        for s in old.slots.get().iter() {
             let mut p = s.load(Ordering::Acquire);
             while !p.is_null() {
                 // SAFETY: writer lock held.
                 let n = unsafe { &*p };
-                let slot = new.slot(n.hash_len);
-                let copy = Box::into_raw(Box::new(Node {
-                    hash_len: n.hash_len,
-                    name: n.name.clone(),
-                    dentry: n.dentry.clone(),
-                    expect_seq: n.expect_seq,
-                    next: AtomicPtr::new(slot.load(Ordering::Relaxed)),
-                }));
+                let e = n.entry.get();
+                let slot = new.slot(e.hash_len);
+                let copy = Node::new(
+                    Entry {
+                        hash_len: e.hash_len,
+                        name: e.name.clone(),
+                        dentry: e.dentry.clone(),
+                    },
+                    slot.load(Ordering::Relaxed),
+                );
                 slot.store(copy, Ordering::Relaxed);
                 p = n.next.load(Ordering::Acquire);
             }
@@ -372,7 +398,7 @@ impl TableWriter<'_> {
         // SAFETY: the old array is unpublished; readers that still hold it are protected by
         // their guards; `free_buckets` frees it and the nodes still chained in it, which no
         // other retirement owns (removals after this point act on the new array).
-        unsafe { COLLECTOR.retire(old_ptr, free_buckets) };
+        unsafe { rcu::retire(old_ptr, free_buckets) };
         new
     }
 
@@ -391,14 +417,15 @@ impl TableWriter<'_> {
             }
             // SAFETY: writer lock held.
             let n = unsafe { &*p };
-            if n.hash_len == hash_len && *n.name == *name && ptr::eq(&*n.dentry, dentry) {
+            let e = n.entry.get();
+            if e.hash_len == hash_len && *e.name == *name && ptr::eq(&*e.dentry, dentry) {
                 link.store(n.next.load(Ordering::Acquire), Ordering::Release);
                 self.state.len -= 1;
-                if n.dentry.inode().is_none() {
+                if e.dentry.inode().is_none() {
                     self.state.negatives -= 1;
                 }
                 // SAFETY: unlinked above; readers that reached it are protected by guards.
-                unsafe { COLLECTOR.retire(p, reclaim::boxed::<Node>) };
+                unsafe { rcu::retire(p, rcu::reclaim_boxed::<Node>) };
                 return true;
             }
             link = &n.next;
@@ -413,12 +440,12 @@ impl TableWriter<'_> {
             return out;
         }
         // SAFETY: writer lock held.
-        for s in unsafe { &*b }.slots.iter() {
+        for s in unsafe { &*b }.slots.get().iter() {
             let mut p = s.load(Ordering::Acquire);
             while !p.is_null() {
                 // SAFETY: writer lock held.
                 let n = unsafe { &*p };
-                out.push(n.dentry.clone());
+                out.push(n.dentry().clone());
                 p = n.next.load(Ordering::Acquire);
             }
         }
@@ -437,7 +464,7 @@ unsafe fn free_buckets(ptr: *mut Buckets, _c: &Collector) {
 }
 
 fn free_chains(b: &Buckets) {
-    for s in b.slots.iter() {
+    for s in b.slots.get().iter() {
         let mut p = s.swap(ptr::null_mut(), Ordering::Acquire);
         while !p.is_null() {
             // SAFETY: chains of an unreachable array are owned by that array alone.
@@ -449,13 +476,14 @@ fn free_chains(b: &Buckets) {
 
 impl Drop for ChildTable {
     fn drop(&mut self) {
-        let b = *self.buckets.get_mut();
+        // Relaxed: `&mut self` means every store to `buckets` happened before this drop.
+        let b = self.buckets.load(Ordering::Relaxed);
         if !b.is_null() {
             // SAFETY: the owning dentry is being dropped, so the array is unreachable for any
             // reader that enters from now on; a reader that reached one of its nodes earlier
             // (through a node of this table found under its guard) is protected by that guard,
             // so the array is retired rather than freed.
-            unsafe { COLLECTOR.retire(b, free_buckets) };
+            unsafe { rcu::retire(b, free_buckets) };
         }
     }
 }

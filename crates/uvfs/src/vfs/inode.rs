@@ -1,7 +1,6 @@
 //! The in-memory inode: identity, attributes and the filesystem's private operations.
 //! Linux: `struct inode` in include/linux/fs.h.
 
-use std::sync::atomic::{AtomicI64, AtomicU32, AtomicU64, Ordering};
 use std::sync::Arc;
 
 use parking_lot::{Mutex, RwLock};
@@ -10,6 +9,7 @@ use super::ops::InodeOps;
 use super::super_block::SuperBlock;
 use super::time::{coarse_now, fine_now};
 use crate::abi::{FileType, Timespec, S_IALLUGO};
+use crate::sync::atomic::{AtomicI64, AtomicU32, AtomicU64, Ordering};
 use crate::sync::SeqCount;
 
 /// Inode flag: `stat` read the ctime since the last change, so the next change takes a
@@ -244,7 +244,7 @@ impl Inode {
     fn snapshot<R>(&self, read: impl Fn() -> R) -> R {
         loop {
             let Some(s) = self.attr_seq.read_begin() else {
-                std::hint::spin_loop();
+                crate::sync::hint::spin_loop();
                 continue;
             };
             let r = read();

@@ -3,6 +3,8 @@
 pub mod atime;
 pub mod cred;
 pub(crate) mod dcache;
+#[cfg(all(test, any(loom, feature = "shuttle")))]
+mod dcache_check;
 pub mod dentry;
 pub mod fd_table;
 pub mod file;

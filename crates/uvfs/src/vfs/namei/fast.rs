@@ -11,10 +11,9 @@
 
 use std::sync::Arc;
 
-use seize::LocalGuard;
-
 use super::walk::FollowLast;
 use crate::abi::FileType;
+use crate::sync::rcu::Guard;
 use crate::vfs::cred::Cred;
 use crate::vfs::dcache::hash_component_checked;
 use crate::vfs::dentry::{Cached, Dentry};
@@ -28,7 +27,7 @@ pub(crate) fn step_cached<'g>(
     name: &[u8],
     hash_len: u64,
     follow: FollowLast,
-    guard: &'g LocalGuard<'static>,
+    guard: &'g Guard,
 ) -> Option<&'g Arc<Dentry>> {
     if name.first() == Some(&b'.') && (name.len() == 1 || name == b"..") {
         return None;
@@ -50,7 +49,7 @@ pub(crate) fn step_cached<'g>(
 /// Resolves `path` from `root` (absolute) or `start` (relative) through cached entries only.
 #[inline]
 pub(crate) fn walk_cached<'g>(
-    guard: &'g LocalGuard<'static>,
+    guard: &'g Guard,
     cred: &Cred,
     seed: u64,
     root: &'g Arc<Dentry>,

@@ -3,12 +3,11 @@
 use std::borrow::Cow;
 use std::sync::Arc;
 
-use seize::LocalGuard;
-
 use super::fast::{step_cached, walk_cached};
 use super::lookup::lookup_slow;
 use super::{Pos, Ref, WalkMode};
 use crate::abi::{Errno, FileType, ResolveFlags, Result, MAXSYMLINKS, NAME_MAX};
+use crate::sync::rcu::Guard;
 use crate::vfs::atime::touch_atime_at;
 use crate::vfs::cred::Cred;
 use crate::vfs::dcache::{hash_component_checked, hash_len, hash_seed};
@@ -62,7 +61,7 @@ pub(crate) enum FollowLast {
 
 /// The state of one path resolution (Linux: `struct nameidata`).
 pub(crate) struct Walker<'a> {
-    pub(crate) guard: &'a LocalGuard<'static>,
+    pub(crate) guard: &'a Guard,
     pub(crate) cred: &'a Cred,
     pub(crate) ns: &'a MountNamespace,
     /// Where `/` leads and `..` stops.
@@ -76,7 +75,7 @@ pub(crate) struct Walker<'a> {
 
 impl<'a> Walker<'a> {
     pub(crate) fn new(
-        guard: &'a LocalGuard<'static>,
+        guard: &'a Guard,
         cred: &'a Cred,
         ns: &'a MountNamespace,
         root: Pos<'a>,
