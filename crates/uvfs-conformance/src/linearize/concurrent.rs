@@ -3,9 +3,10 @@
 //!
 //! Each run: the coordinator publishes a job (a fresh `Vfs` with the initial tree, the lists,
 //! a schedule per thread); every worker makes its task, then waits at a spinning start line
-//! until all are there, spins a random number of iterations, and runs its operations (with a
-//! `yield_now` between them in some runs). The random start offsets and yields make the runs
-//! of one seed meet in different places.
+//! until all are there, busy-waits for its start delay, and runs its operations (with a
+//! `yield_now` between them in some runs), noting when it started and finished. The delays
+//! (see [`super::check`]) slide the threads' lists across each other so that the runs of one
+//! seed meet in different places.
 //!
 //! Failures never hang: a worker runs its list under `catch_unwind` and a panic is reported
 //! to the coordinator (and releases the others from the start line). A worker stuck inside
@@ -23,13 +24,27 @@ use uvfs::{Cred, Vfs};
 use super::exec::{run_op, RawResult};
 use super::plan::Plan;
 
+/// How long a thread at the start line spins before it starts yielding its CPU.
+const SPIN_BEFORE_YIELD: Duration = Duration::from_micros(50);
+
 /// How one thread runs its list in one run.
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct Schedule {
-    /// Spin-loop iterations after the start line, before the first operation.
-    pub(crate) start_spins: u32,
+    /// How long to busy-wait after the start line before the first operation.
+    pub(crate) start_delay: Duration,
     /// Whether to `yield_now` between operations.
     pub(crate) yields: bool,
+}
+
+/// What one thread did in one run.
+#[derive(Debug)]
+pub(crate) struct ThreadRun {
+    /// Each operation's result.
+    pub(crate) results: Vec<RawResult>,
+    /// When the first operation started.
+    pub(crate) started: Instant,
+    /// When the last operation returned.
+    pub(crate) finished: Instant,
 }
 
 struct Job {
@@ -42,7 +57,7 @@ struct Job {
 struct State {
     generation: u64,
     job: Option<Arc<Job>>,
-    results: Vec<Option<Vec<RawResult>>>,
+    results: Vec<Option<ThreadRun>>,
     finished: usize,
     panic: Option<String>,
     shutdown: bool,
@@ -117,13 +132,13 @@ impl Pool {
     }
 
     /// Runs `plan` (with as many threads as the pool) on `vfs`, which holds the initial tree;
-    /// returns each thread's results.
+    /// returns what each thread did.
     pub(crate) fn run(
         &mut self,
         vfs: Vfs,
         plan: &Arc<Plan>,
         schedules: Vec<Schedule>,
-    ) -> Result<Vec<Vec<RawResult>>, RunError> {
+    ) -> Result<Vec<ThreadRun>, RunError> {
         assert_eq!(
             plan.threads.len(),
             self.threads(),
@@ -139,7 +154,7 @@ impl Pool {
         sh.ready.store(0, Ordering::SeqCst);
         sh.abort.store(false, Ordering::SeqCst);
         let mut st = sh.lock();
-        st.results = vec![None; n];
+        st.results = (0..n).map(|_| None).collect();
         st.finished = 0;
         st.panic = None;
         st.job = Some(job);
@@ -224,12 +239,13 @@ fn worker(shared: &Shared, index: usize) {
 }
 
 /// Runs thread `index`'s list; `None` if another worker panicked before the start.
-fn run_list(shared: &Shared, job: &Job, index: usize) -> Option<Vec<RawResult>> {
+fn run_list(shared: &Shared, job: &Job, index: usize) -> Option<ThreadRun> {
     let task = job.vfs.task(Cred::root());
     let ops = &job.plan.threads[index];
     let sched = job.schedules[index];
     let n = job.plan.threads.len();
     shared.ready.fetch_add(1, Ordering::SeqCst);
+    let arrived = Instant::now();
     let mut spins = 0u32;
     while shared.ready.load(Ordering::SeqCst) < n {
         if shared.abort.load(Ordering::SeqCst) {
@@ -237,14 +253,19 @@ fn run_list(shared: &Shared, job: &Job, index: usize) -> Option<Vec<RawResult>> 
         }
         std::hint::spin_loop();
         spins = spins.wrapping_add(1);
-        // With fewer cores than threads the others need the CPU to reach the line.
-        if spins & 63 == 0 {
+        // Pure spinning releases the threads within a cache-line transfer of each other; but
+        // when the others have no CPU (fewer free cores than threads) they need this one's.
+        if spins & 255 == 0 && arrived.elapsed() > SPIN_BEFORE_YIELD {
             std::thread::yield_now();
         }
     }
-    for _ in 0..sched.start_spins {
-        std::hint::spin_loop();
+    if !sched.start_delay.is_zero() {
+        let until = Instant::now() + sched.start_delay;
+        while Instant::now() < until {
+            std::hint::spin_loop();
+        }
     }
+    let started = Instant::now();
     let mut results = Vec::with_capacity(ops.len());
     for (i, op) in ops.iter().enumerate() {
         if i > 0 && sched.yields {
@@ -252,5 +273,9 @@ fn run_list(shared: &Shared, job: &Job, index: usize) -> Option<Vec<RawResult>> 
         }
         results.push(run_op(&task, op));
     }
-    Some(results)
+    Some(ThreadRun {
+        results,
+        started,
+        finished: Instant::now(),
+    })
 }

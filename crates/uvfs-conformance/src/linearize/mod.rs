@@ -146,6 +146,9 @@ pub struct Summary {
     pub distinct_histories: u64,
     /// Runs whose history no order of whole threads gives (the threads really interleaved).
     pub interleaved_runs: u64,
+    /// Runs in which the threads' lists overlapped in time (the last thread started before
+    /// the first finished).
+    pub overlapping_runs: u64,
     /// Serial orders run by the oracle.
     pub serial_orders: u64,
     /// Serial orders the plans have (the sum of their multinomial coefficients).
@@ -158,12 +161,14 @@ impl std::fmt::Display for Summary {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(
             f,
-            "{} seeds ({} with 3 threads), {} concurrent runs ({} ops), {} distinct histories \
-             ({} runs interleaved), {} serial orders evaluated ({} distinct serial histories)",
+            "{} seeds ({} with 3 threads), {} concurrent runs ({} ops; {} runs overlapped in \
+             time), {} distinct histories ({} runs interleaved), {} serial orders evaluated ({} \
+             distinct serial histories)",
             self.seeds,
             self.three_thread_seeds,
             self.runs,
             self.concurrent_ops,
+            self.overlapping_runs,
             self.distinct_histories,
             self.interleaved_runs,
             self.serial_orders,
@@ -217,6 +222,7 @@ pub fn check(
         sum.planned_ops += s.planned_ops;
         sum.distinct_histories += s.distinct_histories;
         sum.interleaved_runs += s.interleaved_runs;
+        sum.overlapping_runs += s.overlapping_runs;
         sum.serial_orders += s.serial_orders;
         sum.expected_serial_orders += plan.interleavings();
         sum.serial_histories += s.serial_histories;
@@ -239,6 +245,8 @@ fn check_seed(
     };
     let mut rng = Rng::new(plan.seed, 2);
     let mut seen: HashSet<History> = HashSet::new();
+    // The shortest time each thread's list has taken so far (longer runs were interrupted).
+    let mut durations = vec![Duration::ZERO; plan.threads.len()];
     for run in 0..config.runs_per_seed {
         let violation = |report: String| {
             Box::new(Violation {
@@ -250,20 +258,8 @@ fn check_seed(
         };
         let vfs = Vfs::new();
         let initial = build(&vfs, plan);
-        let schedules = plan
-            .threads
-            .iter()
-            .map(|_| Schedule {
-                start_spins: if rng.chance(40) {
-                    0
-                } else {
-                    let bits = rng.below(12);
-                    rng.below(1 << bits) as u32
-                },
-                yields: rng.chance(25),
-            })
-            .collect();
-        let results = pool.run(vfs.clone(), plan, schedules).map_err(|e| {
+        let schedules = schedules(&mut rng, &durations);
+        let runs = pool.run(vfs.clone(), plan, schedules).map_err(|e| {
             let what = match e {
                 RunError::Panicked(m) => m,
                 RunError::Stuck(d) => format!(
@@ -278,6 +274,14 @@ fn check_seed(
                 config.replay_env(plan.seed)
             ))
         })?;
+        let overlapped =
+            runs.iter().map(|r| r.started).max() < runs.iter().map(|r| r.finished).min();
+        s.overlapping_runs += u64::from(overlapped);
+        for (d, r) in durations.iter_mut().zip(&runs) {
+            let took = r.finished - r.started;
+            *d = if d.is_zero() { took } else { (*d).min(took) };
+        }
+        let results: Vec<_> = runs.into_iter().map(|r| r.results).collect();
         s.runs += 1;
         s.planned_ops += plan.ops() as u64;
         s.concurrent_ops += results.iter().map(|r| r.len() as u64).sum::<u64>();
@@ -294,6 +298,40 @@ fn check_seed(
     }
     s.distinct_histories = seen.len() as u64;
     Ok(s)
+}
+
+/// The schedules of one run: in one run in four every thread starts at once; otherwise one
+/// thread, chosen at random, starts after a delay drawn uniformly from zero to one and a half
+/// times the time another thread's list takes, which slides its operations across the others'
+/// (the start line releases the threads within about a cache-line transfer of each other when
+/// they all have a CPU). One thread in seven yields between its operations.
+fn schedules(rng: &mut Rng, durations: &[Duration]) -> Vec<Schedule> {
+    let n = durations.len();
+    let delayed = if rng.chance(25) {
+        None
+    } else {
+        Some(rng.below(n as u64) as usize)
+    };
+    (0..n)
+        .map(|t| {
+            let start_delay = match delayed {
+                Some(d) if d == t => {
+                    let span = (0..n)
+                        .filter(|&o| o != t)
+                        .map(|o| durations[o])
+                        .max()
+                        .unwrap_or_default();
+                    let ns = span.as_nanos() as u64 * 3 / 2;
+                    Duration::from_nanos(rng.below(ns + 1))
+                }
+                _ => Duration::ZERO,
+            };
+            Schedule {
+                start_delay,
+                yields: rng.chance(15),
+            }
+        })
+        .collect()
 }
 
 fn report(
@@ -323,19 +361,34 @@ fn report(
         })
         .expect("at least one serial history");
     let (same, state_equal) = closest.0.agreement(observed);
-    let order: Vec<String> = {
-        let mut next = vec![0usize; plan.threads.len()];
-        closest
-            .1
-            .order
-            .iter()
-            .map(|&t| {
-                let t = usize::from(t);
-                next[t] += 1;
-                format!("t{t}.{}", next[t] - 1)
-            })
-            .collect()
-    };
+    // Step names: `t1.2` is thread 1's operation 2; a two-step operation's steps are `t1.2a`
+    // and `t1.2b`.
+    let mut steps: Vec<std::vec::IntoIter<String>> = plan
+        .threads
+        .iter()
+        .enumerate()
+        .map(|(t, ops)| {
+            let mut names = Vec::new();
+            for (i, op) in ops.iter().enumerate() {
+                match op.serial_steps() {
+                    1 => names.push(format!("t{t}.{i}")),
+                    k => names
+                        .extend((0..k).map(|j| format!("t{t}.{i}{}", (b'a' + j as u8) as char))),
+                }
+            }
+            names.into_iter()
+        })
+        .collect();
+    let order: Vec<String> = closest
+        .1
+        .order
+        .iter()
+        .map(|&t| {
+            steps[usize::from(t)]
+                .next()
+                .expect("the order has each thread's steps")
+        })
+        .collect();
     let _ = writeln!(
         out,
         "closest serial order: {} ({same} of {} results equal, final tree {}):",
