@@ -13,6 +13,7 @@
 pub mod backend;
 pub mod host;
 pub mod lex;
+pub mod linearize;
 pub mod names;
 pub mod normalise;
 pub mod op;

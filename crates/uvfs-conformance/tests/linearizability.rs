@@ -1,0 +1,103 @@
+//! Linearizability of rename (with `RENAME_NOREPLACE`, `RENAME_EXCHANGE`, `RENAME_WHITEOUT`),
+//! link, unlink, mkdir, rmdir, symlink and `open(O_CREAT[|O_EXCL])` under concurrency: short
+//! per-thread operation lists run at the same time on one uvfs `Vfs`, each run's results and
+//! final tree checked against every serial order of the lists (see
+//! `uvfs_conformance::linearize`). Oracle: serial uvfs, which the differential suite checks
+//! against the host kernel.
+//!
+//! The default budget is small enough for CI. Long runs: `UVFS_LIN_SEEDS=N` or
+//! `UVFS_LIN_TIME_SECS=S` (and `UVFS_LIN_FIRST_SEED`, `UVFS_LIN_RUNS` per seed), best with
+//! `--release`; one seed: `UVFS_LIN_SEED=N`. `UVFS_LIN_LIST=1` adds `getdents64` listings.
+
+use std::time::{Duration, Instant};
+
+use uvfs_conformance::linearize::plan::Reads;
+use uvfs_conformance::linearize::{check, Budget, Config};
+
+/// Seeds of the default run.
+const CI_SEEDS: u64 = 150;
+/// Concurrent runs per seed of the default run.
+const CI_RUNS_PER_SEED: u32 = 60;
+/// A seed whose plan the listing race breaks within a few hundred runs (see
+/// `directory_listings_are_linearizable`).
+const LISTING_SEED: u64 = 12216;
+
+fn run(default: Config) {
+    let config = Config::from_env(default);
+    let start = Instant::now();
+    let mut last_print = Instant::now();
+    let result = check(&config, |s| {
+        if last_print.elapsed() >= Duration::from_secs(10) {
+            eprintln!("linearizability: {s} after {:.0?}", start.elapsed());
+            last_print = Instant::now();
+        }
+    });
+    let summary = match result {
+        Ok(s) => s,
+        Err(v) => panic!(
+            "{}\n(after {} clean seeds and {} clean runs of this seed; {})",
+            v.report, v.summary.seeds, v.runs_before, v.summary
+        ),
+    };
+    println!(
+        "linearizability: {summary} in {:.1?} (first seed {})",
+        start.elapsed(),
+        config.first_seed
+    );
+    match config.budget {
+        Budget::Seeds(n) => assert_eq!(summary.seeds, n, "every seed asked for ran"),
+        Budget::Time(_) => assert!(summary.seeds >= 1, "a time budget runs at least one seed"),
+    }
+    assert_eq!(
+        summary.runs,
+        summary.seeds * u64::from(config.runs_per_seed),
+        "every seed ran every concurrent run"
+    );
+    assert_eq!(
+        summary.concurrent_ops, summary.planned_ops,
+        "every run ran every operation of its plan"
+    );
+    assert_eq!(
+        summary.serial_orders, summary.expected_serial_orders,
+        "the oracle ran every serial order of every plan"
+    );
+    assert!(
+        summary.distinct_histories >= summary.seeds,
+        "every seed produced at least one history"
+    );
+}
+
+#[test]
+fn namespace_operations_are_linearizable() {
+    run(Config {
+        first_seed: 0,
+        budget: Budget::Seeds(CI_SEEDS),
+        runs_per_seed: CI_RUNS_PER_SEED,
+        reads: Reads::LstatOnly,
+        stuck_after: Duration::from_secs(60),
+    });
+}
+
+/// The same with `getdents64` listings in the plans, after a seed that the listing race has
+/// been seen to break (thread 0 renames `/a/y` to `/a/x` with `RENAME_WHITEOUT` while thread 1
+/// lists `/a`, which shows `x` without the whiteout at `y`).
+#[test]
+#[ignore = "fails: uvfs's getdents64 does not take the directory's inode lock (Linux: \
+            iterate_dir() takes it shared), so a listing can see half of a rename, e.g. \
+            RENAME_WHITEOUT's move without its whiteout; un-ignore when fixed"]
+fn directory_listings_are_linearizable() {
+    run(Config {
+        first_seed: LISTING_SEED,
+        budget: Budget::Seeds(1),
+        runs_per_seed: 3000,
+        reads: Reads::LstatAndList,
+        stuck_after: Duration::from_secs(60),
+    });
+    run(Config {
+        first_seed: 0,
+        budget: Budget::Seeds(CI_SEEDS),
+        runs_per_seed: CI_RUNS_PER_SEED,
+        reads: Reads::LstatAndList,
+        stuck_after: Duration::from_secs(60),
+    });
+}
