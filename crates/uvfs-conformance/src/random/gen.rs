@@ -120,7 +120,7 @@ pub fn generate(seed: u64, shape: Shape) -> Case {
         guide: UvfsBackend::new(mount.as_deref()).ok(),
         guide_fds: Fds::default(),
     };
-    let timing = if shape.ticked_one_in > 0 && seed % shape.ticked_one_in == 0 {
+    let timing = if shape.ticked_one_in > 0 && seed.is_multiple_of(shape.ticked_one_in) {
         Timing::Ticked
     } else {
         Timing::Burst
