@@ -442,6 +442,11 @@ fn finish_open(
         return Err(Errno::ENXIO);
     }
     let ops = inode.ops().open(&inode, req.file_flags)?;
+    // Only files that can do direct I/O open with `O_DIRECT`: on tmpfs, regular files
+    // (Linux: `do_dentry_open()`, `FMODE_CAN_ODIRECT`, checked after the file's open).
+    if req.flags.contains(OpenFlags::DIRECT) && ft != FileType::Regular {
+        return Err(Errno::EINVAL);
+    }
     let file = FileDescription::new(path, inode.clone(), req.file_flags, ops, cred_id);
     if truncate && ft == FileType::Regular {
         let _g = inode.lock.write();
