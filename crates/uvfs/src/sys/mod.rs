@@ -144,6 +144,8 @@ impl Task {
             Pos::borrowed(&fs.root)
         };
         let mut w = Walker::new(&guard, &cred, &self.ns, root, resolve, self.walk_mode.get());
+        // An absolute path fetches the root before the walk starts (Linux: `path_init()`).
+        w.root_set |= absolute;
         f(&mut w, start)
     }
 }
