@@ -346,6 +346,8 @@ impl<'a> Walker<'a> {
     }
 
     /// `..`: never above the walk's root; up through mount roots (Linux: `follow_dotdot()`).
+    /// Where it stays put (at the root), it still goes down through mounts stacked there, as
+    /// every step does (Linux: `step_into()` after `follow_dotdot()`).
     fn follow_dotdot(&mut self, mut pos: Pos<'a>) -> Result<Pos<'a>> {
         self.root_set = true;
         loop {
@@ -353,7 +355,7 @@ impl<'a> Walker<'a> {
                 if self.resolve.contains(ResolveFlags::BENEATH) {
                     return Err(Errno::EXDEV);
                 }
-                return Ok(pos);
+                return self.cross_mounts(pos);
             }
             if !Arc::ptr_eq(pos.dentry.arc(), pos.mnt.root()) {
                 break;
@@ -368,12 +370,12 @@ impl<'a> Walker<'a> {
                         dentry: Ref::O(pd),
                     };
                 }
-                None => return Ok(pos),
+                None => return self.cross_mounts(pos),
             }
         }
         let parent = match pos.dentry.parent() {
             Some(p) => p,
-            None => return Ok(pos),
+            None => return self.cross_mounts(pos),
         };
         self.cross_mounts(Pos {
             mnt: pos.mnt,
