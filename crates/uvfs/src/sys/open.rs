@@ -441,6 +441,11 @@ fn finish_open(
     if ft == FileType::Socket {
         return Err(Errno::ENXIO);
     }
+    // A FIFO opened for neither reading nor writing (`O_ACCMODE`) is refused by its open
+    // (Linux: `fifo_open()`), before uvfs's missing FIFO support would say ENXIO.
+    if ft == FileType::Fifo && req.flags.access() == AccessMode::Neither {
+        return Err(Errno::EINVAL);
+    }
     let ops = inode.ops().open(&inode, req.file_flags)?;
     // Only files that can do direct I/O open with `O_DIRECT`: on tmpfs, regular files
     // (Linux: `do_dentry_open()`, `FMODE_CAN_ODIRECT`, checked after the file's open).
