@@ -584,9 +584,15 @@ impl Args<'_> {
     }
 
     fn xattr_target(&mut self, word: &str) -> Result<XattrTarget, String> {
-        Ok(match word.as_bytes()[0] {
-            b'l' => XattrTarget::Link(self.path()?),
-            b'f' => XattrTarget::File(self.fd()?),
+        // The prefix is what precedes the call's own name: `listxattr` starts with an `l` but
+        // is the following call, `llistxattr` the non-following one.
+        let base = ["setxattr", "getxattr", "listxattr", "removexattr"]
+            .into_iter()
+            .find(|b| word.ends_with(b))
+            .unwrap_or(word);
+        Ok(match &word[..word.len() - base.len()] {
+            "l" => XattrTarget::Link(self.path()?),
+            "f" => XattrTarget::File(self.fd()?),
             _ => XattrTarget::Path(self.path()?),
         })
     }
@@ -632,6 +638,32 @@ mod tests {
     fn op(line: &str) -> Result<Op, String> {
         let t = tokenize(line).expect("tokens");
         Op::parse(&t[0].text(), &t[1..]).map(|(op, _)| op)
+    }
+
+    #[test]
+    fn xattr_calls_name_their_target_by_prefix() {
+        for base in [
+            "setxattr /a user.x \"v\"",
+            "getxattr /a user.x",
+            "listxattr /a",
+            "removexattr /a user.x",
+        ] {
+            let target = |line: &str| match op(line).expect(line) {
+                Op::Setxattr { target, .. }
+                | Op::Getxattr { target, .. }
+                | Op::Listxattr { target, .. }
+                | Op::Removexattr { target, .. } => target,
+                other => panic!("{line}: {other:?}"),
+            };
+            assert_eq!(target(base), XattrTarget::Path(b"/a".to_vec()), "{base}");
+            assert_eq!(
+                target(&format!("l{base}")),
+                XattrTarget::Link(b"/a".to_vec()),
+                "l{base}"
+            );
+            let f = format!("f{}", base.replacen("/a", "$f", 1));
+            assert_eq!(target(&f), XattrTarget::File(Fd::Var("f".into())), "{f}");
+        }
     }
 
     #[test]

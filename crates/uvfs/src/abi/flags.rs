@@ -163,6 +163,8 @@ bitflags! {
         #[doc(alias = "FALLOC_FL_INSERT_RANGE")] const INSERT_RANGE = 0x20;
         /// `FALLOC_FL_UNSHARE_RANGE`.
         #[doc(alias = "FALLOC_FL_UNSHARE_RANGE")] const UNSHARE_RANGE = 0x40;
+        /// `FALLOC_FL_WRITE_ZEROES` (Linux 6.17).
+        #[doc(alias = "FALLOC_FL_WRITE_ZEROES")] const WRITE_ZEROES = 0x80;
     }
 }
 

@@ -1,6 +1,6 @@
 //! `dup`, `dup2`, `dup3`, `fcntl`. Linux: fs/file.c (`ksys_dup3()`), fs/fcntl.c.
 
-use crate::abi::{Errno, FcntlCmd, FdFlags, OpenFlags, Result};
+use crate::abi::{Errno, FcntlCmd, FdFlags, FileType, OpenFlags, Result};
 use crate::vfs::permission::owner_or_capable;
 use crate::vfs::Task;
 
@@ -85,6 +85,13 @@ impl Task {
                     && !owner_or_capable(&self.cred.borrow(), file.inode())
                 {
                     return Err(Errno::EPERM);
+                }
+                // Only files that can do direct I/O take `O_DIRECT`: on tmpfs regular files, and
+                // pipes (packet mode) (Linux: `setfl()`, `FMODE_CAN_ODIRECT`).
+                if f.contains(OpenFlags::DIRECT)
+                    && !matches!(file.inode().file_type(), FileType::Regular | FileType::Fifo)
+                {
+                    return Err(Errno::EINVAL);
                 }
                 file.set_status_flags(f);
                 Ok(0)

@@ -115,11 +115,17 @@ impl Task {
         f: impl for<'w> FnOnce(&mut Walker<'w>, Pos<'w>) -> Result<R>,
     ) -> Result<R> {
         check_path(path, empty)?;
+        let absolute = path.first() == Some(&b'/');
+        // Linux refuses an absolute path under `RESOLVE_BENEATH` when it jumps to the root,
+        // before it looks at `dirfd`; `RESOLVE_IN_ROOT` resolves it from `dirfd` instead
+        // (Linux: `path_init()` and `nd_jump_root()` in fs/namei.c).
+        if absolute && resolve.contains(ResolveFlags::BENEATH) {
+            return Err(Errno::EXDEV);
+        }
         let guard = rcu_read();
         let cred = self.cred.borrow();
         let fs = self.fs.borrow();
         let scoped = resolve.intersects(ResolveFlags::BENEATH | ResolveFlags::IN_ROOT);
-        let absolute = path.first() == Some(&b'/');
         let file;
         let start = if absolute && !scoped {
             Pos::borrowed(&fs.root)
@@ -138,6 +144,8 @@ impl Task {
             Pos::borrowed(&fs.root)
         };
         let mut w = Walker::new(&guard, &cred, &self.ns, root, resolve, self.walk_mode.get());
+        // An absolute path fetches the root before the walk starts (Linux: `path_init()`).
+        w.root_set |= absolute;
         f(&mut w, start)
     }
 }

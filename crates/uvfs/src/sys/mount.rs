@@ -66,6 +66,12 @@ const ATIME_FLAGS: MntFlags = MntFlags::RELATIME
     .union(MntFlags::NOATIME)
     .union(MntFlags::NODIRATIME);
 
+/// The source of a bind or a move: a missing or empty name is `EINVAL` before any lookup
+/// (Linux: `do_loopback()`, `do_move_mount_old()`).
+fn source_name(source: Option<&[u8]>) -> Result<&[u8]> {
+    source.filter(|s| !s.is_empty()).ok_or(Errno::EINVAL)
+}
+
 impl Task {
     fn mount_point(&self, path: &[u8], follow: FollowLast) -> Result<VfsPath> {
         self.with_path(
@@ -79,13 +85,14 @@ impl Task {
 
     /// `mount(2)`: a new tmpfs (`size=`, `nr_inodes=`, `mode=`, `uid=`, `gid=`), a bind mount
     /// (`MS_BIND`, recursive with `MS_REC`), a remount (`MS_REMOUNT`, of the mount only with
-    /// `MS_BIND`), or a move (`MS_MOVE`). Propagation flags are accepted and have no effect:
-    /// every mount is private (docs/divergences.md).
+    /// `MS_BIND`), or a move (`MS_MOVE`). Propagation changes are checked as Linux checks them
+    /// and have no effect: every mount is private (docs/divergences.md).
     ///
     /// # Errors
     /// `EPERM` without `CAP_SYS_ADMIN`; path errors; `ENODEV` (unknown type); `ENOTDIR`
-    /// (tmpfs over a non-directory); `EINVAL` (bad options, remount or move of a non-mount,
-    /// move into itself).
+    /// (tmpfs over a non-directory); `EINVAL` (bad options, remount, move or propagation
+    /// change of a non-mount, more than one propagation type, move between a directory and a
+    /// non-directory); `ELOOP` (move into itself).
     pub fn mount(
         &self,
         source: Option<&[u8]>,
@@ -139,7 +146,7 @@ impl Task {
             return Ok(());
         }
         if flags.contains(MountFlags::BIND) {
-            let src = source.ok_or(Errno::EFAULT)?;
+            let src = source_name(source)?;
             let src = self.mount_point(src, FollowLast::Yes)?;
             if src.dentry.inode().is_some_and(|i| i.is_dir())
                 != target.dentry.inode().is_some_and(|i| i.is_dir())
@@ -157,9 +164,30 @@ impl Task {
             self.ns.attach(&m, &target);
             return Ok(());
         }
+        // A propagation change comes before a move (Linux: `path_mount()`); its target must be
+        // a mount's root and it takes one propagation type, with only `MS_REC`/`MS_SILENT`
+        // beside it (Linux: `do_change_type()`, `flags_to_propagation_type()`).
+        if flags.intersects(prop) {
+            if !Arc::ptr_eq(&target.dentry, target.mnt.root()) {
+                return Err(Errno::EINVAL);
+            }
+            let kind = flags - MountFlags::REC - MountFlags::SILENT;
+            if !kind.bits().is_power_of_two() {
+                return Err(Errno::EINVAL);
+            }
+            return Ok(());
+        }
         if flags.contains(MountFlags::MOVE) {
-            let src = self.mount_point(source.ok_or(Errno::EFAULT)?, FollowLast::Yes)?;
-            if !Arc::ptr_eq(&src.dentry, src.mnt.root()) || src.mnt.parent().is_none() {
+            let src = self.mount_point(source_name(source)?, FollowLast::Yes)?;
+            // The namespace's root mount counts as attached (on Linux it sits on the hidden
+            // rootfs), so moving it fails below with ELOOP (Linux: `do_move_mount()`).
+            let attached = src.mnt.parent().is_some() || Arc::ptr_eq(&src.mnt, self.ns.root());
+            if !Arc::ptr_eq(&src.dentry, src.mnt.root()) || !attached {
+                return Err(Errno::EINVAL);
+            }
+            if src.dentry.inode().is_some_and(|i| i.is_dir())
+                != target.dentry.inode().is_some_and(|i| i.is_dir())
+            {
                 return Err(Errno::EINVAL);
             }
             if self.is_under(&target, &src.mnt) {
@@ -169,9 +197,6 @@ impl Task {
             drop(src);
             self.ns.detach(&m, BusyCheck::Lazy, 0)?;
             self.ns.attach(&m, &target);
-            return Ok(());
-        }
-        if flags.intersects(prop) {
             return Ok(());
         }
         let kind = FsKind::from_name(fstype.ok_or(Errno::EINVAL)?)?;

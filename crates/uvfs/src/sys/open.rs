@@ -57,6 +57,9 @@ struct OpenReq {
     mode: u32,
     acc: Access,
     resolve: ResolveFlags,
+    /// The flags the file keeps (`F_GETFL`): without the `O_NOFOLLOW` that `O_CREAT|O_EXCL`
+    /// implies for the walk only (Linux: `build_open_flags()` sets `open_flag` first).
+    file_flags: OpenFlags,
 }
 
 /// What `openat` makes of its arguments before checking them (Linux: `build_open_how()`):
@@ -100,6 +103,7 @@ fn build_open_flags(mut flags: OpenFlags, mode: u32, resolve: ResolveFlags) -> R
             mode: 0,
             acc: Access::empty(),
             resolve,
+            file_flags: flags,
         });
     }
     let mut acc = match flags.access() {
@@ -113,16 +117,18 @@ fn build_open_flags(mut flags: OpenFlags, mode: u32, resolve: ResolveFlags) -> R
     if flags.contains(OpenFlags::SYNC) {
         flags |= OpenFlags::DSYNC;
     }
+    // 64-bit Linux forces O_LARGEFILE (`force_o_largefile()`).
+    flags |= OpenFlags::LARGEFILE;
+    let file_flags = flags;
     if flags.contains(OpenFlags::CREAT) && flags.contains(OpenFlags::EXCL) {
         flags |= OpenFlags::NOFOLLOW;
     }
-    // 64-bit Linux forces O_LARGEFILE (`force_o_largefile()`).
-    flags |= OpenFlags::LARGEFILE;
     Ok(OpenReq {
         flags,
         mode,
         acc,
         resolve,
+        file_flags,
     })
 }
 
@@ -381,7 +387,7 @@ fn finish_open(
         return Ok(FileDescription::new(
             path,
             inode,
-            req.flags,
+            req.file_flags,
             Box::new(PathOnly),
             cred_id,
         ));
@@ -435,8 +441,18 @@ fn finish_open(
     if ft == FileType::Socket {
         return Err(Errno::ENXIO);
     }
-    let ops = inode.ops().open(&inode, req.flags)?;
-    let file = FileDescription::new(path, inode.clone(), req.flags, ops, cred_id);
+    // A FIFO opened for neither reading nor writing (`O_ACCMODE`) is refused by its open
+    // (Linux: `fifo_open()`), before uvfs's missing FIFO support would say ENXIO.
+    if ft == FileType::Fifo && req.flags.access() == AccessMode::Neither {
+        return Err(Errno::EINVAL);
+    }
+    let ops = inode.ops().open(&inode, req.file_flags)?;
+    // Only files that can do direct I/O open with `O_DIRECT`: on tmpfs, regular files
+    // (Linux: `do_dentry_open()`, `FMODE_CAN_ODIRECT`, checked after the file's open).
+    if req.flags.contains(OpenFlags::DIRECT) && ft != FileType::Regular {
+        return Err(Errno::EINVAL);
+    }
+    let file = FileDescription::new(path, inode.clone(), req.file_flags, ops, cred_id);
     if truncate && ft == FileType::Regular {
         let _g = inode.lock.write();
         let mut attr = SetAttr {

@@ -372,20 +372,31 @@ impl Task {
         if offset < 0 || len <= 0 {
             return Err(Errno::EINVAL);
         }
-        if !FallocFlags::all().contains(mode) {
+        // Exactly one mode, `KEEP_SIZE` only where it means something; all before the fd's
+        // access mode (Linux: `vfs_fallocate()`).
+        let modes = FallocFlags::all() - FallocFlags::KEEP_SIZE - FallocFlags::NO_HIDE_STALE;
+        if !(modes | FallocFlags::KEEP_SIZE).contains(mode) {
             return Err(Errno::EOPNOTSUPP);
         }
-        if mode.contains(FallocFlags::PUNCH_HOLE) && mode.contains(FallocFlags::ZERO_RANGE) {
-            return Err(Errno::EOPNOTSUPP);
-        }
-        if mode.contains(FallocFlags::PUNCH_HOLE) && !mode.contains(FallocFlags::KEEP_SIZE) {
-            return Err(Errno::EOPNOTSUPP);
-        }
-        if mode.intersects(FallocFlags::COLLAPSE_RANGE | FallocFlags::INSERT_RANGE)
-            && mode != FallocFlags::COLLAPSE_RANGE
-            && mode != FallocFlags::INSERT_RANGE
+        let keep = mode.contains(FallocFlags::KEEP_SIZE);
+        let one = mode & modes;
+        let ok = if one.is_empty()
+            || one == FallocFlags::UNSHARE_RANGE
+            || one == FallocFlags::ZERO_RANGE
         {
-            return Err(Errno::EINVAL);
+            true
+        } else if one == FallocFlags::PUNCH_HOLE {
+            keep
+        } else if one == FallocFlags::COLLAPSE_RANGE
+            || one == FallocFlags::INSERT_RANGE
+            || one == FallocFlags::WRITE_ZEROES
+        {
+            !keep
+        } else {
+            false
+        };
+        if !ok {
+            return Err(Errno::EOPNOTSUPP);
         }
         if !file.fmode().write {
             return Err(Errno::EBADF);

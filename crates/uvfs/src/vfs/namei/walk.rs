@@ -71,6 +71,9 @@ pub(crate) struct Walker<'a> {
     /// Symbolic links followed so far.
     links: u32,
     seed: u64,
+    /// Whether the walk has fetched its root yet (Linux: `nameidata::root` set): at the start
+    /// for a scoped or absolute path, else at the first `..` or absolute link.
+    pub(crate) root_set: bool,
 }
 
 impl<'a> Walker<'a> {
@@ -91,6 +94,7 @@ impl<'a> Walker<'a> {
             mode,
             links: 0,
             seed: hash_seed(),
+            root_set: resolve.intersects(ResolveFlags::BENEATH | ResolveFlags::IN_ROOT),
         }
     }
 
@@ -341,13 +345,16 @@ impl<'a> Walker<'a> {
     }
 
     /// `..`: never above the walk's root; up through mount roots (Linux: `follow_dotdot()`).
+    /// Where it stays put (at the root), it still goes down through mounts stacked there, as
+    /// every step does (Linux: `step_into()` after `follow_dotdot()`).
     fn follow_dotdot(&mut self, mut pos: Pos<'a>) -> Result<Pos<'a>> {
+        self.root_set = true;
         loop {
             if pos.same(&self.root) {
                 if self.resolve.contains(ResolveFlags::BENEATH) {
                     return Err(Errno::EXDEV);
                 }
-                return Ok(pos);
+                return self.cross_mounts(pos);
             }
             if !Arc::ptr_eq(pos.dentry.arc(), pos.mnt.root()) {
                 break;
@@ -362,12 +369,12 @@ impl<'a> Walker<'a> {
                         dentry: Ref::O(pd),
                     };
                 }
-                None => return Ok(pos),
+                None => return self.cross_mounts(pos),
             }
         }
         let parent = match pos.dentry.parent() {
             Some(p) => p,
-            None => return Ok(pos),
+            None => return self.cross_mounts(pos),
         };
         self.cross_mounts(Pos {
             mnt: pos.mnt,
@@ -376,15 +383,18 @@ impl<'a> Walker<'a> {
     }
 
     /// Jumps to the walk's root for an absolute path or link (Linux: `nd_jump_root()`).
-    fn jump_root(&self, from: &Pos<'a>) -> Result<Pos<'a>> {
+    /// With `RESOLVE_NO_XDEV`, a walk that has not fetched its root yet compares against no
+    /// root at all, so an absolute link there is `EXDEV` even on the root's own mount.
+    fn jump_root(&mut self, from: &Pos<'a>) -> Result<Pos<'a>> {
         if self.resolve.contains(ResolveFlags::BENEATH) {
             return Err(Errno::EXDEV);
         }
         if self.resolve.contains(ResolveFlags::NO_XDEV)
-            && !Arc::ptr_eq(from.mnt.arc(), self.root.mnt.arc())
+            && (!self.root_set || !Arc::ptr_eq(from.mnt.arc(), self.root.mnt.arc()))
         {
             return Err(Errno::EXDEV);
         }
+        self.root_set = true;
         Ok(self.root.clone())
     }
 
@@ -427,7 +437,7 @@ impl<'a> Walker<'a> {
 
     /// Where an absolute link target starts, for callers that resolve a last-component link
     /// themselves (`open(O_CREAT)`).
-    pub(crate) fn link_start(&self, parent: Pos<'a>, body: &[u8]) -> Result<Pos<'a>> {
+    pub(crate) fn link_start(&mut self, parent: Pos<'a>, body: &[u8]) -> Result<Pos<'a>> {
         if body.first() == Some(&b'/') {
             self.jump_root(&parent)
         } else {
