@@ -178,8 +178,10 @@ pub(super) fn rename(
     let nd = new_node.dir()?;
     let same_dir = std::ptr::eq(old_dir, new_dir);
     let src = od.get(old_name).ok_or(Errno::ENOENT)?;
-    let now = old_dir.current_time();
+    // Linux: `simple_rename_timestamp()` in fs/libfs.c stamps the old directory, the new one,
+    // the moved inode and the replaced one, each with its own `inode_set_ctime_current()`.
     let stamp_dirs = |old_delta: i32, new_delta: i32, old_size: i64, new_size: i64| {
+        let now = old_dir.current_time();
         old_dir.write_attrs(|w| {
             w.add_nlink(old_delta);
             w.set_size(old_dir.size().saturating_add_signed(old_size));
@@ -187,6 +189,7 @@ pub(super) fn rename(
             w.set_ctime(now);
         });
         if !same_dir {
+            let now = new_dir.current_time();
             new_dir.write_attrs(|w| {
                 w.add_nlink(new_delta);
                 w.set_size(new_dir.size().saturating_add_signed(new_size));
@@ -219,6 +222,7 @@ pub(super) fn rename(
         return Ok(());
     }
     let (mut o, mut n, mut nsize) = (0, 0, bogo);
+    let mut replaced = None;
     if let Some(tgt) = nd.get(new_name) {
         if Arc::ptr_eq(&tgt, &src) {
             return Ok(());
@@ -232,6 +236,9 @@ pub(super) fn rename(
         }
         nd.remove(new_name);
         nsize -= bogo;
+        // The replaced inode is unlinked first: stamped, and the new directory takes its
+        // stamp (Linux: `shmem_rename2()` calls `shmem_unlink()`).
+        let now = tgt.current_time();
         if tgt.is_dir() {
             n -= 1;
             tgt.write_attrs(|w| {
@@ -247,9 +254,15 @@ pub(super) fn rename(
                 w.set_ctime(now);
             });
         }
+        new_dir.write_attrs(|w| {
+            w.set_mtime(now);
+            w.set_ctime(now);
+        });
+        new_dir.clear_ctime_queried();
         if let Some(tn) = Node::of(&tgt) {
             tn.maybe_release(&tgt);
         }
+        replaced = Some(tgt);
     }
     od.remove(old_name);
     nd.add(new_name, src.clone());
@@ -263,5 +276,8 @@ pub(super) fn rename(
         stamp_dirs(o, n, -bogo, nsize);
     }
     src.touch_ctime(Stamp::Ctime);
+    if let Some(tgt) = replaced {
+        tgt.touch_ctime(Stamp::Ctime);
+    }
     Ok(())
 }
