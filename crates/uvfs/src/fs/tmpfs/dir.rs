@@ -27,6 +27,21 @@ struct Entries {
     by_name: HashMap<Box<[u8]>, (u64, Arc<Inode>)>,
     by_off: BTreeMap<u64, Entry>,
     next_off: u64,
+    /// An offset taken for a name that is added later: a rename's whiteout, which Linux creates
+    /// before it moves the source (`shmem_whiteout()` in `shmem_rename2()`).
+    reserved: Option<(Box<[u8]>, u64)>,
+}
+
+impl Entries {
+    fn take_off(&mut self) -> u64 {
+        let off = if self.next_off == 0 {
+            NEWEST_START
+        } else {
+            self.next_off
+        };
+        self.next_off = off - 1;
+        off
+    }
 }
 
 /// The entries of a tmpfs directory.
@@ -49,14 +64,17 @@ impl DirData {
         self.inner.read().by_name.get(name).map(|(_, i)| i.clone())
     }
 
+    /// Adds an entry at a new offset, or at the one reserved for its name.
     pub(crate) fn add(&self, name: &[u8], inode: Arc<Inode>) {
         let mut e = self.inner.write();
-        let off = if e.next_off == 0 {
-            NEWEST_START
-        } else {
-            e.next_off
+        // A reservation waits for its name (the whiteout, added under the same inode lock).
+        let off = match e.reserved.take() {
+            Some((n, off)) if *n == *name => off,
+            r => {
+                e.reserved = r;
+                e.take_off()
+            }
         };
-        e.next_off = off - 1;
         e.by_off.insert(
             off,
             Entry {
@@ -73,6 +91,13 @@ impl DirData {
         let (off, inode) = e.by_name.remove(name)?;
         e.by_off.remove(&off);
         Some(inode)
+    }
+
+    /// Takes a new offset now for `name`, added later.
+    fn reserve(&self, name: &[u8]) {
+        let mut e = self.inner.write();
+        let off = e.take_off();
+        e.reserved = Some((name.into(), off));
     }
 
     pub(crate) fn is_empty(&self) -> bool {
@@ -264,7 +289,11 @@ pub(super) fn rename(
         }
         replaced = Some(tgt);
     }
+    if flags.contains(RenameFlags::WHITEOUT) {
+        od.reserve(old_name);
+    }
     od.remove(old_name);
+    // The moved entry is the newest; a whiteout, created first on Linux, comes after it.
     nd.add(new_name, src.clone());
     if src.is_dir() && !same_dir {
         o -= 1;
