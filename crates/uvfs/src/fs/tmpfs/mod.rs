@@ -396,6 +396,19 @@ impl Node {
     }
 }
 
+/// An `O_PATH` descriptor of a tmpfs inode: counted as an open file, so an unlinked inode
+/// keeps its pages until the descriptor is closed (Linux: `shmem_evict_inode()` at the last
+/// `iput()`, which an `O_PATH` file delays).
+struct PathFile;
+
+impl FileOps for PathFile {
+    fn release(&self, file: &crate::vfs::FileDescription) {
+        if let Some(n) = Node::of(file.inode()) {
+            n.closed(file.inode());
+        }
+    }
+}
+
 impl Drop for Node {
     fn drop(&mut self) {
         if !self.released.load(Ordering::Relaxed) {
@@ -576,6 +589,11 @@ impl InodeOps for Node {
             Kind::Symlink(_) => Err(Errno::ELOOP),
             Kind::Special => Err(Errno::ENXIO),
         }
+    }
+
+    fn open_path(&self, _inode: &Arc<Inode>) -> Box<dyn FileOps> {
+        self.opened();
+        Box::new(PathFile)
     }
 
     fn getxattr(&self, _inode: &Inode, name: &[u8]) -> Result<Vec<u8>> {
