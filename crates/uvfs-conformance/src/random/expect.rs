@@ -19,6 +19,17 @@ pub struct Class {
     pub name: &'static str,
     /// True if the step diverged in this class's way.
     pub matches: fn(case: &Case, op: &Op, uvfs: &Outcome, host: &Outcome, diff: &StepDiff) -> bool,
+    /// What happens after it.
+    pub then: Then,
+}
+
+/// Whether a sequence can still be compared after an expected divergence.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Then {
+    /// The two states differ from here on: stop comparing.
+    Stop,
+    /// Only the answer differs, not the state: go on to the next divergent step.
+    Continue,
 }
 
 /// uvfs bugs the tester found that are not fixed yet, by signature
@@ -33,14 +44,17 @@ pub const CLASSES: &[Class] = &[
     Class {
         name: "fifo_open",
         matches: fifo_open,
+        then: Then::Stop,
     },
     Class {
         name: "linux_seek_hole_data_overflow",
         matches: linux_seek_hole_data_overflow,
+        then: Then::Stop,
     },
     Class {
         name: "statx_attributes_mask",
         matches: statx_attributes_mask,
+        then: Then::Continue,
     },
 ];
 
@@ -100,17 +114,17 @@ pub fn classify(
     host: &Outcome,
     diff: &StepDiff,
     signature: &str,
-) -> Option<&'static str> {
+) -> Option<(&'static str, Then)> {
     let op = &case.steps.get(step.checked_sub(1)?)?.op;
     CLASSES
         .iter()
         .find(|c| (c.matches)(case, op, uvfs, host, diff))
-        .map(|c| c.name)
+        .map(|c| (c.name, c.then))
         .or_else(|| {
             OPEN_BUGS
                 .iter()
                 .find(|(_, s)| *s == signature)
-                .map(|(name, _)| *name)
+                .map(|(name, _)| (*name, Then::Stop))
         })
 }
 

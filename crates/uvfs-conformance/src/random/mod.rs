@@ -47,24 +47,31 @@ pub enum SeedVerdict {
 
 /// Compares the two runs of `case` and judges the first divergent step.
 pub fn judge(case: &Case, uvfs: &CaseRun, host: &CaseRun) -> SeedVerdict {
-    let diffs = compare(case, uvfs, host);
-    let Some(first) = diffs.into_iter().next() else {
-        return SeedVerdict::Match;
-    };
-    let step = first.step;
-    let signature = signature::signature(case, step, &first, uvfs, host);
-    if step > 0 {
-        if let (Some(u), Some(h)) = (uvfs.outcomes.get(step), host.outcomes.get(step)) {
-            if let Some(class) = expect::classify(case, step, u, h, &first, &signature) {
-                return SeedVerdict::Expected { class, step };
+    let mut first_expected = None;
+    for diff in compare(case, uvfs, host) {
+        let step = diff.step;
+        let signature = signature::signature(case, step, &diff, uvfs, host);
+        let class = match (uvfs.outcomes.get(step), host.outcomes.get(step)) {
+            (Some(u), Some(h)) if step > 0 => expect::classify(case, step, u, h, &diff, &signature),
+            _ => None,
+        };
+        match class {
+            Some((class, expect::Then::Continue)) => {
+                first_expected.get_or_insert(SeedVerdict::Expected { class, step });
+            }
+            Some((class, expect::Then::Stop)) => {
+                return first_expected.unwrap_or(SeedVerdict::Expected { class, step });
+            }
+            None => {
+                return SeedVerdict::Diverged {
+                    step,
+                    diff,
+                    signature,
+                }
             }
         }
     }
-    SeedVerdict::Diverged {
-        step,
-        diff: first,
-        signature,
-    }
+    first_expected.unwrap_or(SeedVerdict::Match)
 }
 
 #[cfg(test)]

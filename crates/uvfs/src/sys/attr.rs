@@ -370,7 +370,7 @@ impl Task {
         }
         let cred = self.cred.borrow();
         inode_permission(&cred, inode, Access::WRITE)?;
-        do_truncate(&cred, inode, length)
+        do_truncate(&cred, inode, length, false)
     }
 
     /// `ftruncate(2)`.
@@ -390,20 +390,22 @@ impl Task {
             return Err(Errno::EINVAL);
         }
         let cred = self.cred.borrow();
-        do_truncate(&cred, file.inode(), length)
+        do_truncate(&cred, file.inode(), length, true)
     }
 }
 
 /// Sets the size (Linux: `do_truncate()`). Any non-negative `i64` is within tmpfs's
 /// `MAX_LFS_FILESIZE`, so `EFBIG` cannot arise here.
-fn do_truncate(cred: &Cred, inode: &Arc<Inode>, length: i64) -> Result<()> {
+///
+/// `ftruncate(2)` stamps mtime and ctime even at the same size; `truncate(2)` asks for no
+/// stamp, and the filesystem decides (Linux: `vfs_truncate()` passes no
+/// `ATTR_MTIME|ATTR_CTIME`; tmpfs stamps when the size changes or pages are truncated).
+fn do_truncate(cred: &Cred, inode: &Arc<Inode>, length: i64, by_fd: bool) -> Result<()> {
     let _g = inode.lock.write();
-    // Linux 6.x stamps mtime and ctime on every truncate, same size included (checked
-    // against the host by times_truncate_same_size_vs_ftruncate_same_size).
     let mut attr = SetAttr {
         size: Some(length as u64),
-        mtime: Some(TimeSet::Now),
-        ctime: true,
+        mtime: by_fd.then_some(TimeSet::Now),
+        ctime: by_fd,
         ..SetAttr::default()
     };
     kill_privs_on_truncate(cred, inode, &mut attr);

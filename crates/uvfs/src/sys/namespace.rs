@@ -444,11 +444,10 @@ impl Task {
             _ => None,
         };
         odir.ops().rename(
-            &odir,
-            &op.name,
-            &ndir,
-            &np.name,
-            flags - RenameFlags::WHITEOUT,
+            &odir, &op.name, &ndir, &np.name,
+            // With RENAME_WHITEOUT the filesystem keeps the whiteout's place in the listing
+            // (created before the move on Linux); the whiteout itself is made below.
+            flags,
         )?;
         if exchange {
             od.d_exchange(&op.name, &old_child, &nd, &np.name, &new_child);

@@ -9,7 +9,7 @@ use crate::abi::{
     Access, AccessMode, Errno, FileType, OpenFlags, OpenHow, ResolveFlags, Result, S_IALLUGO,
     S_IFMT,
 };
-use crate::vfs::file::{FileDescription, PathOnly};
+use crate::vfs::file::FileDescription;
 use crate::vfs::inode::{SetAttr, TimeSet};
 use crate::vfs::mount::MntFlags;
 use crate::vfs::namei::{Last, LastKind, Pos, Walker};
@@ -384,11 +384,12 @@ fn finish_open(
         if req.flags.contains(OpenFlags::DIRECTORY) && ft != FileType::Directory {
             return Err(Errno::ENOTDIR);
         }
+        let ops = inode.ops().open_path(&inode);
         return Ok(FileDescription::new(
             path,
             inode,
             req.file_flags,
-            Box::new(PathOnly),
+            ops,
             cred_id,
         ));
     }

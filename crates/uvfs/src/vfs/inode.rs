@@ -280,14 +280,26 @@ impl Inode {
     }
 
     /// The time to stamp a change with: coarse, or fine if the ctime was observed since the
-    /// last change (Linux: `inode_set_ctime_current()`).
+    /// last change and the coarse clock is not past it (Linux: `inode_set_ctime_current()`:
+    /// a coarse stamp later than the observed ctime is already visible).
     #[inline]
     pub fn current_time(&self) -> Timespec {
+        let now = coarse_now();
         if self.flags.load(Ordering::Relaxed) & CTIME_QUERIED != 0 {
             self.flags.fetch_and(!CTIME_QUERIED, Ordering::Relaxed);
-            fine_now()
-        } else {
-            coarse_now()
+            if now <= self.ctime.load() {
+                return fine_now();
+            }
+        }
+        now
+    }
+
+    /// Forgets that the ctime was observed: for a ctime set to another inode's stamp, which
+    /// replaces the observed one (Linux: `inode_set_ctime_to_ts()`).
+    #[inline]
+    pub fn clear_ctime_queried(&self) {
+        if self.flags.load(Ordering::Relaxed) & CTIME_QUERIED != 0 {
+            self.flags.fetch_and(!CTIME_QUERIED, Ordering::Relaxed);
         }
     }
 
@@ -457,7 +469,14 @@ pub struct SetAttr {
 impl SetAttr {
     /// Applies every field to the inode in one write section (Linux: `setattr_copy()`).
     pub fn apply(&self, inode: &Inode) {
-        let now = inode.current_time();
+        // Only a stamp consumes the ctime observation (Linux: `current_time()` marks nothing).
+        let stamps =
+            self.ctime || self.atime == Some(TimeSet::Now) || self.mtime == Some(TimeSet::Now);
+        let now = if stamps {
+            inode.current_time()
+        } else {
+            coarse_now()
+        };
         inode.write_attrs(|w| {
             if let Some(p) = self.perm {
                 w.set_perm(p);

@@ -223,6 +223,13 @@ pub trait InodeOps: Send + Sync + 'static {
     /// `ENXIO` for a device with no driver.
     fn open(&self, inode: &Arc<Inode>, flags: OpenFlags) -> Result<Box<dyn FileOps>>;
 
+    /// The file operations of an `O_PATH` descriptor of the inode. Such a descriptor keeps
+    /// the inode alive like any open file (Linux: an `O_PATH` file holds its dentry, so an
+    /// unlinked inode is evicted only at its close); its I/O calls fail in the VFS.
+    fn open_path(&self, inode: &Arc<Inode>) -> Box<dyn FileOps> {
+        Box::new(super::file::PathOnly)
+    }
+
     /// Reads an extended attribute value.
     ///
     /// # Errors

@@ -27,6 +27,21 @@ struct Entries {
     by_name: HashMap<Box<[u8]>, (u64, Arc<Inode>)>,
     by_off: BTreeMap<u64, Entry>,
     next_off: u64,
+    /// An offset taken for a name that is added later: a rename's whiteout, which Linux creates
+    /// before it moves the source (`shmem_whiteout()` in `shmem_rename2()`).
+    reserved: Option<(Box<[u8]>, u64)>,
+}
+
+impl Entries {
+    fn take_off(&mut self) -> u64 {
+        let off = if self.next_off == 0 {
+            NEWEST_START
+        } else {
+            self.next_off
+        };
+        self.next_off = off - 1;
+        off
+    }
 }
 
 /// The entries of a tmpfs directory.
@@ -49,14 +64,17 @@ impl DirData {
         self.inner.read().by_name.get(name).map(|(_, i)| i.clone())
     }
 
+    /// Adds an entry at a new offset, or at the one reserved for its name.
     pub(crate) fn add(&self, name: &[u8], inode: Arc<Inode>) {
         let mut e = self.inner.write();
-        let off = if e.next_off == 0 {
-            NEWEST_START
-        } else {
-            e.next_off
+        // A reservation waits for its name (the whiteout, added under the same inode lock).
+        let off = match e.reserved.take() {
+            Some((n, off)) if *n == *name => off,
+            r => {
+                e.reserved = r;
+                e.take_off()
+            }
         };
-        e.next_off = off - 1;
         e.by_off.insert(
             off,
             Entry {
@@ -73,6 +91,13 @@ impl DirData {
         let (off, inode) = e.by_name.remove(name)?;
         e.by_off.remove(&off);
         Some(inode)
+    }
+
+    /// Takes a new offset now for `name`, added later.
+    fn reserve(&self, name: &[u8]) {
+        let mut e = self.inner.write();
+        let off = e.take_off();
+        e.reserved = Some((name.into(), off));
     }
 
     pub(crate) fn is_empty(&self) -> bool {
@@ -178,8 +203,10 @@ pub(super) fn rename(
     let nd = new_node.dir()?;
     let same_dir = std::ptr::eq(old_dir, new_dir);
     let src = od.get(old_name).ok_or(Errno::ENOENT)?;
-    let now = old_dir.current_time();
+    // Linux: `simple_rename_timestamp()` in fs/libfs.c stamps the old directory, the new one,
+    // the moved inode and the replaced one, each with its own `inode_set_ctime_current()`.
     let stamp_dirs = |old_delta: i32, new_delta: i32, old_size: i64, new_size: i64| {
+        let now = old_dir.current_time();
         old_dir.write_attrs(|w| {
             w.add_nlink(old_delta);
             w.set_size(old_dir.size().saturating_add_signed(old_size));
@@ -187,6 +214,7 @@ pub(super) fn rename(
             w.set_ctime(now);
         });
         if !same_dir {
+            let now = new_dir.current_time();
             new_dir.write_attrs(|w| {
                 w.add_nlink(new_delta);
                 w.set_size(new_dir.size().saturating_add_signed(new_size));
@@ -219,6 +247,7 @@ pub(super) fn rename(
         return Ok(());
     }
     let (mut o, mut n, mut nsize) = (0, 0, bogo);
+    let mut replaced = None;
     if let Some(tgt) = nd.get(new_name) {
         if Arc::ptr_eq(&tgt, &src) {
             return Ok(());
@@ -232,6 +261,9 @@ pub(super) fn rename(
         }
         nd.remove(new_name);
         nsize -= bogo;
+        // The replaced inode is unlinked first: stamped, and the new directory takes its
+        // stamp (Linux: `shmem_rename2()` calls `shmem_unlink()`).
+        let now = tgt.current_time();
         if tgt.is_dir() {
             n -= 1;
             tgt.write_attrs(|w| {
@@ -247,11 +279,21 @@ pub(super) fn rename(
                 w.set_ctime(now);
             });
         }
+        new_dir.write_attrs(|w| {
+            w.set_mtime(now);
+            w.set_ctime(now);
+        });
+        new_dir.clear_ctime_queried();
         if let Some(tn) = Node::of(&tgt) {
             tn.maybe_release(&tgt);
         }
+        replaced = Some(tgt);
+    }
+    if flags.contains(RenameFlags::WHITEOUT) {
+        od.reserve(old_name);
     }
     od.remove(old_name);
+    // The moved entry is the newest; a whiteout, created first on Linux, comes after it.
     nd.add(new_name, src.clone());
     if src.is_dir() && !same_dir {
         o -= 1;
@@ -263,5 +305,8 @@ pub(super) fn rename(
         stamp_dirs(o, n, -bogo, nsize);
     }
     src.touch_ctime(Stamp::Ctime);
+    if let Some(tgt) = replaced {
+        tgt.touch_ctime(Stamp::Ctime);
+    }
     Ok(())
 }

@@ -61,7 +61,7 @@ impl RegData {
     /// Sets the size to `new`. Unless the file grows, every page past the new end goes, those
     /// `fallocate(FALLOC_FL_KEEP_SIZE)` put past the old end included, and the tail of the last
     /// page is zeroed (Linux: `shmem_setattr()` calls `shmem_truncate_range()` for a size that
-    /// shrinks or stays). Returns false if the size was already `new`.
+    /// shrinks or stays). Returns whether to stamp mtime and ctime.
     pub(crate) fn resize(&self, inode: &Inode, counters: &Counters, new: u64) -> Result<bool> {
         let mut pages = self.pages.write();
         let old = inode.size();
@@ -85,7 +85,10 @@ impl RegData {
                 w.set_blocks(n * BLOCKS_PER_PAGE);
             });
         }
-        Ok(new != old)
+        // Stamp when the size changes, or when a shrink or same-size truncate meets allocated
+        // pages (Linux: `shmem_setattr()` calls `shmem_truncate_range()`, which stamps, when
+        // the inode has pages).
+        Ok(new != old || had > 0)
     }
 }
 

@@ -358,6 +358,9 @@ impl Node {
         let d = self.dir()?;
         let is_dir = matches!(kind, Kind::Dir(_));
         let inode = self.new_inode(dir, new, kind)?;
+        // The new inode takes its own (coarse) stamp before the directory takes one that may
+        // be fine-grained (Linux: `shmem_get_inode()` before `shmem_mknod()` stamps `dir`).
+        let born = inode.current_time();
         d.add(name, inode.clone());
         let now = dir.current_time();
         let delta = if is_dir { 1 } else { 0 };
@@ -368,9 +371,9 @@ impl Node {
             w.set_ctime(now);
         });
         inode.write_attrs(|w| {
-            w.set_atime(now);
-            w.set_mtime(now);
-            w.set_ctime(now);
+            w.set_atime(born);
+            w.set_mtime(born);
+            w.set_ctime(born);
         });
         Ok(inode)
     }
@@ -379,15 +382,30 @@ impl Node {
         if let Ok(d) = self.dir() {
             d.remove(name);
         }
-        let now = dir.current_time();
+        // The victim is stamped and the directory takes the victim's stamp, so a directory
+        // observed in the same tick may keep its ctime (Linux: `shmem_unlink()`).
+        let now = victim.current_time();
+        victim.write_attrs(|w| w.set_ctime(now));
         dir.write_attrs(|w| {
             w.add_nlink(dir_delta);
             w.set_size(dir.size().saturating_sub(BOGO_DIRENT_SIZE));
             w.set_mtime(now);
             w.set_ctime(now);
         });
-        let _ = now;
-        victim.touch_ctime(Stamp::Ctime);
+        dir.clear_ctime_queried();
+    }
+}
+
+/// An `O_PATH` descriptor of a tmpfs inode: counted as an open file, so an unlinked inode
+/// keeps its pages until the descriptor is closed (Linux: `shmem_evict_inode()` at the last
+/// `iput()`, which an `O_PATH` file delays).
+struct PathFile;
+
+impl FileOps for PathFile {
+    fn release(&self, file: &crate::vfs::FileDescription) {
+        if let Some(n) = Node::of(file.inode()) {
+            n.closed(file.inode());
+        }
     }
 }
 
@@ -484,16 +502,18 @@ impl InodeOps for Node {
             }
         }
         d.add(name, target.clone());
-        let now = dir.current_time();
+        // The target is stamped and the directory takes its stamp (Linux: `shmem_link()`).
+        let now = target.current_time();
+        target.write_attrs(|w| {
+            w.add_nlink(1);
+            w.set_ctime(now);
+        });
         dir.write_attrs(|w| {
             w.set_size(dir.size() + BOGO_DIRENT_SIZE);
             w.set_mtime(now);
             w.set_ctime(now);
         });
-        target.write_attrs(|w| {
-            w.add_nlink(1);
-            w.set_ctime(now);
-        });
+        dir.clear_ctime_queried();
         Ok(())
     }
 
@@ -569,6 +589,11 @@ impl InodeOps for Node {
             Kind::Symlink(_) => Err(Errno::ELOOP),
             Kind::Special => Err(Errno::ENXIO),
         }
+    }
+
+    fn open_path(&self, _inode: &Arc<Inode>) -> Box<dyn FileOps> {
+        self.opened();
+        Box::new(PathFile)
     }
 
     fn getxattr(&self, _inode: &Inode, name: &[u8]) -> Result<Vec<u8>> {
