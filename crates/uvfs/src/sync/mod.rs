@@ -6,7 +6,7 @@
 //! tests (`vfs::dcache_check`) run the production lookup and update code itself.
 //!
 //! `seize` cannot be modelled: under a model checker, retired memory is kept until the model
-//! thread that owns the scenario calls [`rcu::barrier`] after joining every other thread (see
+//! thread that owns the scenario calls `rcu::barrier` after joining every other thread (see
 //! `rcu.rs`). The reclamation protocol (retire only what is unreachable, guard every walk) is
 //! therefore argued in `dcache.rs`, not checked.
 

@@ -8,7 +8,7 @@
 //!
 //! Under loom or shuttle (`seize` cannot run inside a model): a guard is a token, [`protect`]
 //! is the same `SeqCst` load, and [`retire`] queues the pointer on the current OS thread. The
-//! scenario runner calls [`barrier`] once every scenario thread has been joined and every
+//! scenario runner calls `barrier` once every scenario thread has been joined and every
 //! object of the scenario dropped, when no reader can hold anything, and that frees the queue.
 //! Memory is therefore never freed while a model runs: the models check the publication and
 //! lookup protocol, not reclamation.
@@ -72,7 +72,7 @@ mod imp {
     type Reclaim = Box<dyn FnOnce()>;
 
     thread_local! {
-        /// Pointers retired on this OS thread, freed by [`barrier`].
+        /// Pointers retired on this OS thread, freed by `barrier`.
         static RETIRED: RefCell<Vec<Reclaim>> = const { RefCell::new(Vec::new()) };
     }
 

@@ -246,8 +246,7 @@ impl Dentry {
                 }
             }
         }
-        // Out of the old name before it appears under the new one: no lookup finds it under
-        // both. In between, lookups of either name miss and wait for the directory locks.
+        // Out of the old name before it is published under the new one: never under both. In between, lookups of either name miss and wait for the directory locks.
         self.children.writer().remove(old_hl, old_name, child);
         {
             let mut l = child.links.lock();

@@ -6,7 +6,7 @@
 //! ([`hash_component_checked`]), a search-permission check from three loads, and one bucket
 //! chain ([`Dentry::lookup_fast`]). It gives up (`None`) — and the caller restarts with the
 //! general [`super::Walker`], which reports every error — on: a NUL byte, an empty path,
-//! `.`/`..`, repeated or trailing slashes, a miss, a changed or negative entry, a mountpoint,
+//! `.`/`..`, repeated or trailing slashes, a miss, a negative entry, a mountpoint,
 //! a symbolic link to follow, and failed search permission.
 
 use std::sync::Arc;
@@ -19,7 +19,7 @@ use crate::vfs::dcache::hash_component_checked;
 use crate::vfs::dentry::{Cached, Dentry};
 use crate::vfs::permission::may_lookup;
 
-/// One cached step from `dir` to `name`: a current, positive child that is neither a
+/// One cached step from `dir` to `name`: a cached, positive child that is neither a
 /// mountpoint nor a symbolic link to follow.
 #[inline(always)]
 pub(crate) fn step_cached<'g>(

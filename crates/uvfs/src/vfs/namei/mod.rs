@@ -1,9 +1,9 @@
 //! Path resolution. Linux: fs/namei.c (`path_lookupat()`, `link_path_walk()`,
 //! `walk_component()`, `follow_dotdot()`, `pick_link()`).
 //!
-//! One walk runs inside one `seize` guard ([`crate::vfs::dcache::rcu_read`]). Each component is
-//! looked up lock-free in the directory's child table ([`lookup::lookup_fast`]); a miss, or a
-//! child changed since its node was published, falls back to the locked lookup
+//! One walk runs inside one epoch guard ([`crate::vfs::dcache::rcu_read`]). Each component is
+//! looked up lock-free in the directory's child table (`Dentry::lookup_fast`); a miss falls
+//! back to the locked lookup
 //! ([`lookup::lookup_slow`]) for that component only, after which the walk continues lock-free.
 //! Positions borrow dentries for the guard's lifetime: no reference count is taken per
 //! component, and callers that need the result beyond the walk clone it once

@@ -182,13 +182,13 @@ impl<'a> Walker<'a> {
         }
     }
 
-    /// The common step, inline: a cached, current, positive child that is neither a mountpoint
+    /// The common step, inline: a cached, positive child that is neither a mountpoint
     /// nor a symbolic link to follow. Everything else returns `None` and takes
     /// [`Walker::step`].
     ///
     /// # Fast path
     /// No lock, no reference count, no store: the table lookup of [`Dentry::lookup_fast`] and
-    /// flag loads. Falls back on `.`/`..`, misses, changed children, negative entries,
+    /// flag loads. Falls back on `.`/`..`, misses, negative entries,
     /// mountpoints and links to follow.
     #[inline(always)]
     fn step_fast(
@@ -204,7 +204,7 @@ impl<'a> Walker<'a> {
         step_cached(&pos.dentry, name, hl, follow, self.guard)
     }
 
-    /// Resolves a whole path through cached, current entries only ([`super::fast`]). `None`
+    /// Resolves a whole path through cached entries only ([`super::fast`]). `None`
     /// means "not resolvable this way"; the caller restarts with [`Walker::lookup`], which
     /// reports errors. Scoped absolute paths and owned positions always take the general walk.
     #[inline]
