@@ -1,7 +1,7 @@
 //! A run's history in a form that compares across `Vfs`es: every operation's result and the
 //! final tree, with inode identities replaced by labels.
 //!
-//! An inode of the initial tree is labelled by its position in [`InitialInodes`] (the same in
+//! An inode of the initial tree is labelled by its position in `InitialInodes` (the same in
 //! every run of a plan). Any other inode is labelled by its first appearance in a fixed walk
 //! of the history (thread 0's results in program order, then thread 1's, ..., then the final
 //! tree in listing order). Two histories then have equal labels exactly when one bijection

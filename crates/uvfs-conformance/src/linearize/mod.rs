@@ -6,7 +6,7 @@
 //! `rmdir`, `symlink`, `open` with `O_CREAT|O_EXCL` and with `O_CREAT`, `lstat` and (on
 //! request) a `getdents64` listing, over a handful of names in one or two directories.
 //! The lists run at the same time on one uvfs [`Vfs`], one [`uvfs::Task`] per thread
-//! ([`concurrent`]), many times per seed with varied start offsets and yields. Each run's
+//! (`concurrent`), many times per seed with varied start offsets and yields. Each run's
 //! history (every operation's result and the final tree: listings, and per name the inode
 //! `(st_dev, st_ino)`, type and `st_nlink`) must be one that some serial order of the
 //! operations, keeping each thread's order, produces on a fresh `Vfs` ([`serial`]); inode
