@@ -223,11 +223,7 @@ fn worker(shared: &Shared, index: usize) {
             Ok(Some(results)) => st.results[index] = Some(results),
             Ok(None) => {}
             Err(payload) => {
-                let msg = payload
-                    .downcast_ref::<String>()
-                    .cloned()
-                    .or_else(|| payload.downcast_ref::<&str>().map(|s| s.to_string()))
-                    .unwrap_or_else(|| "non-string panic payload".to_string());
+                let msg = panic_message(&*payload);
                 st.panic
                     .get_or_insert(format!("worker {index} panicked: {msg}"));
                 shared.abort.store(true, Ordering::SeqCst);
@@ -278,4 +274,13 @@ fn run_list(shared: &Shared, job: &Job, index: usize) -> Option<ThreadRun> {
         started,
         finished: Instant::now(),
     })
+}
+
+/// The message of a caught panic.
+pub(crate) fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
+    payload
+        .downcast_ref::<String>()
+        .cloned()
+        .or_else(|| payload.downcast_ref::<&str>().map(|s| s.to_string()))
+        .unwrap_or_else(|| "non-string panic payload".to_string())
 }

@@ -1,7 +1,7 @@
 //! A run's history in a form that compares across `Vfs`es: every operation's result and the
 //! final tree, with inode identities replaced by labels.
 //!
-//! An inode of the initial tree is labelled by its position in [`InitialInodes`] (the same in
+//! An inode of the initial tree is labelled by its position in `InitialInodes` (the same in
 //! every run of a plan). Any other inode is labelled by its first appearance in a fixed walk
 //! of the history (thread 0's results in program order, then thread 1's, ..., then the final
 //! tree in listing order). Two histories then have equal labels exactly when one bijection
@@ -238,5 +238,71 @@ fn kind(ft: FileType) -> &'static str {
         FileType::BlockDevice => "blockdev",
         FileType::Fifo => "fifo",
         FileType::Socket => "socket",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn initial() -> InitialInodes {
+        InitialInodes {
+            inodes: vec![((1, 1), "/".to_string()), ((1, 2), "/a".to_string())],
+        }
+    }
+
+    fn node(path: &str, id: Ident) -> RawNode {
+        RawNode {
+            path: path.to_string(),
+            dirent: RawDirent {
+                name: path.rsplit('/').next().unwrap_or_default().into(),
+                ident: id,
+                d_type: 8,
+            },
+            stat: Ok((id, FileType::Regular, 1)),
+            target: None,
+        }
+    }
+
+    /// Thread 0 created an inode, thread 1 saw one, the tree holds one at `/a/x`.
+    fn history(created: Ident, seen: Ident, in_tree: Ident) -> History {
+        History::new(
+            &initial(),
+            vec![
+                vec![Ok(Raw::Node(created, FileType::Regular))],
+                vec![Ok(Raw::Node(seen, FileType::Regular))],
+            ],
+            Ok(vec![node("/a/x", in_tree)]),
+        )
+    }
+
+    #[test]
+    fn new_inodes_compare_up_to_renaming() {
+        assert_eq!(
+            history((1, 7), (1, 7), (1, 7)),
+            history((1, 9), (1, 9), (1, 9))
+        );
+        assert_eq!(
+            history((1, 7), (1, 8), (1, 8)),
+            history((1, 30), (1, 20), (1, 20))
+        );
+    }
+
+    #[test]
+    fn which_inode_a_result_names_still_matters() {
+        // The same inode twice is not two different inodes.
+        assert_ne!(
+            history((1, 7), (1, 7), (1, 7)),
+            history((1, 7), (1, 8), (1, 7))
+        );
+        // A new inode is not an initial one, and the device counts.
+        assert_ne!(
+            history((1, 7), (1, 7), (1, 7)),
+            history((1, 2), (1, 2), (1, 2))
+        );
+        assert_ne!(
+            history((1, 7), (1, 7), (1, 7)),
+            history((1, 7), (2, 7), (1, 7))
+        );
     }
 }

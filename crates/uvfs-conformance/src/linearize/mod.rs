@@ -6,7 +6,7 @@
 //! `rmdir`, `symlink`, `open` with `O_CREAT|O_EXCL` and with `O_CREAT`, `lstat` and (on
 //! request) a `getdents64` listing, over a handful of names in one or two directories.
 //! The lists run at the same time on one uvfs [`Vfs`], one [`uvfs::Task`] per thread
-//! ([`concurrent`]), many times per seed with varied start offsets and yields. Each run's
+//! (`concurrent`), many times per seed with varied start offsets and yields. Each run's
 //! history (every operation's result and the final tree: listings, and per name the inode
 //! `(st_dev, st_ino)`, type and `st_nlink`) must be one that some serial order of the
 //! operations, keeping each thread's order, produces on a fresh `Vfs` ([`serial`]); inode
@@ -237,7 +237,7 @@ fn check_seed(
     pool: &mut Pool,
     before: &Summary,
 ) -> Result<Summary, Box<Violation>> {
-    let serial = SerialOutcomes::of(plan);
+    let serial = serial_outcomes(config, plan, before)?;
     let mut s = Summary {
         serial_orders: serial.orders,
         serial_histories: serial.histories.len() as u64,
@@ -298,6 +298,45 @@ fn check_seed(
     }
     s.distinct_histories = seen.len() as u64;
     Ok(s)
+}
+
+/// The serial outcomes of `plan`, computed on a thread of their own so that a deadlock in a
+/// serial run fails the check after `config.stuck_after` instead of hanging it (the stuck
+/// thread is left behind).
+fn serial_outcomes(
+    config: &Config,
+    plan: &Arc<Plan>,
+    before: &Summary,
+) -> Result<SerialOutcomes, Box<Violation>> {
+    let (tx, rx) = std::sync::mpsc::channel();
+    let p = plan.clone();
+    std::thread::Builder::new()
+        .name("linearize-serial".to_string())
+        .spawn(move || {
+            let out = std::panic::catch_unwind(|| SerialOutcomes::of(&p));
+            // The receiver is gone only if it gave up on this thread.
+            let _ = tx.send(out.map_err(|e| concurrent::panic_message(&*e)));
+        })
+        .expect("spawning the serial oracle's thread");
+    let what = match rx.recv_timeout(config.stuck_after) {
+        Ok(Ok(s)) => return Ok(s),
+        Ok(Err(msg)) => format!("a serial run panicked: {msg}"),
+        Err(_) => format!(
+            "the serial runs did not finish within {} s: a call is stuck in uvfs (deadlock?) \
+             without any concurrency; the thread is left behind",
+            config.stuck_after.as_secs()
+        ),
+    };
+    Err(Box::new(Violation {
+        seed: plan.seed,
+        runs_before: 0,
+        summary: before.clone(),
+        report: format!(
+            "{what}\n{plan}replay: {} cargo test -p uvfs-conformance --test linearizability \
+             -- --nocapture\n",
+            config.replay_env(plan.seed)
+        ),
+    }))
 }
 
 /// The schedules of one run: in one run in four every thread starts at once; otherwise one
