@@ -50,7 +50,7 @@ pub fn default_budget() -> Budget {
         start: 0,
         seeds: 600,
         time: None,
-        workers: 4,
+        workers: 2,
         shape: Shape::default(),
         minimise: 3,
         minimise_runs: 600,
