@@ -48,9 +48,9 @@ pub fn parse_args(mut budget: Budget, args: &[String]) -> Result<Budget, String>
 pub fn default_budget() -> Budget {
     Budget {
         start: 0,
-        seeds: 600,
+        seeds: 400,
         time: None,
-        workers: 2,
+        workers: 1,
         shape: Shape::default(),
         minimise: 3,
         minimise_runs: 600,
