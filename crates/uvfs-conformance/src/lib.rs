@@ -26,7 +26,7 @@ pub mod snapshot;
 pub mod uvfs_backend;
 
 pub use backend::{run_case, Backend, CaseRun, Fds};
-pub use host::serve::HostServer;
+pub use host::serve::{Fencing, HostServer};
 pub use host::HostBackend;
 pub use op::Op;
 pub use outcome::{Outcome, Value};

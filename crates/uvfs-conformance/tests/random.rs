@@ -11,7 +11,7 @@
 use std::path::Path;
 use std::process::ExitCode;
 
-use uvfs_conformance::host::serve::{probe, HostServer};
+use uvfs_conformance::host::serve::{probe, Fencing, HostServer};
 use uvfs_conformance::random::cli::{check_expectations, default_budget, parse_args, render};
 use uvfs_conformance::random::driver::run;
 
@@ -44,7 +44,8 @@ fn main() -> ExitCode {
         };
     }
     let report = run(&budget, || {
-        HostServer::spawn_at(Path::new(HELPER)).expect("the host helper starts")
+        HostServer::spawn_with(Path::new(HELPER), Fencing::MountsOnly)
+            .expect("the host helper starts")
     });
     print!("{}", render(&budget, &report));
     let failed = report.diverged.len() as u64;

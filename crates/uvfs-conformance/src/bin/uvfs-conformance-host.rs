@@ -3,9 +3,10 @@
 //! Usage:
 //! - `uvfs-conformance-host CASE_FILE CASE_NAME`: runs one case and writes one JSON line per
 //!   step to stdout (moved to fd 1023), then `done` or `aborted`;
-//! - `uvfs-conformance-host --serve`: reads cases from stdin (a byte count, a newline, the
-//!   case text) and answers each with its lines on stdout, one fresh sandbox per case
-//!   (`uvfs_conformance::host::serve`);
+//! - `uvfs-conformance-host --serve [--unfenced-walks]`: reads cases from stdin (a byte count,
+//!   a newline, the case text) and answers each with its lines on stdout, one fresh sandbox
+//!   per case (`uvfs_conformance::host::serve`); `--unfenced-walks` runs ops that do not
+//!   mount without the mount fence (`uvfs_conformance::host::fence::unfence_walks`);
 //! - `uvfs-conformance-host --probe`: checks that the sandbox can be set up.
 //!
 //! Must run as root (mount namespaces, tmpfs mounts, `chroot`). Exit status: 0 when the case
@@ -29,7 +30,15 @@ fn fail(code: i32, msg: &str) -> ! {
 
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
-    if args.len() == 1 && args[0] == "--serve" {
+    if matches!(args.as_slice(), [a] | [a, _] if a == "--serve") {
+        match args.get(1).map(String::as_str) {
+            None => {}
+            Some("--unfenced-walks") => uvfs_conformance::host::fence::unfence_walks(),
+            Some(other) => {
+                eprintln!("uvfs-conformance-host: unknown serve option {other}");
+                exit(EXIT_USAGE);
+            }
+        }
         if let Err(e) = serve_loop() {
             eprintln!("uvfs-conformance-host: {e}");
             exit(EXIT_USAGE);
@@ -70,7 +79,7 @@ fn main() {
         }
         _ => fail(
             EXIT_USAGE,
-            "usage: uvfs-conformance-host CASE_FILE CASE_NAME | --serve | --probe",
+            "usage: uvfs-conformance-host CASE_FILE CASE_NAME | --serve [--unfenced-walks] | --probe",
         ),
     }
 }

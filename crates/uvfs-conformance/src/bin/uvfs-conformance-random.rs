@@ -9,9 +9,10 @@
 use std::path::Path;
 use std::process::ExitCode;
 
+use uvfs_conformance::host::serve::find_helper;
 use uvfs_conformance::random::cli::{check_expectations, default_budget, parse_args, render};
 use uvfs_conformance::random::driver::run;
-use uvfs_conformance::HostServer;
+use uvfs_conformance::{Fencing, HostServer};
 
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
@@ -27,8 +28,10 @@ fn main() -> ExitCode {
         return ExitCode::from(2);
     }
     let report = run(&budget, || {
-        HostServer::spawn()
-            .expect("the host helper starts (build it with cargo build -p uvfs-conformance)")
+        let helper = find_helper().expect(
+            "the host helper is built beside this binary (cargo build -p uvfs-conformance)",
+        );
+        HostServer::spawn_with(&helper, Fencing::MountsOnly).expect("the host helper starts")
     });
     print!("{}", render(&budget, &report));
     if report.diverged.is_empty() {

@@ -41,16 +41,34 @@ fn serve_task(case: &Case, id: u32) {
                 step,
                 fds,
                 fence: mode,
+                then_fstat,
             } => {
                 let op = &case.steps[step - 1].op;
-                let _held = fence::hold(mode);
-                Reply::Outcome(match op {
-                    Op::Task {
-                        id: new,
-                        start: Some(start),
-                    } => start_task(case, *new, *start),
-                    _ => backend.run(step, op, &fds),
-                })
+                let outcome = {
+                    let _held = fence::hold(mode);
+                    match op {
+                        Op::Task {
+                            id: new,
+                            start: Some(start),
+                        } => start_task(case, *new, *start),
+                        _ => backend.run(step, op, &fds),
+                    }
+                };
+                if then_fstat {
+                    // The bindings as `run_case` will make them after this op.
+                    let mut after = fds;
+                    if let Some(name) = &case.steps[step - 1].bind {
+                        after.bind(name, &outcome, id);
+                    }
+                    let stats = after
+                        .bound()
+                        .filter(|b| b.task == id)
+                        .map(|b| (b.name.clone(), b.fd, sys::fstat(b.fd).map(stat_fields)))
+                        .collect();
+                    Reply::OutcomeAndFstats(outcome, stats)
+                } else {
+                    Reply::Outcome(outcome)
+                }
             }
         };
         if send(sock, &reply).is_err() {

@@ -66,7 +66,15 @@ fn run_steps(case: &Case, out: &mut impl Write) -> Result<HostLine, String> {
     let aborted = match Driver::start(case) {
         Err(e) => Some(e),
         Ok(mut driver) => {
+            let mut last_snapshot: Option<Outcome> = None;
             run_case(&mut driver, case, |step, o| {
+                if matches!(o, Outcome::Ok(Value::Snapshot(_))) {
+                    if last_snapshot.as_ref() == Some(o) {
+                        emit(out, &HostLine::SameSnapshot { step });
+                        return;
+                    }
+                    last_snapshot = Some(o.clone());
+                }
                 emit(
                     out,
                     &HostLine::Step {
@@ -92,6 +100,11 @@ struct Driver {
     actors: i32,
     /// Set by the first mount op: every later op may drop a detached mount's last reference.
     mounted: bool,
+    /// The `fstat`s the last op's task sent with its outcome (its task, then name, fd and
+    /// result per bound fd), for the snapshot right after it.
+    fstats: Option<(u32, Vec<FstatOf>)>,
+    /// Steps of the case that are snapshots (index: step - 1).
+    snapshots: Vec<bool>,
     aborted: Option<String>,
 }
 
@@ -132,6 +145,12 @@ impl Driver {
                     current: 1,
                     actors: pid,
                     mounted: false,
+                    fstats: None,
+                    snapshots: case
+                        .steps
+                        .iter()
+                        .map(|s| matches!(s.op, Op::Snapshot))
+                        .collect(),
                     aborted: None,
                 })
             }
@@ -170,10 +189,25 @@ impl Driver {
             if mine.is_empty() || !self.tasks[task as usize - 1] {
                 continue;
             }
-            let list = mine.iter().map(|b| b.fd).collect();
-            let Reply::Fstats(got) = self.call(task, &Command::Fstat(list))? else {
-                self.aborted = Some(format!("task {task} answered fstat with something else"));
-                return None;
+            let cached = self.fstats.take().filter(|(t, got)| {
+                *t == task
+                    && got.len() == mine.len()
+                    && got
+                        .iter()
+                        .zip(&mine)
+                        .all(|(g, b)| g.0 == b.name && g.1 == b.fd)
+            });
+            let got = match cached {
+                Some((_, got)) => got.into_iter().map(|g| g.2).collect(),
+                None => {
+                    let list = mine.iter().map(|b| b.fd).collect();
+                    let Reply::Fstats(got) = self.call(task, &Command::Fstat(list))? else {
+                        self.aborted =
+                            Some(format!("task {task} answered fstat with something else"));
+                        return None;
+                    };
+                    got
+                }
             };
             for (b, st) in mine.iter().zip(got) {
                 stats.push((&b.name, b.fd, task, st));
@@ -203,6 +237,9 @@ impl Driver {
     }
 }
 
+/// A bound fd's name, number and `fstat`, as an actor sends it with an outcome.
+type FstatOf = (String, i32, Result<StatRec, i32>);
+
 /// An outcome for a step the case does not get to run.
 fn lost() -> Outcome {
     Outcome::Errno(libc::EIO)
@@ -213,8 +250,12 @@ impl Backend for Driver {
         if self.aborted.is_some() {
             return lost();
         }
+        let fstats = self.fstats.take();
         match op {
-            Op::Snapshot => return self.snapshot(fds).map_or_else(lost, Outcome::Ok),
+            Op::Snapshot => {
+                self.fstats = fstats;
+                return self.snapshot(fds).map_or_else(lost, Outcome::Ok);
+            }
             Op::Task { id, start: None } => {
                 if !self.tasks[*id as usize - 1] {
                     return Outcome::Errno(libc::ESRCH);
@@ -228,10 +269,15 @@ impl Backend for Driver {
             step,
             fds: fds.clone(),
             fence: self.fence_for(op),
+            then_fstat: self.snapshots.get(step).copied().unwrap_or(false),
         };
         self.mounted |= matches!(op, Op::Mount { .. } | Op::Umount2 { .. });
         let outcome = match self.call(self.current, &cmd) {
             Some(Reply::Outcome(o)) => o,
+            Some(Reply::OutcomeAndFstats(o, stats)) => {
+                self.fstats = Some((self.current, stats));
+                o
+            }
             Some(_) => {
                 self.aborted = Some(format!("step {step}: the actor answered out of turn"));
                 return lost();

@@ -3,7 +3,7 @@
 use serde::{Deserialize, Serialize};
 
 use crate::backend::{CaseRun, Fds};
-use crate::outcome::{Outcome, StatRec};
+use crate::outcome::{Outcome, StatRec, Value};
 
 use super::fence::FenceMode;
 
@@ -24,6 +24,12 @@ pub enum HostLine {
         /// What the kernel returned.
         outcome: Outcome,
     },
+    /// Step `step` is a snapshot equal to the last one sent: sent instead of its outcome, since
+    /// most ops fail and change nothing (the reader repeats the earlier snapshot).
+    SameSnapshot {
+        /// Step number.
+        step: usize,
+    },
     /// The case ran to its end (or stopped where both sides stop: a failed root mount).
     Done,
     /// The case stopped early: an op did not return, an actor died, the helper failed.
@@ -42,6 +48,9 @@ pub enum Command {
         fds: Fds,
         /// How to hold the mount fence around the op.
         fence: FenceMode,
+        /// Also `fstat` every fd bound to this task once the op is done (the next step is a
+        /// snapshot): saves the snapshot a round trip.
+        then_fstat: bool,
     },
     /// `fstat` each of these fds (for a snapshot).
     Fstat(Vec<i32>),
@@ -53,6 +62,9 @@ pub enum Command {
 pub enum Reply {
     /// What the op returned.
     Outcome(Outcome),
+    /// What the op returned, and the `fstat` of every fd bound to the task after it (name,
+    /// fd, result), in binding order: the answer to a `Run` with `then_fstat`.
+    OutcomeAndFstats(Outcome, Vec<(String, i32, Result<StatRec, i32>)>),
     /// The `fstat`s, in the order asked.
     Fstats(Vec<Result<StatRec, i32>>),
 }
@@ -70,12 +82,23 @@ impl HostLine {
 /// becomes the run's `aborted` reason.
 pub fn read_host_output(stdout: &[u8]) -> CaseRun {
     let mut run = CaseRun::default();
+    let mut last_snapshot = None;
     for line in String::from_utf8_lossy(stdout).lines() {
         match serde_json::from_str::<HostLine>(line) {
             Ok(HostLine::Step { step, outcome }) if step == run.outcomes.len() => {
+                if matches!(outcome, Outcome::Ok(Value::Snapshot(_))) {
+                    last_snapshot = Some(run.outcomes.len());
+                }
                 run.outcomes.push(outcome)
             }
-            Ok(HostLine::Step { step, .. }) => {
+            Ok(HostLine::SameSnapshot { step }) if step == run.outcomes.len() => {
+                let Some(last) = last_snapshot else {
+                    run.aborted = Some(format!("helper sent step {step} as an unseen snapshot"));
+                    return run;
+                };
+                run.outcomes.push(run.outcomes[last].clone());
+            }
+            Ok(HostLine::Step { step, .. } | HostLine::SameSnapshot { step }) => {
                 run.aborted = Some(format!("helper sent step {step} out of order"));
                 return run;
             }
@@ -97,7 +120,6 @@ pub fn read_host_output(stdout: &[u8]) -> CaseRun {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::outcome::Value;
 
     #[test]
     fn complete_and_truncated_outputs() {
@@ -119,5 +141,44 @@ mod tests {
         let full = read_host_output(out.as_bytes());
         assert_eq!(full.aborted, None);
         assert_eq!(full.outcomes[1], Outcome::Errno(2));
+    }
+
+    #[test]
+    fn a_same_snapshot_line_repeats_the_last_snapshot() {
+        let snap = |n: usize| {
+            Outcome::Ok(Value::Snapshot(crate::outcome::SnapshotRec {
+                entries: Vec::new(),
+                fds: (0..n)
+                    .map(|i| crate::outcome::FdRec {
+                        name: format!("f{i}"),
+                        fd: i as i32,
+                        task: 1,
+                        stat: Err(9),
+                    })
+                    .collect(),
+            }))
+        };
+        let step = |step, outcome| HostLine::Step { step, outcome }.to_line();
+        let same = |step| HostLine::SameSnapshot { step }.to_line();
+        let out = [
+            step(0, Outcome::Ok(Value::Unit)),
+            step(1, snap(1)),
+            step(2, Outcome::Errno(2)),
+            same(3),
+            step(4, snap(2)),
+            same(5),
+            HostLine::Done.to_line(),
+        ]
+        .concat();
+        let run = read_host_output(out.as_bytes());
+        assert_eq!(run.aborted, None);
+        assert_eq!(run.outcomes[3], snap(1));
+        assert_eq!(run.outcomes[5], snap(2));
+        assert_eq!(run.outcomes.len(), 6);
+        // Before any snapshot, or out of order, the line is an error.
+        let early = [step(0, Outcome::Ok(Value::Unit)), same(1)].concat();
+        assert!(read_host_output(early.as_bytes()).aborted.is_some());
+        let skipped = [step(0, Outcome::Ok(Value::Unit)), step(1, snap(1)), same(3)].concat();
+        assert!(read_host_output(skipped.as_bytes()).aborted.is_some());
     }
 }

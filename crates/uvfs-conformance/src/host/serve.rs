@@ -139,13 +139,24 @@ pub fn find_helper() -> Option<PathBuf> {
 /// ```
 pub struct HostServer {
     helper: PathBuf,
+    fencing: Fencing,
     child: Child,
     stdin: ChildStdin,
     stdout: BufReader<ChildStdout>,
 }
 
+/// How a server's cases hold the mount fence ([`super::fence`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Fencing {
+    /// Every op: shared, or exclusive if it may mount. For hand-written cases.
+    Full,
+    /// Only what may mount, exclusive (`--unfenced-walks`, [`super::fence::unfence_walks`]):
+    /// for the random tester, whose walks are never near the symlink limit.
+    MountsOnly,
+}
+
 impl HostServer {
-    /// Starts the helper found by [`find_helper`].
+    /// Starts the helper found by [`find_helper`], fencing every op.
     ///
     /// # Errors
     /// No helper binary found, or it does not start.
@@ -156,16 +167,28 @@ impl HostServer {
                 format!("no {HELPER_NAME} next to the running executable"),
             )
         })?;
-        Self::spawn_at(&helper)
+        Self::spawn_with(&helper, Fencing::Full)
     }
 
-    /// Starts the helper at `helper`.
+    /// Starts the helper at `helper`, fencing every op.
     ///
     /// # Errors
     /// It does not start.
     pub fn spawn_at(helper: &Path) -> io::Result<HostServer> {
-        let mut child = Command::new(helper)
-            .arg("--serve")
+        Self::spawn_with(helper, Fencing::Full)
+    }
+
+    /// Starts the helper at `helper` with `fencing`.
+    ///
+    /// # Errors
+    /// It does not start.
+    pub fn spawn_with(helper: &Path, fencing: Fencing) -> io::Result<HostServer> {
+        let mut command = Command::new(helper);
+        command.arg("--serve");
+        if fencing == Fencing::MountsOnly {
+            command.arg("--unfenced-walks");
+        }
+        let mut child = command
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::inherit())
@@ -174,6 +197,7 @@ impl HostServer {
         let stdout = BufReader::new(child.stdout.take().expect("piped"));
         Ok(HostServer {
             helper: helper.to_path_buf(),
+            fencing,
             child,
             stdin,
             stdout,
@@ -184,7 +208,7 @@ impl HostServer {
     pub fn run(&mut self, case: &Case) -> CaseRun {
         match self.try_run(case) {
             Ok(run) => run,
-            Err(first) => match Self::spawn_at(&self.helper) {
+            Err(first) => match Self::spawn_with(&self.helper, self.fencing) {
                 Err(e) => aborted(format!("{first}; restarting the host server: {e}")),
                 Ok(fresh) => {
                     *self = fresh;
