@@ -246,7 +246,8 @@ fn open_tmpfile<'w>(
     req: OpenReq,
     umask: u32,
 ) -> Result<Opened> {
-    let dir = w.lookup(start, path, crate::vfs::namei::FollowLast::Yes)?;
+    // `O_NOFOLLOW` holds for the directory too: a symlink there is not one (ENOTDIR).
+    let dir = w.lookup(start, path, follow_of(req.flags))?;
     let dinode = dir.inode().ok_or(Errno::ENOENT)?.clone();
     if !dinode.is_dir() {
         return Err(Errno::ENOTDIR);
@@ -254,7 +255,9 @@ fn open_tmpfile<'w>(
     if dir.mnt.is_rdonly() {
         return Err(Errno::EROFS);
     }
-    may_create(w.cred, &dinode, dir.dentry.is_dead())?;
+    // Only the permission check of `may_create`: an unnamed file may be made in a removed
+    // directory (Linux: `vfs_tmpfile()` has no `IS_DEADDIR()` test).
+    may_create(w.cred, &dinode, false)?;
     let mode = (req.mode & !umask & S_IALLUGO) | FileType::Regular.mode_bits();
     let inode = dinode
         .ops()

@@ -316,6 +316,15 @@ impl<'a> Walker<'a> {
         }
         let hl = hash_len(self.seed, name);
         match dir.dentry.lookup_fast(hl, name, self.guard) {
+            // A negative entry is uvfs's own cache of a miss: Linux's tmpfs keeps none (its
+            // dentries are deleted on their last `dput()`, `always_delete_dentry()` in
+            // fs/libfs.c), so there the name is not cached at all and `RESOLVE_CACHED` gives
+            // up.
+            Cached::Hit(d)
+                if d.inode().is_none() && self.resolve.contains(ResolveFlags::CACHED) =>
+            {
+                Err(Errno::EAGAIN)
+            }
             Cached::Hit(d) => Ok(Ref::B(d)),
             Cached::Miss => {
                 if self.resolve.contains(ResolveFlags::CACHED) {
