@@ -151,8 +151,25 @@ call!(/// `setresuid(2)` for the calling thread (the helper has one).
     setresuid(r: u32, e: u32, s: u32) => SYS_setresuid(r, e, s));
 call!(/// `setresgid(2)` for the calling thread (the helper has one).
     setresgid(r: u32, e: u32, s: u32) => SYS_setresgid(r, e, s));
-call!(/// `flock(2)`.
-    flock(fd: i32, op: i32) => SYS_flock(fd, op));
+/// `fcntl(fd, F_OFD_SETLKW, ..)` on the one byte at `byte`: `kind` is `F_RDLCK`, `F_WRLCK` or
+/// `F_UNLCK`. Waits for a conflicting lock to go.
+pub fn ofd_lock_byte(fd: i32, byte: i64, kind: i16) -> SysResult {
+    let mut lock = libc::flock {
+        l_type: kind,
+        l_whence: libc::SEEK_SET as i16,
+        l_start: byte,
+        l_len: 1,
+        l_pid: 0,
+    };
+    // SAFETY: `lock` is a live `struct flock` for the call; the kernel reads it (and writes
+    // it only for F_OFD_GETLK, not used here).
+    unsafe {
+        raw(
+            libc::SYS_fcntl,
+            args!(fd, libc::F_OFD_SETLKW, &mut lock as *mut libc::flock),
+        )
+    }
+}
 call!(/// `setns(2)`.
     setns(fd: i32, nstype: i32) => SYS_setns(fd, nstype));
 call!(/// `alarm(2)`: the kernel kills the process with `SIGALRM` after `secs` seconds.
