@@ -57,10 +57,12 @@ impl Task {
         *pos = p;
         drop(dir_lock);
         drop(pos);
+        // The directory was read even if the buffer could not take an entry (Linux:
+        // `iterate_dir()` calls `file_accessed()` whatever the filldir callback said).
+        touch_atime(&file);
         if too_small {
             return Err(Errno::EINVAL);
         }
-        touch_atime(&file);
         Ok(used)
     }
 
