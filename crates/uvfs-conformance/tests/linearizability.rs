@@ -99,11 +99,9 @@ fn namespace_operations_are_linearizable() {
 
 /// The same with `getdents64` listings in the plans, after a seed that the listing race has
 /// been seen to break (thread 0 renames `/a/y` to `/a/x` with `RENAME_WHITEOUT` while thread 1
-/// lists `/a`, which shows `x` without the whiteout at `y`).
+/// lists `/a`, which shows `x` without the whiteout at `y`) when `getdents64` does not hold
+/// the directory's inode lock (Linux: `iterate_dir()` takes it shared).
 #[test]
-#[ignore = "fails: uvfs's getdents64 does not take the directory's inode lock (Linux: \
-            iterate_dir() takes it shared), so a listing can see half of a rename, e.g. \
-            RENAME_WHITEOUT's move without its whiteout; un-ignore when fixed"]
 fn directory_listings_are_linearizable() {
     run(Config {
         first_seed: LISTING_SEED,

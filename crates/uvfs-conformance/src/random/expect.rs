@@ -36,10 +36,7 @@ pub enum Then {
 /// ([`super::signature::signature`]): listed so that CI stays a gate for new ones, each with a
 /// `random.NAME: uvfs bug, ...` line. Each goes with its fix (the tester then reports the line
 /// as stale only if the class is gone from here; remove both together).
-pub const OPEN_BUGS: &[(&str, &str)] = &[
-    ("bug_dir_position_at_end", "lseek: uvfs ok host ok"),
-    ("bug_dir_resume_after_end", "getdents: uvfs ok host ok"),
-];
+pub const OPEN_BUGS: &[(&str, &str)] = &[];
 
 /// Every class. A class whose line is missing from the expectations file is an error, and so
 /// is a `random.` line without a class.

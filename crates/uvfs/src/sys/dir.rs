@@ -16,6 +16,11 @@ impl Task {
     /// `getdents64(2)`: fills `buf` with `struct linux_dirent64` records from the file
     /// position; returns the bytes written, 0 at the end. Decode with [`Dirent::parse`].
     ///
+    /// # Locking
+    /// The file position, then the directory's inode lock shared for the whole listing, so
+    /// that it sees each namespace change whole, never half a rename (Linux: `iterate_dir()`
+    /// in fs/readdir.c, for `iterate_shared`).
+    ///
     /// # Errors
     /// `EBADF`; `ENOTDIR`; `EINVAL` if `buf` cannot hold the next entry; `ENOENT` if the
     /// directory was removed.
@@ -27,10 +32,12 @@ impl Task {
         if !file.inode().is_dir() {
             return Err(Errno::ENOTDIR);
         }
+        let mut pos = file.pos.lock();
+        let dir_lock = file.inode().lock.read();
+        // Checked under the lock, which rmdir holds exclusive when it kills the directory.
         if file.path().dentry.is_dead() {
             return Err(Errno::ENOENT);
         }
-        let mut pos = file.pos.lock();
         let mut used = 0usize;
         let mut too_small = false;
         let mut sink = |e: DirEntry<'_>| -> bool {
@@ -48,11 +55,14 @@ impl Task {
         let mut p = *pos;
         file.ops().readdir(&file, &mut p, &mut sink)?;
         *pos = p;
+        drop(dir_lock);
         drop(pos);
+        // The directory was read even if the buffer could not take an entry (Linux:
+        // `iterate_dir()` calls `file_accessed()` whatever the filldir callback said).
+        touch_atime(&file);
         if too_small {
             return Err(Errno::EINVAL);
         }
-        touch_atime(&file);
         Ok(used)
     }
 

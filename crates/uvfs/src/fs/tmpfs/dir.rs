@@ -11,47 +11,133 @@ use crate::vfs::inode::{Inode, Stamp};
 use crate::vfs::ops::{DirEntry, FileOps};
 use crate::vfs::FileDescription;
 
-/// Offset of the first real entry; 0 and 1 are `.` and `..`.
-const FIRST_OFFSET: u64 = 2;
-/// Offset given to a directory's first entry; later entries get smaller ones.
-const NEWEST_START: u64 = 1 << 62;
+/// The position of `..` (`.` is at 0).
+const DOTDOT_POS: u64 = 1;
+/// The position after `..`: resumes at the first entry of the list (Linux: `DIR_OFFSET_FIRST`).
+const FIRST_POS: u64 = 2;
+/// The smallest offset an entry gets (Linux: `DIR_OFFSET_MIN`).
+const MIN_OFFSET: u64 = 3;
+/// The position of a listing that reached the end, whatever is created later (Linux:
+/// `DIR_OFFSET_EOD`, `S32_MAX`); also the `d_off` of the last entry.
+pub(crate) const END_POS: u64 = i32::MAX as u64;
+/// The largest offset an entry gets (Linux: `DIR_OFFSET_MAX`).
+const MAX_OFFSET: u64 = END_POS - 1;
+/// List slot of a directory's first entry; every entry put at the head takes a smaller one.
+const FIRST_SLOT: u64 = 1 << 62;
 
 struct Entry {
     name: Box<[u8]>,
     ino: u64,
     d_type: u8,
+    /// Its offset: the `d_off` of the entry listed before it, and where an `lseek` to it
+    /// resumes.
+    off: u64,
 }
 
+/// A whiteout's place, taken before the rename that makes it moves its source.
+struct Reserved {
+    name: Box<[u8]>,
+    off: u64,
+    slot: u64,
+}
+
+/// A tmpfs directory's entries as Linux 6.18 keeps them: a list in listing order, newest at
+/// the head (the dentry's `d_children` list: a new or moved entry goes to the head), and for
+/// each entry an offset from a per-directory counter that only grows (`simple_offset_add()`,
+/// cyclic from `MIN_OFFSET`). The two orders differ once an entry is moved: a rename puts
+/// it at the head with the offset of the entry it replaced, an exchange keeps both names'
+/// offsets.
 #[derive(Default)]
 struct Entries {
     by_name: HashMap<Box<[u8]>, (u64, Arc<Inode>)>,
-    by_off: BTreeMap<u64, Entry>,
+    /// The list, by slot: ascending slots are the listing order.
+    list: BTreeMap<u64, Entry>,
+    /// Offset to slot.
+    by_off: BTreeMap<u64, u64>,
+    /// The slot the next head entry takes, counting down (0: none taken yet).
+    next_slot: u64,
+    /// Where the search for the next free offset starts (0: none taken yet).
     next_off: u64,
-    /// An offset taken for a name that is added later: a rename's whiteout, which Linux creates
+    /// A place taken for a name that is added later: a rename's whiteout, which Linux creates
     /// before it moves the source (`shmem_whiteout()` in `shmem_rename2()`).
-    reserved: Option<(Box<[u8]>, u64)>,
+    reserved: Option<Reserved>,
 }
 
 impl Entries {
-    fn take_off(&mut self) -> u64 {
-        let off = if self.next_off == 0 {
-            NEWEST_START
+    fn take_slot(&mut self) -> u64 {
+        let slot = if self.next_slot == 0 {
+            FIRST_SLOT
         } else {
-            self.next_off
+            self.next_slot
         };
-        self.next_off = off - 1;
+        self.next_slot = slot - 1;
+        slot
+    }
+
+    /// The first free offset from the cursor, wrapping around to `MIN_OFFSET` (Linux:
+    /// `mtree_alloc_cyclic()`).
+    fn take_off(&mut self) -> u64 {
+        let free_from = |by_off: &BTreeMap<u64, u64>, mut off: u64| {
+            for (&used, _) in by_off.range(off..) {
+                if used != off {
+                    break;
+                }
+                off += 1;
+            }
+            (off <= MAX_OFFSET).then_some(off)
+        };
+        let off = free_from(&self.by_off, self.next_off.max(MIN_OFFSET))
+            .or_else(|| free_from(&self.by_off, MIN_OFFSET))
+            .expect("a directory holds fewer than 2^31 entries: each one costs memory");
+        self.next_off = off + 1;
         off
+    }
+
+    /// Puts `name` at the head of the list with offset `off`.
+    fn insert(&mut self, name: &[u8], inode: Arc<Inode>, off: u64, slot: u64) {
+        self.list.insert(
+            slot,
+            Entry {
+                name: name.into(),
+                ino: inode.ino(),
+                d_type: inode.file_type().dirent_type(),
+                off,
+            },
+        );
+        self.by_off.insert(off, slot);
+        self.by_name.insert(name.into(), (slot, inode));
+    }
+
+    /// Takes `name` out of the list; returns its offset and inode.
+    fn unlink(&mut self, name: &[u8]) -> Option<(u64, Arc<Inode>)> {
+        let (slot, inode) = self.by_name.remove(name)?;
+        let e = self
+            .list
+            .remove(&slot)
+            .expect("a named entry is in the list");
+        self.by_off.remove(&e.off);
+        Some((e.off, inode))
+    }
+
+    /// The entries a listing at position `pos` (past `..`) returns: from the entry with the
+    /// largest offset not above `pos`, or from the head if there is none (Linux:
+    /// `offset_dir_lookup()`; `FIRST_POS` is below every offset).
+    fn listing_from(&self, pos: u64) -> impl Iterator<Item = &Entry> {
+        let start = self
+            .by_off
+            .range(..=pos)
+            .next_back()
+            .map_or(0, |(_, &slot)| slot);
+        self.list.range(start..).map(|(_, e)| e)
     }
 }
 
 /// The entries of a tmpfs directory.
 ///
-/// Each entry gets the next offset of a counter that only shrinks, and a listing walks offsets
-/// upward, so entries come newest first (as Linux 6.18 tmpfs lists them) and a `getdents64`
-/// cursor (the offset after the last entry returned) never returns an entry twice and never
-/// skips one that existed for the whole listing, whatever is created or removed meanwhile; an
-/// entry created during a listing gets an offset below the cursor and is not returned by it
-/// (Linux: `simple_offset_add()` in fs/libfs.c).
+/// A listing walks the list from the entry its position names, so a `getdents64` cursor
+/// (the offset of the next entry to return) returns entries that existed when the listing
+/// passed them and not those created at the head since; a listing that reached the end stays
+/// there (`END_POS`) until it is rewound (Linux: `offset_iterate_dir()` in fs/libfs.c).
 #[derive(Default)]
 pub(crate) struct DirData {
     /// Protects: the entry maps. Taken under the VFS inode lock for changes; shared by readdir
@@ -64,40 +150,66 @@ impl DirData {
         self.inner.read().by_name.get(name).map(|(_, i)| i.clone())
     }
 
-    /// Adds an entry at a new offset, or at the one reserved for its name.
+    /// Adds an entry at the head of the list with a new offset, or in the place reserved for
+    /// its name.
     pub(crate) fn add(&self, name: &[u8], inode: Arc<Inode>) {
         let mut e = self.inner.write();
         // A reservation waits for its name (the whiteout, added under the same inode lock).
-        let off = match e.reserved.take() {
-            Some((n, off)) if *n == *name => off,
+        let (off, slot) = match e.reserved.take() {
+            Some(r) if *r.name == *name => (r.off, r.slot),
             r => {
                 e.reserved = r;
-                e.take_off()
+                (e.take_off(), e.take_slot())
             }
         };
-        e.by_off.insert(
-            off,
-            Entry {
-                name: name.into(),
-                ino: inode.ino(),
-                d_type: inode.file_type().dirent_type(),
-            },
-        );
-        e.by_name.insert(name.into(), (off, inode));
+        e.insert(name, inode, off, slot);
     }
 
     pub(crate) fn remove(&self, name: &[u8]) -> Option<Arc<Inode>> {
-        let mut e = self.inner.write();
-        let (off, inode) = e.by_name.remove(name)?;
-        e.by_off.remove(&off);
-        Some(inode)
+        self.inner.write().unlink(name).map(|(_, inode)| inode)
     }
 
-    /// Takes a new offset now for `name`, added later.
+    /// The offset a rename to `name` gives the moved entry: the replaced entry's, or a new one
+    /// (Linux: `simple_offset_add()` of the new dentry at the start of `shmem_rename2()`,
+    /// then `simple_offset_rename()`). Call before anything else takes an offset here.
+    fn rename_offset(&self, name: &[u8]) -> u64 {
+        let mut e = self.inner.write();
+        match e.by_name.get(name) {
+            Some(&(slot, _)) => e.list[&slot].off,
+            None => e.take_off(),
+        }
+    }
+
+    /// Adds the entry a rename moved here: at the head, with the offset
+    /// [`rename_offset`](Self::rename_offset) gave.
+    fn add_moved(&self, name: &[u8], inode: Arc<Inode>, off: u64) {
+        let mut e = self.inner.write();
+        let slot = e.take_slot();
+        e.insert(name, inode, off, slot);
+    }
+
+    /// Puts `inode` under the existing `name`, which keeps its offset and moves to the head;
+    /// returns the inode it had (one side of `RENAME_EXCHANGE`: Linux's
+    /// `simple_offset_rename_exchange()` swaps the offsets with the dentries, `d_exchange()`
+    /// moves both to the heads).
+    fn swap_in(&self, name: &[u8], inode: Arc<Inode>) -> Option<Arc<Inode>> {
+        let mut e = self.inner.write();
+        let (off, old) = e.unlink(name)?;
+        let slot = e.take_slot();
+        e.insert(name, inode, off, slot);
+        Some(old)
+    }
+
+    /// Takes a new offset and head place now for `name`, added later.
     fn reserve(&self, name: &[u8]) {
         let mut e = self.inner.write();
         let off = e.take_off();
-        e.reserved = Some((name.into(), off));
+        let slot = e.take_slot();
+        e.reserved = Some(Reserved {
+            name: name.into(),
+            off,
+            slot,
+        });
     }
 
     pub(crate) fn is_empty(&self) -> bool {
@@ -109,6 +221,12 @@ impl DirData {
 pub(crate) struct DirFile;
 
 impl FileOps for DirFile {
+    /// Linux: `offset_readdir()` and `dir_emit_dots()`. Each entry's `next_pos` is the offset
+    /// of the entry after it, or `END_POS` for the last, and `*pos` ends at the offset of the
+    /// first entry not accepted, or at `END_POS`.
+    ///
+    /// # Locking
+    /// The caller holds the directory's inode lock shared; takes `DirData::inner` shared.
     fn readdir(
         &self,
         file: &FileDescription,
@@ -123,13 +241,14 @@ impl FileOps for DirFile {
                 name: b".",
                 ino: inode.ino(),
                 d_type: 4,
-                next_pos: 1,
+                next_pos: DOTDOT_POS,
             }) {
                 return Ok(());
             }
-            *pos = 1;
+            *pos = DOTDOT_POS;
         }
-        if *pos == 1 {
+        let e = d.inner.read();
+        if *pos == DOTDOT_POS {
             let pino = file
                 .path()
                 .dentry
@@ -140,27 +259,31 @@ impl FileOps for DirFile {
                 name: b"..",
                 ino: pino,
                 d_type: 4,
-                next_pos: FIRST_OFFSET,
+                next_pos: e.listing_from(FIRST_POS).next().map_or(END_POS, |n| n.off),
             }) {
                 return Ok(());
             }
-            *pos = FIRST_OFFSET;
+            *pos = FIRST_POS;
         }
-        let e = d.inner.read();
-        for (&off, ent) in e.by_off.range(*pos..) {
+        if *pos == END_POS {
+            return Ok(());
+        }
+        let mut entries = e.listing_from(*pos).peekable();
+        while let Some(ent) = entries.next() {
+            *pos = ent.off;
+            let next_pos = entries.peek().map_or(END_POS, |n| n.off);
             if !sink(DirEntry {
                 name: &ent.name,
                 ino: ent.ino,
                 d_type: ent.d_type,
-                next_pos: off + 1,
+                next_pos,
             }) {
                 return Ok(());
             }
-            *pos = off + 1;
         }
+        *pos = END_POS;
         Ok(())
     }
-
     fn llseek(
         &self,
         _file: &FileDescription,
@@ -226,10 +349,9 @@ pub(super) fn rename(
     let bogo = BOGO_DIRENT_SIZE as i64;
     if flags.contains(RenameFlags::EXCHANGE) {
         let tgt = nd.get(new_name).ok_or(Errno::ENOENT)?;
-        od.remove(old_name);
-        nd.remove(new_name);
-        od.add(old_name, tgt.clone());
-        nd.add(new_name, src.clone());
+        // Each name keeps its offset; the target moves to the head first.
+        od.swap_in(old_name, tgt.clone());
+        nd.swap_in(new_name, src.clone());
         let (mut o, mut n) = (0, 0);
         if !same_dir {
             if src.is_dir() {
@@ -248,6 +370,7 @@ pub(super) fn rename(
     }
     let (mut o, mut n, mut nsize) = (0, 0, bogo);
     let mut replaced = None;
+    let new_off = nd.rename_offset(new_name);
     if let Some(tgt) = nd.get(new_name) {
         if Arc::ptr_eq(&tgt, &src) {
             return Ok(());
@@ -293,8 +416,8 @@ pub(super) fn rename(
         od.reserve(old_name);
     }
     od.remove(old_name);
-    // The moved entry is the newest; a whiteout, created first on Linux, comes after it.
-    nd.add(new_name, src.clone());
+    // The moved entry goes to the head; a whiteout, created first on Linux, comes after it.
+    nd.add_moved(new_name, src.clone(), new_off);
     if src.is_dir() && !same_dir {
         o -= 1;
         n += 1;
