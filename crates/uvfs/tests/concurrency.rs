@@ -617,6 +617,113 @@ fn unlink_races_open_and_open_files_outlive_their_name() {
     assert_eq!(kept_checks, KEEP as u64, "kept fds checked");
 }
 
+/// One task creates and unlinks `/u/f` over and over while two others open it with `O_CREAT`
+/// (no `O_EXCL`). Linux: such an open either finds the name or creates it under the directory
+/// lock, and opens the inode it found even if the name is unlinked right after, so it never
+/// fails with `ENOENT` (`open_last_lookups()` and `lookup_open()` in fs/namei.c). At each
+/// checkpoint (the creator stopped after an unlink) each opener's open creates the file, and
+/// the name then leads to the inode it opened.
+#[test]
+#[cfg_attr(
+    any(loom, feature = "shuttle"),
+    ignore = "skipped: uvfs built with loom/shuttle primitives, which work only inside a model"
+)]
+fn open_creat_never_says_enoent_while_the_name_comes_and_goes() {
+    const ROUNDS: u64 = 20_000;
+    /// Rounds between two checkpoints.
+    const HOLD_EVERY: u64 = 500;
+    const OPENERS: u64 = 2;
+    let seed = seed();
+    let (churn_checks, counts) = run(move |crew| {
+        let vfs = Vfs::new();
+        let setup = vfs.task(Cred::root());
+        mkdir(&setup, "/u");
+        let cp = Checkpoints::new(OPENERS, ());
+        let done = AtomicBool::new(false);
+        let churner = vfs.task(Cred::root());
+        let openers: Vec<Task> = (0..OPENERS).map(|_| vfs.task(Cred::root())).collect();
+        thread::scope(|s| {
+            let (cp, done) = (&cp, &done);
+            let ch = s.spawn(move || {
+                let _g = crew.enlist();
+                let t = churner;
+                let mut checks = 0u64;
+                if !crew.start_line(1 + OPENERS) {
+                    return checks;
+                }
+                for i in 0..ROUNDS {
+                    let fd = t
+                        .openat(AT_FDCWD, "/u/f", OpenFlags::CREAT | OpenFlags::RDWR, 0o600)
+                        .unwrap_or_else(|e| panic!("seed {seed}: create #{i}: {e:?}"));
+                    t.close(fd).expect("close");
+                    // Only this task unlinks, and the name exists: the unlink must succeed.
+                    t.unlinkat(AT_FDCWD, "/u/f", AtFlags::empty())
+                        .unwrap_or_else(|e| panic!("seed {seed}: unlink #{i}: {e:?}"));
+                    checks += 1;
+                    if i.is_multiple_of(HOLD_EVERY) && !cp.hold(crew, ()) {
+                        break;
+                    }
+                }
+                done.store(true, Ordering::SeqCst);
+                checks
+            });
+            let ops: Vec<_> = openers
+                .into_iter()
+                .map(|t| {
+                    s.spawn(move || {
+                        let _g = crew.enlist();
+                        let mut c = Counts::default();
+                        let mut seen = 0;
+                        crew.start_line(1 + OPENERS);
+                        while !done.load(Ordering::SeqCst) && !crew.stopped() {
+                            c.round();
+                            let exact = cp.pending(&mut seen).is_some();
+                            let fd = t
+                                .openat(AT_FDCWD, "/u/f", OpenFlags::CREAT | OpenFlags::RDWR, 0o600)
+                                .unwrap_or_else(|e| {
+                                    panic!("seed {seed}: open(O_CREAT) of /u/f: {e:?}, want a file")
+                                });
+                            let st = t.fstat(fd).expect("fstat of an open file");
+                            assert_eq!(
+                                st.file_type(),
+                                Some(FileType::Regular),
+                                "seed {seed}: {st:?}"
+                            );
+                            assert!(st.nlink <= 1, "seed {seed}: nlink {}", st.nlink);
+                            if exact {
+                                // The creator is stopped: the name is the file just opened
+                                // (this opener's or the other's, both made it at this point).
+                                assert_eq!(
+                                    ino_of(&t, "/u/f"),
+                                    Ok(st.ino),
+                                    "seed {seed}: /u/f at a checkpoint"
+                                );
+                                c.exact += 1;
+                            }
+                            t.close(fd).expect("close");
+                            if exact {
+                                cp.ack();
+                            }
+                        }
+                        c
+                    })
+                })
+                .collect();
+            (join(ch), ops.into_iter().map(join).collect::<Vec<_>>())
+        })
+    });
+    println!("open_creat_never_says_enoent: churner rounds {churn_checks}, openers {counts:?}");
+    assert_eq!(churn_checks, ROUNDS, "churner rounds checked");
+    for c in &counts {
+        assert_eq!(
+            c.exact,
+            ROUNDS.div_ceil(HOLD_EVERY),
+            "exact checks of each opener"
+        );
+        assert!(c.rounds >= c.exact, "racy checks run every round");
+    }
+}
+
 /// Three tasks create, in a seeded shuffled order, files of their own and the same shared
 /// names in one directory with `O_CREAT|O_EXCL`. POSIX (open(2)): exactly one creator of each
 /// shared name succeeds and the others get `EEXIST`; the directory then lists every name once.

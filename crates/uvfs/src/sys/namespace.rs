@@ -443,22 +443,19 @@ impl Task {
             }
             _ => None,
         };
-        odir.ops().rename(
-            &odir, &op.name, &ndir, &np.name,
-            // With RENAME_WHITEOUT the filesystem keeps the whiteout's place in the listing
-            // (created before the move on Linux); the whiteout itself is made below.
-            flags,
-        )?;
+        // The filesystem makes the whiteout before it moves the source, so a failure to make
+        // it (ENOSPC) changes nothing (Linux: `shmem_whiteout()` in `shmem_rename2()`).
+        let whiteout = flags
+            .contains(RenameFlags::WHITEOUT)
+            .then(|| new_inode(&cred, &odir, FileType::CharDevice.mode_bits(), 0));
+        let made = odir
+            .ops()
+            .rename(&odir, &op.name, &ndir, &np.name, flags, whiteout.as_ref())?;
         if exchange {
             od.d_exchange(&op.name, &old_child, &nd, &np.name, &new_child);
         } else {
             od.d_move(&op.name, &old_child, &nd, &np.name);
-            if flags.contains(RenameFlags::WHITEOUT) {
-                let w = odir.ops().mknod(
-                    &odir,
-                    &op.name,
-                    &new_inode(&cred, &odir, FileType::CharDevice.mode_bits(), 0),
-                )?;
+            if let Some(w) = made {
                 od.d_instantiate(&op.name, w);
             }
         }

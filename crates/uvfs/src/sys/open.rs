@@ -348,8 +348,11 @@ fn open_last<'w>(
                     uid: dinode.uid(),
                 };
                 drop(_lock);
-                let pos =
-                    w.resolve_last(parent.clone(), &last, crate::vfs::namei::FollowLast::No)?;
+                // The dentry found under the lock, not a second lookup: the name may be
+                // unlinked or replaced by now, and open(O_CREAT) never says ENOENT for a name
+                // it found (Linux: `open_last_lookups()` steps into the dentry
+                // `lookup_open()` returned).
+                let pos = w.step_into_found(&parent, child.clone())?;
                 if !is_link || req.flags.contains(OpenFlags::NOFOLLOW) {
                     return Ok(Opened {
                         path: pos.to_path(),

@@ -179,12 +179,18 @@ pub trait InodeOps: Send + Sync + 'static {
     /// Renames `old_name` in this directory to `new_name` in `new_dir` (same superblock).
     /// The VFS has checked types, emptiness of a replaced directory, loops and `flags`.
     ///
+    /// With `RENAME_WHITEOUT`, `whiteout` is the new inode to leave at `old_name` (a
+    /// character device 0:0); the filesystem makes it before it moves anything, so a failure
+    /// to make it leaves both directories as they were (Linux: `shmem_whiteout()` first in
+    /// `shmem_rename2()`), and returns it for the VFS to bind to `old_name`.
+    ///
     /// # Locking
     /// `SuperBlock::rename_lock` (cross-directory), both directories' and both inodes'
     /// inode locks exclusive.
     ///
     /// # Errors
-    /// `EMLINK`, `ENOSPC`; `EINVAL` for unsupported flags.
+    /// `EMLINK`, `ENOSPC` (also: no inode left for the whiteout); `EINVAL` for unsupported
+    /// flags.
     fn rename(
         &self,
         old_dir: &Inode,
@@ -192,7 +198,8 @@ pub trait InodeOps: Send + Sync + 'static {
         new_dir: &Inode,
         new_name: &[u8],
         flags: RenameFlags,
-    ) -> Result<()> {
+        whiteout: Option<&NewInode<'_>>,
+    ) -> Result<Option<Arc<Inode>>> {
         Err(Errno::EPERM)
     }
 

@@ -8,7 +8,7 @@ use parking_lot::RwLock;
 use super::{Node, BOGO_DIRENT_SIZE};
 use crate::abi::{Errno, RenameFlags, Result, Whence};
 use crate::vfs::inode::{Inode, Stamp};
-use crate::vfs::ops::{DirEntry, FileOps};
+use crate::vfs::ops::{DirEntry, FileOps, NewInode};
 use crate::vfs::FileDescription;
 
 /// The position of `..` (`.` is at 0).
@@ -201,7 +201,7 @@ impl DirData {
     }
 
     /// Takes a new offset and head place now for `name`, added later.
-    fn reserve(&self, name: &[u8]) {
+    pub(super) fn reserve(&self, name: &[u8]) {
         let mut e = self.inner.write();
         let off = e.take_off();
         let slot = e.take_slot();
@@ -320,7 +320,8 @@ pub(super) fn rename(
     new_dir: &Inode,
     new_name: &[u8],
     flags: RenameFlags,
-) -> Result<()> {
+    whiteout: Option<&NewInode<'_>>,
+) -> Result<Option<Arc<Inode>>> {
     let new_node = Node::of(new_dir).ok_or(Errno::EXDEV)?;
     let od = old_node.dir()?;
     let nd = new_node.dir()?;
@@ -366,22 +367,34 @@ pub(super) fn rename(
         stamp_dirs(o, n, 0, 0);
         src.touch_ctime(Stamp::Ctime);
         tgt.touch_ctime(Stamp::Ctime);
-        return Ok(());
+        return Ok(None);
     }
     let (mut o, mut n, mut nsize) = (0, 0, bogo);
-    let mut replaced = None;
     let new_off = nd.rename_offset(new_name);
-    if let Some(tgt) = nd.get(new_name) {
-        if Arc::ptr_eq(&tgt, &src) {
-            return Ok(());
+    let tgt = nd.get(new_name);
+    if let Some(tgt) = &tgt {
+        if Arc::ptr_eq(tgt, &src) {
+            return Ok(None);
         }
-        if let Some(tn) = Node::of(&tgt) {
+        if let Some(tn) = Node::of(tgt) {
             if let Ok(td) = tn.dir() {
                 if !td.is_empty() {
                     return Err(Errno::ENOTEMPTY);
                 }
             }
         }
+    }
+    // The whiteout comes first: if it cannot be made (no inode left), nothing has moved
+    // (Linux: `shmem_whiteout()` before `simple_offset_rename()` in `shmem_rename2()`). It
+    // takes its offset after the moved entry's, and its place in the listing before it.
+    let whiteout = match whiteout {
+        Some(new) if flags.contains(RenameFlags::WHITEOUT) => {
+            Some(old_node.make_whiteout(old_dir, old_name, new)?)
+        }
+        _ => None,
+    };
+    let mut replaced = None;
+    if let Some(tgt) = tgt {
         nd.remove(new_name);
         nsize -= bogo;
         // The replaced inode is unlinked first: stamped, and the new directory takes its
@@ -412,12 +425,12 @@ pub(super) fn rename(
         }
         replaced = Some(tgt);
     }
-    if flags.contains(RenameFlags::WHITEOUT) {
-        od.reserve(old_name);
-    }
     od.remove(old_name);
-    // The moved entry goes to the head; a whiteout, created first on Linux, comes after it.
+    // The moved entry goes to the head; the whiteout, made first, comes after it.
     nd.add_moved(new_name, src.clone(), new_off);
+    if let Some(w) = &whiteout {
+        od.add(old_name, w.clone());
+    }
     if src.is_dir() && !same_dir {
         o -= 1;
         n += 1;
@@ -431,5 +444,5 @@ pub(super) fn rename(
     if let Some(tgt) = replaced {
         tgt.touch_ctime(Stamp::Ctime);
     }
-    Ok(())
+    Ok(whiteout)
 }

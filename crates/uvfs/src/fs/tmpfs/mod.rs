@@ -378,6 +378,28 @@ impl Node {
         Ok(inode)
     }
 
+    /// Makes the whiteout a rename leaves at `name`, stamped and counted in `dir` as a new
+    /// entry, with its place in the listing taken now; it is added to `dir` once the source
+    /// has moved (Linux: `shmem_whiteout()` calls `shmem_mknod()`).
+    fn make_whiteout(&self, dir: &Inode, name: &[u8], new: &NewInode<'_>) -> Result<Arc<Inode>> {
+        let d = self.dir()?;
+        let inode = self.new_inode(dir, new, Kind::Special)?;
+        let born = inode.current_time();
+        d.reserve(name);
+        let now = dir.current_time();
+        dir.write_attrs(|w| {
+            w.set_size(dir.size() + BOGO_DIRENT_SIZE);
+            w.set_mtime(now);
+            w.set_ctime(now);
+        });
+        inode.write_attrs(|w| {
+            w.set_atime(born);
+            w.set_mtime(born);
+            w.set_ctime(born);
+        });
+        Ok(inode)
+    }
+
     fn remove_entry(&self, dir: &Inode, name: &[u8], victim: &Inode, dir_delta: i32) {
         if let Ok(d) = self.dir() {
             d.remove(name);
@@ -547,8 +569,9 @@ impl InodeOps for Node {
         new_dir: &Inode,
         new_name: &[u8],
         flags: RenameFlags,
-    ) -> Result<()> {
-        dir::rename(self, old_dir, old_name, new_dir, new_name, flags)
+        whiteout: Option<&NewInode<'_>>,
+    ) -> Result<Option<Arc<Inode>>> {
+        dir::rename(self, old_dir, old_name, new_dir, new_name, flags, whiteout)
     }
 
     fn get_link(&self, _inode: &Inode) -> Result<Arc<[u8]>> {

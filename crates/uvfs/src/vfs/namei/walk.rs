@@ -285,6 +285,18 @@ impl<'a> Walker<'a> {
         Ok(pos)
     }
 
+    /// Steps from directory `parent` into its child `child`, found by the caller under the
+    /// directory lock, without looking the name up again: the child may have been unlinked or
+    /// replaced since, and the walk goes on with the dentry it found (Linux: `step_into()`
+    /// after `lookup_open()` in `open_last_lookups()`). Crosses mounts; does not follow a
+    /// symlink.
+    pub(crate) fn step_into_found(&self, parent: &Pos<'a>, child: Arc<Dentry>) -> Result<Pos<'a>> {
+        self.cross_mounts(Pos {
+            mnt: parent.mnt.clone(),
+            dentry: Ref::O(child),
+        })
+    }
+
     /// Steps from directory `pos` into `name` (Linux: `walk_component()` + `step_into()`).
     fn step(&mut self, pos: Pos<'a>, name: &[u8], follow: FollowLast) -> Result<Pos<'a>> {
         match name {
