@@ -89,7 +89,8 @@ impl Task {
     /// and have no effect: every mount is private (docs/divergences.md).
     ///
     /// # Errors
-    /// `EPERM` without `CAP_SYS_ADMIN`; path errors; `ENODEV` (unknown type); `ENOTDIR`
+    /// `EPERM` without `CAP_SYS_ADMIN`; path errors; `ENOENT` (a target unlinked or in a
+    /// detached mount); `ENODEV` (unknown type); `ENOTDIR`
     /// (tmpfs over a non-directory); `EINVAL` (bad options, remount, move or propagation
     /// change of a non-mount, more than one propagation type, move between a directory and a
     /// non-directory); `ELOOP` (move into itself).
@@ -148,6 +149,11 @@ impl Task {
         if flags.contains(MountFlags::BIND) {
             let src = source_name(source)?;
             let src = self.mount_point(src, FollowLast::Yes)?;
+            self.lock_mount(&target)?;
+            // Linux: `__do_loopback()` refuses a source outside the namespace (`check_mnt()`).
+            if !self.in_namespace(&src.mnt) {
+                return Err(Errno::EINVAL);
+            }
             if src.dentry.inode().is_some_and(|i| i.is_dir())
                 != target.dentry.inode().is_some_and(|i| i.is_dir())
             {
@@ -179,11 +185,22 @@ impl Task {
         }
         if flags.contains(MountFlags::MOVE) {
             let src = self.mount_point(source_name(source)?, FollowLast::Yes)?;
+            // An unlinked target is ENOENT first; a target in a detached tree only after the
+            // source's checks (as the host kernel answers).
+            if target.dentry.is_dead() {
+                return Err(Errno::ENOENT);
+            }
             // The namespace's root mount counts as attached (on Linux it sits on the hidden
             // rootfs), so moving it fails below with ELOOP (Linux: `do_move_mount()`).
             let attached = src.mnt.parent().is_some() || Arc::ptr_eq(&src.mnt, self.ns.root());
-            if !Arc::ptr_eq(&src.dentry, src.mnt.root()) || !attached {
+            if !Arc::ptr_eq(&src.dentry, src.mnt.root())
+                || !attached
+                || !self.in_namespace(&src.mnt)
+            {
                 return Err(Errno::EINVAL);
+            }
+            if !self.in_namespace(&target.mnt) {
+                return Err(Errno::ENOENT);
             }
             if src.dentry.inode().is_some_and(|i| i.is_dir())
                 != target.dentry.inode().is_some_and(|i| i.is_dir())
@@ -199,16 +216,19 @@ impl Task {
             self.ns.attach(&m, &target);
             return Ok(());
         }
+        // Linux (`do_new_mount()`): the type, the options and the new superblock, then the
+        // mountpoint (`lock_mount()`), then `graft_tree()`'s ENOTDIR.
         let kind = FsKind::from_name(fstype.ok_or(Errno::EINVAL)?)?;
-        if !target.dentry.inode().is_some_and(|i| i.is_dir()) {
-            return Err(Errno::ENOTDIR);
-        }
         let (sb, root) = match kind {
             FsKind::Tmpfs => {
                 let c = self.cred.borrow();
                 Tmpfs::new_instance(&TmpfsOptions::parse(data)?, c.fsuid, c.fsgid)?
             }
         };
+        self.lock_mount(&target)?;
+        if !target.dentry.inode().is_some_and(|i| i.is_dir()) {
+            return Err(Errno::ENOTDIR);
+        }
         if flags.contains(MountFlags::RDONLY) {
             sb.set_rdonly(true);
         }
@@ -216,6 +236,32 @@ impl Task {
         let m = Mount::new(sb, root, mnt_flags_of(flags));
         self.ns.attach(&m, &target);
         Ok(())
+    }
+
+    /// Whether something may be mounted at `target` (Linux: `lock_mount()`): not on a name
+    /// that was unlinked or removed (`cant_mount()`), and not in a mount taken out of the tree
+    /// (`is_mounted()`, false for every mount of a tree `umount2(MNT_DETACH)` took out), both
+    /// ENOENT.
+    fn lock_mount(&self, target: &VfsPath) -> Result<()> {
+        if target.dentry.is_dead() || !self.in_namespace(&target.mnt) {
+            return Err(Errno::ENOENT);
+        }
+        Ok(())
+    }
+
+    /// Whether `m` and every mount above it are in the namespace's tree (Linux: a mount's
+    /// `mnt_ns`, which a lazy unmount clears for the whole tree it takes out).
+    fn in_namespace(&self, m: &Arc<Mount>) -> bool {
+        let mut cur = m.clone();
+        loop {
+            if !cur.is_attached() {
+                return false;
+            }
+            match cur.parent() {
+                Some((p, _)) => cur = p,
+                None => return Arc::ptr_eq(&cur, self.ns.root()),
+            }
+        }
     }
 
     fn copy_submounts(

@@ -338,11 +338,7 @@ fn open_last<'w>(
                     found_in: None,
                 });
             }
-            Some(inode) => {
-                if req.flags.contains(OpenFlags::EXCL) {
-                    return Err(Errno::EEXIST);
-                }
-                let is_link = inode.file_type() == FileType::Symlink;
+            Some(_) => {
                 let found_in = DirAttrs {
                     mode: dinode.mode(),
                     uid: dinode.uid(),
@@ -351,8 +347,17 @@ fn open_last<'w>(
                 // The dentry found under the lock, not a second lookup: the name may be
                 // unlinked or replaced by now, and open(O_CREAT) never says ENOENT for a name
                 // it found (Linux: `open_last_lookups()` steps into the dentry
-                // `lookup_open()` returned).
+                // `lookup_open()` returned). Stepping in crosses mounts, so RESOLVE_NO_XDEV's
+                // EXDEV comes before O_EXCL's EEXIST (`do_open()`), and what is found is what
+                // is mounted there.
                 let pos = w.step_into_found(&parent, child.clone())?;
+                if req.flags.contains(OpenFlags::EXCL) {
+                    return Err(Errno::EEXIST);
+                }
+                let is_link = pos
+                    .dentry
+                    .inode()
+                    .is_some_and(|i| i.file_type() == FileType::Symlink);
                 if !is_link || req.flags.contains(OpenFlags::NOFOLLOW) {
                     return Ok(Opened {
                         path: pos.to_path(),
