@@ -14,13 +14,13 @@
 
 use std::collections::BTreeMap;
 use std::path::Path;
-use std::process::{Command, ExitCode, Stdio};
+use std::process::ExitCode;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Mutex;
 use std::thread;
 use std::time::{Duration, Instant};
 
-use uvfs_conformance::host::protocol::EXIT_ENV_REFUSED;
+use uvfs_conformance::host::serve::probe;
 use uvfs_conformance::report::{
     compare, load_expectations, render_divergence, render_instability, render_steps, verdict,
     Expectation, Summary, Verdict,
@@ -156,24 +156,7 @@ fn count_unstable(cases: &[Case], uvfs_runs: &[CaseRun], host_runs: &[CaseRun]) 
 
 /// Checks that the helper can set up its sandbox here.
 fn probe_host() -> Result<(), String> {
-    let out = Command::new(HELPER)
-        .arg("--probe")
-        .stdin(Stdio::null())
-        .output()
-        .map_err(|e| format!("cannot start {HELPER}: {e}"))?;
-    if out.status.success() {
-        return Ok(());
-    }
-    let why = String::from_utf8_lossy(&out.stderr).trim().to_string();
-    match out.status.code() {
-        Some(EXIT_ENV_REFUSED) => Err(format!(
-            "the host sandbox is refused here (needs root): {why}"
-        )),
-        _ => Err(format!(
-            "the host helper failed its probe ({}): {why}",
-            out.status
-        )),
-    }
+    probe(Path::new(HELPER))
 }
 
 /// Runs every case on both sides: uvfs in this process, the host in helper processes.

@@ -356,16 +356,11 @@ pub enum Op {
     Snapshot,
 }
 
-impl Op {
-    /// Every fd argument of the op, in argument order.
-    pub fn fd_args(&self) -> Vec<&Fd> {
-        fn target(t: &XattrTarget) -> Option<&Fd> {
-            match t {
-                XattrTarget::File(fd) => Some(fd),
-                _ => None,
-            }
-        }
-        match self {
+/// The fd arguments of `$op` (an `&Op` or an `&mut Op`: match ergonomics give references of
+/// the same kind), in argument order.
+macro_rules! fd_args_of {
+    ($op:expr) => {
+        match $op {
             Op::Openat { dirfd, .. }
             | Op::Openat2 { dirfd, .. }
             | Op::Mkdirat { dirfd, .. }
@@ -409,7 +404,10 @@ impl Op {
             Op::Setxattr { target: t, .. }
             | Op::Getxattr { target: t, .. }
             | Op::Listxattr { target: t, .. }
-            | Op::Removexattr { target: t, .. } => target(t).into_iter().collect(),
+            | Op::Removexattr { target: t, .. } => match t {
+                XattrTarget::File(fd) => vec![fd],
+                _ => Vec::new(),
+            },
             Op::Open { .. }
             | Op::Truncate { .. }
             | Op::Mknod { .. }
@@ -428,6 +426,18 @@ impl Op {
             | Op::Task { .. }
             | Op::Snapshot => Vec::new(),
         }
+    };
+}
+
+impl Op {
+    /// Every fd argument of the op, in argument order.
+    pub fn fd_args(&self) -> Vec<&Fd> {
+        fd_args_of!(self)
+    }
+
+    /// Every fd argument of the op, in argument order, to change.
+    pub fn fd_args_mut(&mut self) -> Vec<&mut Fd> {
+        fd_args_of!(self)
     }
 
     /// The `$NAME` variables the op reads.

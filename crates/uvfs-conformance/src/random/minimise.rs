@@ -5,7 +5,7 @@
 
 use std::collections::HashSet;
 
-use crate::op::{Fd, Op, XattrTarget};
+use crate::op::{Fd, Op};
 use crate::parse::{Case, Step};
 
 /// The smallest sub-sequence of `case`'s steps for which `diverges` still holds, found with
@@ -91,84 +91,7 @@ fn unbind_unknown(op: &mut Op, bound: &HashSet<String>) {
             }
         }
     };
-    for_each_fd(op, fix);
-}
-
-/// Calls `f` on every fd argument of `op`.
-pub fn for_each_fd(op: &mut Op, mut f: impl FnMut(&mut Fd)) {
-    match op {
-        Op::Open { .. }
-        | Op::Mknod { .. }
-        | Op::Symlink { .. }
-        | Op::Truncate { .. }
-        | Op::Listdir { .. }
-        | Op::Chdir { .. }
-        | Op::Getcwd { .. }
-        | Op::Chroot { .. }
-        | Op::Umask { .. }
-        | Op::Statfs { .. }
-        | Op::Mount { .. }
-        | Op::Umount2 { .. }
-        | Op::SetrlimitNofile { .. }
-        | Op::As { .. }
-        | Op::Cred(_)
-        | Op::Task { .. }
-        | Op::Snapshot => {}
-        Op::Openat { dirfd, .. }
-        | Op::Openat2 { dirfd, .. }
-        | Op::Mkdirat { dirfd, .. }
-        | Op::Unlinkat { dirfd, .. }
-        | Op::Readlinkat { dirfd, .. }
-        | Op::Fstatat { dirfd, .. }
-        | Op::Statx { dirfd, .. }
-        | Op::Fchmodat { dirfd, .. }
-        | Op::Fchownat { dirfd, .. }
-        | Op::Utimensat { dirfd, .. }
-        | Op::Faccessat2 { dirfd, .. } => f(dirfd),
-        Op::Close { fd }
-        | Op::Read { fd, .. }
-        | Op::Pread { fd, .. }
-        | Op::Write { fd, .. }
-        | Op::Pwrite { fd, .. }
-        | Op::Readv { fd, .. }
-        | Op::Writev { fd, .. }
-        | Op::Preadv { fd, .. }
-        | Op::Pwritev { fd, .. }
-        | Op::Lseek { fd, .. }
-        | Op::Ftruncate { fd, .. }
-        | Op::Fallocate { fd, .. }
-        | Op::Fsync { fd }
-        | Op::Fdatasync { fd }
-        | Op::Dup { fd }
-        | Op::Fcntl { fd, .. }
-        | Op::Fstat { fd }
-        | Op::Fchmod { fd, .. }
-        | Op::Fchown { fd, .. }
-        | Op::Getdents { fd, .. }
-        | Op::Fchdir { fd }
-        | Op::Fstatfs { fd } => f(fd),
-        Op::Dup2 { fd, newfd } | Op::Dup3 { fd, newfd, .. } => {
-            f(fd);
-            f(newfd);
-        }
-        Op::Renameat2 {
-            olddirfd, newdirfd, ..
-        }
-        | Op::Linkat {
-            olddirfd, newdirfd, ..
-        } => {
-            f(olddirfd);
-            f(newdirfd);
-        }
-        Op::Setxattr { target, .. }
-        | Op::Getxattr { target, .. }
-        | Op::Listxattr { target, .. }
-        | Op::Removexattr { target, .. } => {
-            if let XattrTarget::File(fd) = target {
-                f(fd);
-            }
-        }
-    }
+    op.fd_args_mut().into_iter().for_each(fix);
 }
 
 #[cfg(test)]
@@ -186,12 +109,7 @@ mod tests {
         // Two ops that name no fd variable, so removing other steps leaves them as they are.
         let plain: Vec<Op> = ops_of(&case)
             .into_iter()
-            .filter(|op| {
-                let mut op = op.clone();
-                let mut vars = 0;
-                for_each_fd(&mut op, |fd| vars += usize::from(matches!(fd, Fd::Var(_))));
-                vars == 0
-            })
+            .filter(|op| op.fd_vars().is_empty())
             .collect();
         let (a, b) = (plain[10].clone(), plain[plain.len() - 10].clone());
         let both = |c: &Case| {
@@ -217,18 +135,11 @@ mod tests {
         let first_use = case
             .steps
             .iter()
-            .position(|s| {
-                let mut op = s.op.clone();
-                let mut uses = false;
-                for_each_fd(&mut op, |fd| uses |= matches!(fd, Fd::Var(_)));
-                uses
-            })
+            .position(|s| !s.op.fd_vars().is_empty())
             .expect("a sequence of 120 ops uses a bound fd");
         let trimmed = with_steps(&case, &case.steps[first_use..first_use + 1]);
-        let mut op = trimmed.steps[0].op.clone();
-        let mut vars = 0;
-        for_each_fd(&mut op, |fd| vars += usize::from(matches!(fd, Fd::Var(_))));
-        assert_eq!(vars, 0, "{op:?}");
+        let op = &trimmed.steps[0].op;
+        assert!(op.fd_vars().is_empty(), "{op:?}");
         assert_eq!(trimmed.steps[0].line, 1);
     }
 
