@@ -10,6 +10,7 @@ use crate::parse::Case;
 use crate::report::StepDiff;
 
 const ENXIO: i32 = 6;
+const EINVAL: i32 = 22;
 const S_IFMT: i64 = 0o170000;
 const S_IFIFO: i64 = 0o010000;
 
@@ -142,14 +143,25 @@ fn statx_attributes_mask(_: &Case, op: &Op, _: &Outcome, _: &Outcome, diff: &Ste
 }
 
 /// FIFOs can be made but not opened until pipes exist: uvfs says `ENXIO` where the host opens
-/// one (the generator only opens FIFOs in modes that cannot block).
+/// one (the generator only opens FIFOs in modes that cannot block), or, with `O_DIRECT`, opens
+/// it and then refuses the flag (`EINVAL`, `do_dentry_open()` after `fifo_open()`).
 fn fifo_open(case: &Case, op: &Op, uvfs: &Outcome, host: &Outcome, _: &StepDiff) -> bool {
-    let opens = matches!(op, Op::Open { .. } | Op::Openat { .. } | Op::Openat2 { .. });
+    const O_DIRECT: i64 = 0o40000;
+    let flags = match op {
+        Op::Open { flags, .. } | Op::Openat { flags, .. } => *flags,
+        Op::Openat2 { flags, .. } => *flags as i64,
+        _ => return false,
+    };
     let makes_fifo = case
         .steps
         .iter()
         .any(|s| matches!(s.op, Op::Mknod { mode, .. } if mode & S_IFMT == S_IFIFO));
-    opens && makes_fifo && *uvfs == Outcome::Errno(ENXIO) && matches!(host, Outcome::Ok(_))
+    let host_opened = match host {
+        Outcome::Ok(_) => true,
+        Outcome::Errno(EINVAL) => flags & O_DIRECT != 0,
+        _ => false,
+    };
+    makes_fifo && *uvfs == Outcome::Errno(ENXIO) && host_opened
 }
 
 /// The class that explains step `step` (1-based) of `case`, if one does.

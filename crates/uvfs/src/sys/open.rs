@@ -442,11 +442,15 @@ fn finish_open(
             return Err(Errno::EPERM);
         }
     }
-    let writes = req.acc.contains(Access::WRITE)
-        && !matches!(
-            ft,
-            FileType::Fifo | FileType::Socket | FileType::CharDevice | FileType::BlockDevice
-        );
+    // Write access to the mount goes with `FMODE_WRITE` (`do_dentry_open()`), which
+    // `O_ACCMODE` (3) does not give, although it asks for write permission above.
+    let writes = matches!(
+        req.flags.access(),
+        AccessMode::WriteOnly | AccessMode::ReadWrite
+    ) && !matches!(
+        ft,
+        FileType::Fifo | FileType::Socket | FileType::CharDevice | FileType::BlockDevice
+    );
     if (writes || truncate) && path.mnt.is_rdonly() {
         return Err(Errno::EROFS);
     }

@@ -355,7 +355,8 @@ impl<'a> Walker<'a> {
                 break;
             };
             if self.resolve.contains(ResolveFlags::NO_XDEV) {
-                return Err(Errno::EXDEV);
+                // Linux finds the crossing only after leaving RCU-walk (`handle_mounts()`).
+                return Err(self.cached_err(Errno::EXDEV));
             }
             pos = Pos {
                 dentry: Ref::O(m.root().clone()),
@@ -371,9 +372,11 @@ impl<'a> Walker<'a> {
     fn follow_dotdot(&mut self, mut pos: Pos<'a>) -> Result<Pos<'a>> {
         self.root_set = true;
         loop {
+            // Linux's RCU-walk gives both EXDEV cases below up to ref-walk
+            // (`follow_dotdot_rcu()`), hence `cached_err`.
             if pos.same(&self.root) {
                 if self.resolve.contains(ResolveFlags::BENEATH) {
-                    return Err(Errno::EXDEV);
+                    return Err(self.cached_err(Errno::EXDEV));
                 }
                 return self.cross_mounts(pos);
             }
@@ -383,7 +386,7 @@ impl<'a> Walker<'a> {
             match pos.mnt.parent() {
                 Some((pm, pd)) => {
                     if self.resolve.contains(ResolveFlags::NO_XDEV) {
-                        return Err(Errno::EXDEV);
+                        return Err(self.cached_err(Errno::EXDEV));
                     }
                     pos = Pos {
                         mnt: Ref::O(pm),
