@@ -237,6 +237,25 @@ pub trait InodeOps: Send + Sync + 'static {
         Box::new(super::file::PathOnly)
     }
 
+    /// A long-lived holder other than an open file took the inode: a task's cwd or root, a
+    /// mount whose root or mountpoint it is. Until the matching [`InodeOps::unhold`] the
+    /// inode must outlive its last link (Linux: the inode reference behind the holder's
+    /// dentry; an unlinked inode is evicted at its last `iput()`). [`InodeHold`] pairs the
+    /// calls; a filesystem that frees nothing at its last link keeps the no-op default.
+    ///
+    /// # Locking
+    /// No dentry or inode lock is held; `MountNamespace::lock` may be.
+    ///
+    /// [`InodeHold`]: super::inode::InodeHold
+    fn hold(&self, inode: &Inode) {}
+
+    /// The holder of an earlier [`InodeOps::hold`] let go; an unlinked inode nothing holds
+    /// any more is freed now.
+    ///
+    /// # Locking
+    /// As [`InodeOps::hold`].
+    fn unhold(&self, inode: &Inode) {}
+
     /// Reads an extended attribute value.
     ///
     /// # Errors
