@@ -532,6 +532,11 @@ impl InodeHold {
         InodeHold::new(dentry.inode().cloned())
     }
 
+    /// Holds `inode`.
+    pub(crate) fn inode(inode: &Arc<Inode>) -> InodeHold {
+        InodeHold::new(Some(inode.clone()))
+    }
+
     fn new(inode: Option<Arc<Inode>>) -> InodeHold {
         if let Some(i) = &inode {
             i.ops().hold(i);

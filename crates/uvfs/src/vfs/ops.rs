@@ -244,7 +244,8 @@ pub trait InodeOps: Send + Sync + 'static {
     /// calls; a filesystem that frees nothing at its last link keeps the no-op default.
     ///
     /// # Locking
-    /// No dentry or inode lock is held; `MountNamespace::lock` may be.
+    /// Any inode lock and `MountNamespace::lock` may be held (a rename or unlink gives back
+    /// the holds [`InodeOps::keep_parent`] took); no filesystem lock is.
     ///
     /// [`InodeHold`]: super::inode::InodeHold
     fn hold(&self, inode: &Inode) {}
@@ -255,6 +256,16 @@ pub trait InodeOps: Send + Sync + 'static {
     /// # Locking
     /// As [`InodeOps::hold`].
     fn unhold(&self, inode: &Inode) {}
+
+    /// The inode's name in `dir` was removed (unlink, rmdir, a rename over it). A holder
+    /// may still use the inode through that name, and the name keeps its directory, even a
+    /// removed one, until the holder goes (Linux: a dentry holds its parent dentry, and a
+    /// removed dentry still referenced is only unhashed). A filesystem that frees nothing at
+    /// the last link keeps the no-op default.
+    ///
+    /// # Locking
+    /// `dir`'s inode lock (and the victim's) held exclusive.
+    fn keep_parent(&self, inode: &Inode, dir: &Arc<Inode>) {}
 
     /// Reads an extended attribute value.
     ///

@@ -23,7 +23,7 @@ use crate::abi::{
     Errno, FileType, OpenFlags, RenameFlags, Result, StatFs, XattrFlags, NAME_MAX, PAGE_SIZE,
     TMPFS_MAGIC,
 };
-use crate::vfs::inode::{Inode, InodeInit, SetAttr, Stamp};
+use crate::vfs::inode::{Inode, InodeHold, InodeInit, SetAttr, Stamp};
 use crate::vfs::ops::{FileOps, InodeOps, NewInode, SuperOps};
 use crate::vfs::{Dentry, SuperBlock};
 
@@ -241,6 +241,11 @@ pub(crate) struct Node {
     orphan: AtomicBool,
     /// Protects: the extended attributes. Order: innermost.
     xattrs: Mutex<BTreeMap<Vec<u8>, Vec<u8>>>,
+    /// Protects: the directories this inode's names were removed from while it was held,
+    /// each kept until no holder is left ([`InodeOps::keep_parent`]). Order: innermost.
+    parent_pins: Mutex<Vec<InodeHold>>,
+    /// `parent_pins` may be non-empty: the last holder's going looks at them.
+    pinning: AtomicBool,
     pub(crate) kind: Kind,
 }
 
@@ -252,6 +257,8 @@ impl Node {
             released: AtomicBool::new(false),
             orphan: AtomicBool::new(false),
             xattrs: Mutex::new(BTreeMap::new()),
+            parent_pins: Mutex::new(Vec::new()),
+            pinning: AtomicBool::new(false),
             kind,
         }
     }
@@ -314,13 +321,24 @@ impl Node {
 
     /// Counts a holder: an open file or a [`InodeOps::hold`].
     fn take_hold(&self) {
-        self.holds.fetch_add(1, Ordering::AcqRel);
+        self.holds.fetch_add(1, Ordering::SeqCst);
     }
 
-    /// Uncounts a holder; frees an unlinked inode that was the last one's.
+    /// Uncounts a holder; frees an unlinked inode that was the last one's, and gives back the
+    /// directories its removed names kept.
     pub(crate) fn drop_hold(&self, inode: &Inode) {
-        self.holds.fetch_sub(1, Ordering::AcqRel);
+        // `SeqCst` pairs with `keep_parent`: it stores `pinning` and then loads `holds`, this
+        // stores `holds` and then loads `pinning`, so one of the two sees the other.
+        let last = self.holds.fetch_sub(1, Ordering::SeqCst) == 1;
+        let pins = if last && self.pinning.load(Ordering::SeqCst) {
+            let mut p = self.parent_pins.lock();
+            self.pinning.store(false, Ordering::SeqCst);
+            std::mem::take(&mut *p)
+        } else {
+            Vec::new()
+        };
         self.maybe_release(inode);
+        drop(pins);
     }
 
     /// Allocates and initialises a new inode of this instance (Linux: `shmem_get_inode()`).
@@ -630,6 +648,19 @@ impl InodeOps for Node {
 
     fn unhold(&self, inode: &Inode) {
         self.drop_hold(inode);
+    }
+
+    fn keep_parent(&self, _inode: &Inode, dir: &Arc<Inode>) {
+        // Whether a holder uses this very name is not known: any holder keeps the directory
+        // (docs/divergences.md).
+        if self.holds.load(Ordering::SeqCst) == 0 {
+            return;
+        }
+        let mut pins = self.parent_pins.lock();
+        self.pinning.store(true, Ordering::SeqCst);
+        if self.holds.load(Ordering::SeqCst) != 0 {
+            pins.push(InodeHold::inode(dir));
+        }
     }
 
     fn getxattr(&self, _inode: &Inode, name: &[u8]) -> Result<Vec<u8>> {
