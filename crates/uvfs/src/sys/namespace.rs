@@ -300,6 +300,7 @@ impl Task {
             dir.ops().unlink(&dir, &p.name, &victim)?;
             p.path.dentry.d_delete(&p.name, &child);
         }
+        victim.ops().keep_parent(&victim, &dir);
         Ok(())
     }
 
@@ -457,6 +458,9 @@ impl Task {
             od.d_move(&op.name, &old_child, &nd, &np.name);
             if let Some(w) = made {
                 od.d_instantiate(&op.name, w);
+            }
+            if let Some(t) = &tgt {
+                t.ops().keep_parent(t, &ndir);
             }
         }
         Ok(())

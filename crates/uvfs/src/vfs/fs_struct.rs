@@ -8,13 +8,50 @@ use std::sync::Arc;
 
 use arc_swap::{ArcSwap, Guard};
 
+use super::inode::InodeHold;
 use super::mount::VfsPath;
 
 /// Root and working directory (Linux: `fs_struct::root` and `fs_struct::pwd`).
 #[derive(Clone, Debug)]
 pub(crate) struct FsState {
-    pub(crate) root: VfsPath,
-    pub(crate) cwd: VfsPath,
+    pub(crate) root: HeldPath,
+    pub(crate) cwd: HeldPath,
+}
+
+impl FsState {
+    /// A state rooted at `root`, working in `cwd`.
+    pub(crate) fn new(root: VfsPath, cwd: VfsPath) -> FsState {
+        FsState {
+            root: HeldPath::new(root),
+            cwd: HeldPath::new(cwd),
+        }
+    }
+}
+
+/// A root or cwd: the path and a hold on its inode, so a removed directory that is still some
+/// task's root or cwd keeps its inode (Linux: `path_get()` in `set_fs_pwd()`,
+/// `set_fs_root()` and `copy_fs_struct()`). Every copy of an [`FsState`] holds again and every
+/// state dropped gives its holds back: a private state when its task ends or changes it, a
+/// shared one when the last task sharing it does (and the last walk that loaded it ends).
+#[derive(Clone, Debug)]
+pub(crate) struct HeldPath {
+    path: VfsPath,
+    _hold: InodeHold,
+}
+
+impl HeldPath {
+    fn new(path: VfsPath) -> HeldPath {
+        let hold = InodeHold::of(&path.dentry);
+        HeldPath { path, _hold: hold }
+    }
+}
+
+impl std::ops::Deref for HeldPath {
+    type Target = VfsPath;
+    #[inline]
+    fn deref(&self) -> &VfsPath {
+        &self.path
+    }
 }
 
 /// Where a task keeps its [`FsState`].
@@ -116,17 +153,17 @@ impl FsHandle {
 
     /// Replaces the working directory (Linux: `set_fs_pwd()`).
     pub(crate) fn set_cwd(&self, cwd: VfsPath) {
-        self.replace(cwd, |st| &mut st.cwd);
+        self.replace(HeldPath::new(cwd), |st| &mut st.cwd);
     }
 
     /// Replaces the root (Linux: `set_fs_root()`).
     pub(crate) fn set_root(&self, root: VfsPath) {
-        self.replace(root, |st| &mut st.root);
+        self.replace(HeldPath::new(root), |st| &mut st.root);
     }
 
-    /// Stores `new` in the `field` of the state; the replaced path is dropped after every
-    /// borrow ends.
-    fn replace(&self, new: VfsPath, field: fn(&mut FsState) -> &mut VfsPath) {
+    /// Stores `new` in the `field` of the state; the replaced path (and its hold) is dropped
+    /// after every borrow ends.
+    fn replace(&self, new: HeldPath, field: fn(&mut FsState) -> &mut HeldPath) {
         let mut slot = self.slot.borrow_mut();
         match &mut *slot {
             Slot::Own(st) => {

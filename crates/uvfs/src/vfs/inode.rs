@@ -516,3 +516,53 @@ impl std::fmt::Debug for Inode {
             .finish()
     }
 }
+
+/// A long-lived hold on the inode of a dentry, for the holders that are not open files: a
+/// task's cwd and root, a mount's root and mountpoint (Linux: the reference such a holder's
+/// `struct path` keeps; see [`InodeOps::hold`]). Cloning takes another hold; dropping gives
+/// this one back, which frees an unlinked inode nothing else holds.
+///
+/// Taken and dropped only where a holder changes (`chdir`, `chroot`, `fork`, task end, mount,
+/// unmount), never by a path walk, an open or a `stat`.
+pub(crate) struct InodeHold(Option<Arc<Inode>>);
+
+impl InodeHold {
+    /// Holds the inode of `dentry` (nothing for a negative dentry).
+    pub(crate) fn of(dentry: &super::Dentry) -> InodeHold {
+        InodeHold::new(dentry.inode().cloned())
+    }
+
+    /// Holds `inode`.
+    pub(crate) fn inode(inode: &Arc<Inode>) -> InodeHold {
+        InodeHold::new(Some(inode.clone()))
+    }
+
+    fn new(inode: Option<Arc<Inode>>) -> InodeHold {
+        if let Some(i) = &inode {
+            i.ops().hold(i);
+        }
+        InodeHold(inode)
+    }
+}
+
+impl Clone for InodeHold {
+    fn clone(&self) -> InodeHold {
+        InodeHold::new(self.0.clone())
+    }
+}
+
+impl Drop for InodeHold {
+    fn drop(&mut self) {
+        if let Some(i) = &self.0 {
+            i.ops().unhold(i);
+        }
+    }
+}
+
+impl std::fmt::Debug for InodeHold {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_tuple("InodeHold")
+            .field(&self.0.as_ref().map(|i| i.ino()))
+            .finish()
+    }
+}

@@ -8,6 +8,7 @@ use arc_swap::ArcSwap;
 use parking_lot::Mutex;
 
 use super::dentry::Dentry;
+use super::inode::InodeHold;
 use super::super_block::SuperBlock;
 use bitflags::bitflags;
 
@@ -37,10 +38,17 @@ bitflags! {
 static NEXT_MNT_ID: AtomicU64 = AtomicU64::new(1);
 
 /// A mount: a filesystem subtree attached at a point of the namespace.
+///
+/// A mount holds the inode of its root for as long as it exists (until its last reference,
+/// from the tree, an open file, a cwd or a root, is gone), and the inode of its mountpoint
+/// while it is attached there: a bind mount of a file or directory keeps the source's inode
+/// after its last link goes (Linux: `mnt_root` and `mnt_mountpoint` are counted dentry
+/// references, dropped by `cleanup_mnt()` and `umount_mnt()`).
 pub struct Mount {
     id: u64,
     sb: Arc<SuperBlock>,
     root: Arc<Dentry>,
+    _root_hold: InodeHold,
     flags: AtomicU32,
     /// Open files that may write through this mount (Linux: `mnt_get_writers()`).
     writers: AtomicU64,
@@ -50,16 +58,25 @@ pub struct Mount {
     expiry_mark: AtomicBool,
     /// Protects: where this mount is attached (parent mount and mountpoint dentry).
     /// Order: innermost.
-    parent: Mutex<Option<(Arc<Mount>, Arc<Dentry>)>>,
+    parent: Mutex<Option<Attachment>>,
+}
+
+/// Where a mount is attached, with the hold on the mountpoint's inode.
+struct Attachment {
+    mnt: Arc<Mount>,
+    point: Arc<Dentry>,
+    _hold: InodeHold,
 }
 
 impl Mount {
     /// A detached mount of `root` in `sb`.
     pub fn new(sb: Arc<SuperBlock>, root: Arc<Dentry>, flags: MntFlags) -> Arc<Mount> {
+        let root_hold = InodeHold::of(&root);
         Arc::new(Mount {
             id: NEXT_MNT_ID.fetch_add(1, Ordering::Relaxed),
             sb,
             root,
+            _root_hold: root_hold,
             flags: AtomicU32::new(flags.bits()),
             writers: AtomicU64::new(0),
             attached: AtomicBool::new(true),
@@ -131,7 +148,10 @@ impl Mount {
 
     /// Parent mount and mountpoint, or `None` for a namespace root or a detached mount.
     pub fn parent(&self) -> Option<(Arc<Mount>, Arc<Dentry>)> {
-        self.parent.lock().clone()
+        self.parent
+            .lock()
+            .as_ref()
+            .map(|a| (a.mnt.clone(), a.point.clone()))
     }
 }
 
@@ -219,7 +239,12 @@ impl MountNamespace {
     /// # Locking
     /// Takes `lock`.
     pub(crate) fn attach(&self, child: &Arc<Mount>, point: &VfsPath) {
-        let _g = self.lock.lock();
+        let at = Attachment {
+            mnt: point.mnt.clone(),
+            point: point.dentry.clone(),
+            _hold: InodeHold::of(&point.dentry),
+        };
+        let g = self.lock.lock();
         let mut t = MountTable::clone(&self.table.load());
         t.by_point
             .insert(key(&point.mnt, &point.dentry), child.clone());
@@ -227,10 +252,12 @@ impl MountNamespace {
             .entry(point.mnt.id)
             .or_default()
             .push(child.clone());
-        *child.parent.lock() = Some((point.mnt.clone(), point.dentry.clone()));
+        let old = child.parent.lock().replace(at);
         child.attached.store(true, Ordering::Relaxed);
         point.dentry.add_mount();
         self.table.store(Arc::new(t));
+        drop(g);
+        drop(old);
     }
 
     /// Detaches `child` from its parent; with `check_busy`, refuses with `EBUSY` when
@@ -244,9 +271,8 @@ impl MountNamespace {
         busy: BusyCheck,
         caller_refs: usize,
     ) -> crate::abi::Result<()> {
-        let _g = self.lock.lock();
-        let parent = child.parent.lock().clone();
-        let Some((pm, pd)) = parent else {
+        let g = self.lock.lock();
+        let Some((pm, pd)) = child.parent() else {
             return Err(crate::abi::Errno::EINVAL);
         };
         let cur = self.table.load();
@@ -266,9 +292,12 @@ impl MountNamespace {
         }
         // Lazy detach: the subtree's own mounts stay attached to it.
         self.table.store(Arc::new(t));
-        *child.parent.lock() = None;
+        let old = child.parent.lock().take();
         child.set_detached();
         pd.remove_mount();
+        // The mountpoint's inode is given back after the tree lock.
+        drop(g);
+        drop(old);
         Ok(())
     }
 }

@@ -237,6 +237,36 @@ pub trait InodeOps: Send + Sync + 'static {
         Box::new(super::file::PathOnly)
     }
 
+    /// A long-lived holder other than an open file took the inode: a task's cwd or root, a
+    /// mount whose root or mountpoint it is. Until the matching [`InodeOps::unhold`] the
+    /// inode must outlive its last link (Linux: the inode reference behind the holder's
+    /// dentry; an unlinked inode is evicted at its last `iput()`). [`InodeHold`] pairs the
+    /// calls; a filesystem that frees nothing at its last link keeps the no-op default.
+    ///
+    /// # Locking
+    /// Any inode lock and `MountNamespace::lock` may be held (a rename or unlink gives back
+    /// the holds [`InodeOps::keep_parent`] took); no filesystem lock is.
+    ///
+    /// [`InodeHold`]: super::inode::InodeHold
+    fn hold(&self, inode: &Inode) {}
+
+    /// The holder of an earlier [`InodeOps::hold`] let go; an unlinked inode nothing holds
+    /// any more is freed now.
+    ///
+    /// # Locking
+    /// As [`InodeOps::hold`].
+    fn unhold(&self, inode: &Inode) {}
+
+    /// The inode's name in `dir` was removed (unlink, rmdir, a rename over it). A holder
+    /// may still use the inode through that name, and the name keeps its directory, even a
+    /// removed one, until the holder goes (Linux: a dentry holds its parent dentry, and a
+    /// removed dentry still referenced is only unhashed). A filesystem that frees nothing at
+    /// the last link keeps the no-op default.
+    ///
+    /// # Locking
+    /// `dir`'s inode lock (and the victim's) held exclusive.
+    fn keep_parent(&self, inode: &Inode, dir: &Arc<Inode>) {}
+
     /// Reads an extended attribute value.
     ///
     /// # Errors

@@ -77,10 +77,7 @@ impl Task {
             ns,
             cred: RefCell::new(cred),
             cred_id: Cell::new(new_cred_id()),
-            fs: FsHandle::new(FsState {
-                root: root.clone(),
-                cwd: root,
-            }),
+            fs: FsHandle::new(FsState::new(root.clone(), root)),
             umask: Umask::new(0o022),
             walk_mode: Cell::new(super::namei::WalkMode::Rcu),
             files: Arc::new(FdTable::new()),

@@ -307,7 +307,7 @@ impl FileOps for DirFile {
 
     fn release(&self, file: &FileDescription) {
         if let Some(n) = Node::of(file.inode()) {
-            n.closed(file.inode());
+            n.drop_hold(file.inode());
         }
     }
 }

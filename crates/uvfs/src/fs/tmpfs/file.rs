@@ -312,7 +312,7 @@ impl FileOps for RegFile {
 
     fn release(&self, file: &FileDescription) {
         if let Some(n) = Node::of(file.inode()) {
-            n.closed(file.inode());
+            n.drop_hold(file.inode());
         }
     }
 }

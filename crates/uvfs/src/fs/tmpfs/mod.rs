@@ -3,7 +3,8 @@
 //! Directories keep their own entry maps with stable offsets for `getdents64` (Linux:
 //! `simple_offset` in fs/libfs.c); the dcache caches lookups on top of them. Regular files keep
 //! sparse 4 KiB pages. Limits (`size=`, `nr_inodes=`) are charged when a page or an inode is
-//! allocated and released when the last link and the last open file are gone.
+//! allocated and released when the last link and the last holder (an open file, a cwd or
+//! root, a mount) are gone.
 
 mod dir;
 mod file;
@@ -22,7 +23,7 @@ use crate::abi::{
     Errno, FileType, OpenFlags, RenameFlags, Result, StatFs, XattrFlags, NAME_MAX, PAGE_SIZE,
     TMPFS_MAGIC,
 };
-use crate::vfs::inode::{Inode, InodeInit, SetAttr, Stamp};
+use crate::vfs::inode::{Inode, InodeHold, InodeInit, SetAttr, Stamp};
 use crate::vfs::ops::{FileOps, InodeOps, NewInode, SuperOps};
 use crate::vfs::{Dentry, SuperBlock};
 
@@ -50,7 +51,7 @@ pub(crate) struct Counters {
     used_blocks: AtomicU64,
     max_inodes: AtomicU64,
     used_ispace: AtomicU64,
-    /// Inodes with no link that are still open (Linux: `s_remove_count`).
+    /// Inodes with no link that are still held (Linux: `s_remove_count`).
     orphans: AtomicU64,
 }
 
@@ -230,14 +231,21 @@ pub(crate) enum Kind {
 /// The private part of every tmpfs inode.
 pub(crate) struct Node {
     counters: Arc<Counters>,
-    /// Open file descriptions of this inode (the inode's space is kept while any is open).
-    opens: AtomicU32,
+    /// Holders of this inode: open file descriptions (`O_PATH` ones too) and the VFS's
+    /// [`InodeOps::hold`]s (cwds, roots, mounts). An unlinked inode keeps its space while any
+    /// is left (Linux: the inode's reference count, `i_count`).
+    holds: AtomicU32,
     /// The inode's charge (one inode, its pages) was returned to the instance.
     released: AtomicBool,
     /// Counted in `Counters::orphans`.
     orphan: AtomicBool,
     /// Protects: the extended attributes. Order: innermost.
     xattrs: Mutex<BTreeMap<Vec<u8>, Vec<u8>>>,
+    /// Protects: the directories this inode's names were removed from while it was held,
+    /// each kept until no holder is left ([`InodeOps::keep_parent`]). Order: innermost.
+    parent_pins: Mutex<Vec<InodeHold>>,
+    /// `parent_pins` may be non-empty: the last holder's going looks at them.
+    pinning: AtomicBool,
     pub(crate) kind: Kind,
 }
 
@@ -245,10 +253,12 @@ impl Node {
     fn new(counters: Arc<Counters>, kind: Kind) -> Node {
         Node {
             counters,
-            opens: AtomicU32::new(0),
+            holds: AtomicU32::new(0),
             released: AtomicBool::new(false),
             orphan: AtomicBool::new(false),
             xattrs: Mutex::new(BTreeMap::new()),
+            parent_pins: Mutex::new(Vec::new()),
+            pinning: AtomicBool::new(false),
             kind,
         }
     }
@@ -265,13 +275,13 @@ impl Node {
         }
     }
 
-    /// Returns the inode's charge once it has no link and no open file (Linux:
+    /// Returns the inode's charge once it has no link and no holder (Linux:
     /// `shmem_evict_inode()` at the last `iput()`).
     pub(crate) fn maybe_release(&self, inode: &Inode) {
         if inode.nlink() != 0 || self.released.load(Ordering::Acquire) {
             return;
         }
-        if self.opens.load(Ordering::Acquire) != 0 {
+        if self.holds.load(Ordering::Acquire) != 0 {
             self.mark_orphan();
             return;
         }
@@ -295,7 +305,7 @@ impl Node {
         self.counters.free_inode();
     }
 
-    /// Counts this open, unlinked inode as an orphan (once).
+    /// Counts this held, unlinked inode as an orphan (once).
     fn mark_orphan(&self) {
         if !self.orphan.swap(true, Ordering::AcqRel) {
             self.counters.orphans.fetch_add(1, Ordering::Relaxed);
@@ -309,13 +319,26 @@ impl Node {
         }
     }
 
-    pub(crate) fn opened(&self) {
-        self.opens.fetch_add(1, Ordering::AcqRel);
+    /// Counts a holder: an open file or a [`InodeOps::hold`].
+    fn take_hold(&self) {
+        self.holds.fetch_add(1, Ordering::SeqCst);
     }
 
-    pub(crate) fn closed(&self, inode: &Inode) {
-        self.opens.fetch_sub(1, Ordering::AcqRel);
+    /// Uncounts a holder; frees an unlinked inode that was the last one's, and gives back the
+    /// directories its removed names kept.
+    pub(crate) fn drop_hold(&self, inode: &Inode) {
+        // `SeqCst` pairs with `keep_parent`: it stores `pinning` and then loads `holds`, this
+        // stores `holds` and then loads `pinning`, so one of the two sees the other.
+        let last = self.holds.fetch_sub(1, Ordering::SeqCst) == 1;
+        let pins = if last && self.pinning.load(Ordering::SeqCst) {
+            let mut p = self.parent_pins.lock();
+            self.pinning.store(false, Ordering::SeqCst);
+            std::mem::take(&mut *p)
+        } else {
+            Vec::new()
+        };
         self.maybe_release(inode);
+        drop(pins);
     }
 
     /// Allocates and initialises a new inode of this instance (Linux: `shmem_get_inode()`).
@@ -418,15 +441,15 @@ impl Node {
     }
 }
 
-/// An `O_PATH` descriptor of a tmpfs inode: counted as an open file, so an unlinked inode
-/// keeps its pages until the descriptor is closed (Linux: `shmem_evict_inode()` at the last
-/// `iput()`, which an `O_PATH` file delays).
+/// An `O_PATH` descriptor of a tmpfs inode: a holder, so an unlinked inode keeps its pages
+/// until the descriptor is closed (Linux: `shmem_evict_inode()` at the last `iput()`, which an
+/// `O_PATH` file delays).
 struct PathFile;
 
 impl FileOps for PathFile {
     fn release(&self, file: &crate::vfs::FileDescription) {
         if let Some(n) = Node::of(file.inode()) {
-            n.closed(file.inode());
+            n.drop_hold(file.inode());
         }
     }
 }
@@ -599,14 +622,14 @@ impl InodeOps for Node {
     fn open(&self, _inode: &Arc<Inode>, _flags: OpenFlags) -> Result<Box<dyn FileOps>> {
         match &self.kind {
             Kind::Reg(data) => {
-                self.opened();
+                self.take_hold();
                 Ok(Box::new(file::RegFile {
                     data: data.clone(),
                     counters: self.counters.clone(),
                 }))
             }
             Kind::Dir(_) => {
-                self.opened();
+                self.take_hold();
                 Ok(Box::new(dir::DirFile))
             }
             Kind::Symlink(_) => Err(Errno::ELOOP),
@@ -615,8 +638,29 @@ impl InodeOps for Node {
     }
 
     fn open_path(&self, _inode: &Arc<Inode>) -> Box<dyn FileOps> {
-        self.opened();
+        self.take_hold();
         Box::new(PathFile)
+    }
+
+    fn hold(&self, _inode: &Inode) {
+        self.take_hold();
+    }
+
+    fn unhold(&self, inode: &Inode) {
+        self.drop_hold(inode);
+    }
+
+    fn keep_parent(&self, _inode: &Inode, dir: &Arc<Inode>) {
+        // Whether a holder uses this very name is not known: any holder keeps the directory
+        // (docs/divergences.md).
+        if self.holds.load(Ordering::SeqCst) == 0 {
+            return;
+        }
+        let mut pins = self.parent_pins.lock();
+        self.pinning.store(true, Ordering::SeqCst);
+        if self.holds.load(Ordering::SeqCst) != 0 {
+            pins.push(InodeHold::inode(dir));
+        }
     }
 
     fn getxattr(&self, _inode: &Inode, name: &[u8]) -> Result<Vec<u8>> {
