@@ -48,9 +48,9 @@ pub fn parse_args(mut budget: Budget, args: &[String]) -> Result<Budget, String>
 pub fn default_budget() -> Budget {
     Budget {
         start: 0,
-        seeds: 400,
+        seeds: 800,
         time: None,
-        workers: 1,
+        workers: 2,
         shape: Shape::default(),
         minimise: 3,
         minimise_runs: 600,
