@@ -79,11 +79,8 @@ impl UvfsBackend {
         Outcome::Ok(Value::Unit)
     }
 
+    /// The bound fds' `fstat`s first, then the walk, as on the host (`host::observer`).
     fn snapshot(&self, fds: &Fds) -> Value {
-        let entries = observe_tree(&mut Observer {
-            task: &self.observer,
-            buf: vec![0u8; XATTR_BUF],
-        });
         let fds = fds
             .bound()
             .filter_map(|b| {
@@ -99,6 +96,10 @@ impl UvfsBackend {
                 })
             })
             .collect();
+        let entries = observe_tree(&mut Observer {
+            task: &self.observer,
+            buf: vec![0u8; XATTR_BUF],
+        });
         Value::Snapshot(SnapshotRec { entries, fds })
     }
 }

@@ -179,10 +179,10 @@ impl Driver {
         }
     }
 
+    /// The bound fds' `fstat`s come first, then the walk: an actor sends them with the
+    /// outcome of the op before the snapshot (a round trip saved), before the observer's
+    /// `readlink`s touch any symlink's atime, so both sides stat the fds first (CASES.md).
     fn snapshot(&mut self, fds: &Fds) -> Option<Value> {
-        let entries = observe_tree(&mut HostObserver {
-            buf: vec![0u8; XATTR_BUF],
-        });
         let mut stats: Vec<(&str, i32, u32, Result<StatRec, i32>)> = Vec::new();
         for task in 1..=MAX_TASKS {
             let mine: Vec<_> = fds.bound().filter(|b| b.task == task).collect();
@@ -213,6 +213,9 @@ impl Driver {
                 stats.push((&b.name, b.fd, task, st));
             }
         }
+        let entries = observe_tree(&mut HostObserver {
+            buf: vec![0u8; XATTR_BUF],
+        });
         let fds = fds
             .bound()
             .filter_map(|b| {
