@@ -10,7 +10,7 @@ use crate::abi::{
     S_IFMT,
 };
 use crate::vfs::file::FileDescription;
-use crate::vfs::inode::{SetAttr, TimeSet};
+use crate::vfs::inode::{Inode, SetAttr, TimeSet};
 use crate::vfs::mount::MntFlags;
 use crate::vfs::namei::{Last, LastKind, Pos, Walker};
 use crate::vfs::permission::{
@@ -200,7 +200,14 @@ impl Task {
         let cred_id = self.cred_id.get();
         let file = self.with_path(dirfd, path, EmptyPath::Reject, req.resolve, |w, start| {
             let opened = if req.flags.bits() & O_TMPFILE_BIT != 0 {
-                open_tmpfile(w, start, path, req, umask)?
+                let (opened, dir) = open_tmpfile(w, start, path, req, umask)?;
+                let file = finish_open(w.cred, opened, req, cred_id)?;
+                // The open file's unnamed dentry is a child of the directory and keeps it,
+                // even removed, until the last close (Linux: `d_tmpfile()` makes it one, a
+                // dentry holds its parent). Only now is there a holder to keep it for.
+                let inode = file.inode();
+                inode.ops().keep_parent(inode, &dir);
+                return Ok(file);
             } else if req.flags.contains(OpenFlags::PATH) {
                 let follow = follow_of(req.flags);
                 let pos = w.lookup(start, path, follow)?;
@@ -238,14 +245,15 @@ fn follow_of(flags: OpenFlags) -> crate::vfs::namei::FollowLast {
     }
 }
 
-/// `O_TMPFILE`: an unnamed file in the directory `path` (Linux: `do_tmpfile()`).
+/// `O_TMPFILE`: an unnamed file in the directory `path` (Linux: `do_tmpfile()`), and that
+/// directory, which the open file keeps.
 fn open_tmpfile<'w>(
     w: &mut Walker<'w>,
     start: Pos<'w>,
     path: &[u8],
     req: OpenReq,
     umask: u32,
-) -> Result<Opened> {
+) -> Result<(Opened, Arc<Inode>)> {
     // `O_NOFOLLOW` holds for the directory too: a symlink there is not one (ENOTDIR).
     let dir = w.lookup(start, path, follow_of(req.flags))?;
     let dinode = dir.inode().ok_or(Errno::ENOENT)?.clone();
@@ -268,14 +276,17 @@ fn open_tmpfile<'w>(
         inode,
         !req.flags.contains(OpenFlags::EXCL),
     );
-    Ok(Opened {
-        path: VfsPath {
-            mnt: dir.mnt.arc().clone(),
-            dentry,
+    Ok((
+        Opened {
+            path: VfsPath {
+                mnt: dir.mnt.arc().clone(),
+                dentry,
+            },
+            created: true,
+            found_in: None,
         },
-        created: true,
-        found_in: None,
-    })
+        dinode,
+    ))
 }
 
 /// Resolves the last component of an open, creating it for `O_CREAT` (Linux:

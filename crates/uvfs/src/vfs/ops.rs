@@ -257,14 +257,16 @@ pub trait InodeOps: Send + Sync + 'static {
     /// As [`InodeOps::hold`].
     fn unhold(&self, inode: &Inode) {}
 
-    /// The inode's name in `dir` was removed (unlink, rmdir, a rename over it). A holder
-    /// may still use the inode through that name, and the name keeps its directory, even a
+    /// The inode's name in `dir` was removed (unlink, rmdir, a rename over it), or the
+    /// inode was just made and opened by `O_TMPFILE` in `dir`. A holder may still use the
+    /// inode through that name (or unnamed dentry), and the name keeps its directory, even a
     /// removed one, until the holder goes (Linux: a dentry holds its parent dentry, and a
-    /// removed dentry still referenced is only unhashed). A filesystem that frees nothing at
-    /// the last link keeps the no-op default.
+    /// removed dentry still referenced is only unhashed; `d_tmpfile()`). A filesystem that
+    /// frees nothing at the last link keeps the no-op default.
     ///
     /// # Locking
-    /// `dir`'s inode lock (and the victim's) held exclusive.
+    /// After a removal, `dir`'s inode lock (and the victim's) held exclusive; after an
+    /// `O_TMPFILE` open, no lock (the inode has no name to race with).
     fn keep_parent(&self, inode: &Inode, dir: &Arc<Inode>) {}
 
     /// Reads an extended attribute value.
