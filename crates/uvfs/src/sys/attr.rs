@@ -29,11 +29,16 @@ fn follow_of(flags: AtFlags) -> FollowLast {
 
 /// Adds set-id clearing to a truncate by a caller without `CAP_FSETID` (Linux:
 /// `dentry_needs_remove_privs()` in `do_truncate()`).
+///
+/// The clearing asks for no ctime stamp of its own: `notify_change()` turns
+/// `ATTR_KILL_SUID`/`ATTR_KILL_SGID` into `ATTR_MODE` only, and tmpfs stamps a size change
+/// (`shmem_setattr()` skips the stamp when the size stays). So `truncate(2)` to the same size
+/// clears the bits and leaves ctime alone; `ftruncate(2)` and `O_TRUNC` ask for the stamp
+/// themselves.
 pub(crate) fn kill_privs_on_truncate(cred: &Cred, inode: &Inode, attr: &mut SetAttr) {
     let kill = should_remove_suid(cred, inode);
     if kill != 0 {
         attr.perm = Some(inode.mode() & S_IALLUGO & !kill);
-        attr.ctime = true;
     }
 }
 
