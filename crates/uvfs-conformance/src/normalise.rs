@@ -62,7 +62,13 @@ struct Stamps {
 pub struct Normaliser {
     timing: Timing,
     inos: HashMap<(Dev, u64), usize>,
+    /// The last `ino#` given (labels are never given twice, even after [`Normaliser::new_fs_at`]
+    /// forgets some).
+    last_ino: usize,
     devs: HashMap<Dev, usize>,
+    last_dev: usize,
+    /// Where a filesystem instance was just mounted, until the next snapshot looks there.
+    new_fs_at: Vec<Vec<u8>>,
     mnts: HashMap<u64, usize>,
     /// `d_off` numbers, per directory.
     offs: HashMap<Option<DirId>, HashMap<i64, usize>>,
@@ -101,7 +107,10 @@ impl Normaliser {
         Normaliser {
             timing,
             inos: HashMap::new(),
+            last_ino: 0,
             devs: HashMap::new(),
+            last_dev: 0,
+            new_fs_at: Vec::new(),
             mnts: HashMap::new(),
             offs: HashMap::new(),
             seen: HashMap::new(),
@@ -135,11 +144,56 @@ impl Normaliser {
     }
 
     fn ino(&mut self, dev: Dev, raw: u64) -> usize {
-        renumber(&mut self.inos, (dev, raw))
+        let last = &mut self.last_ino;
+        *self.inos.entry((dev, raw)).or_insert_with(|| {
+            *last += 1;
+            *last
+        })
     }
 
     fn dev(&mut self, raw: Dev) -> usize {
-        renumber(&mut self.devs, raw)
+        let last = &mut self.last_dev;
+        *self.devs.entry(raw).or_insert_with(|| {
+            *last += 1;
+            *last
+        })
+    }
+
+    /// A new filesystem instance (a new superblock) was mounted on `target`, an absolute path
+    /// or one relative to `/`. The next snapshot gives the device it shows at `target` new
+    /// labels, `dev#` and `ino#` (so no stamp history either): Linux hands a new tmpfs the
+    /// lowest free anonymous device number (`get_anon_bdev()`), which may be that of an
+    /// instance unmounted before, and whether it is depends on other mounts on the host at
+    /// the time; uvfs never reuses one. Without this the host would show the new root as the
+    /// old root observed again. A device newly seen there has no labels to forget.
+    pub fn new_fs_at(&mut self, target: &[u8]) {
+        let mut path = Vec::with_capacity(target.len() + 1);
+        for part in target.split(|&c| c == b'/').filter(|p| !p.is_empty()) {
+            path.push(b'/');
+            path.extend_from_slice(part);
+        }
+        if path.is_empty() {
+            path.push(b'/');
+        }
+        self.new_fs_at.push(path);
+    }
+
+    /// Forgets the labels of the devices a snapshot shows where [`Normaliser::new_fs_at`]
+    /// said a new instance was mounted.
+    fn forget_new_fs(&mut self, s: &SnapshotRec) {
+        for target in std::mem::take(&mut self.new_fs_at) {
+            let Some(Ok(st)) = s
+                .entries
+                .iter()
+                .find(|e| e.path.0 == target)
+                .map(|e| &e.stat)
+            else {
+                continue;
+            };
+            if self.devs.remove(&st.dev).is_some() {
+                self.inos.retain(|(dev, _), _| *dev != st.dev);
+            }
+        }
     }
 
     fn far(&self, t: Ts) -> bool {
@@ -286,6 +340,7 @@ impl Normaliser {
 
     /// One line per name and per open bound fd, in the snapshot's order.
     fn snapshot(&mut self, s: &SnapshotRec) -> String {
+        self.forget_new_fs(s);
         let mut out = format!(
             "snapshot of {} names and {} fds",
             s.entries.len(),
@@ -586,5 +641,58 @@ mod tests {
         );
         assert!(lines[3].starts_with("  $f=3 (task 1) stat "), "{text}");
         assert!(lines[3].contains("ino=ino#2 "), "{text}");
+    }
+
+    /// Seed 26086: the host gave a new tmpfs the device number of one unmounted before it.
+    #[test]
+    fn a_new_fs_mounted_on_a_reused_device_number_gets_new_labels() {
+        let snap = |d_ino: u64, mtime: i64| SnapshotRec {
+            entries: [
+                (&b"/"[..], rec(1, 1, 1, 1, 1)),
+                (b"/d", rec(40, d_ino, 5, mtime, mtime)),
+            ]
+            .into_iter()
+            .map(|(path, st)| EntryRec {
+                path: Bytes(path.to_vec()),
+                stat: Ok(st),
+                link: None,
+                xattrs: Ok(Vec::new()),
+                list_errno: None,
+            })
+            .collect(),
+            fds: Vec::new(),
+        };
+        let line = |text: &str, path: &str| -> String {
+            let start = format!("  \"{path}\" stat ");
+            text.lines()
+                .find(|l| l.starts_with(&start))
+                .unwrap_or_else(|| panic!("no {path} in {text}"))
+                .to_string()
+        };
+        let mut n = Normaliser::default();
+        let first = n.snapshot(&snap(1, 5));
+        let d = line(&first, "/d");
+        assert!(d.contains("ino=ino#2 dev=dev#2 atime=first"), "{d}");
+        // Unmounted, and a new instance mounted on /d by an op with a relative path: the host
+        // hands it device 40 again.
+        n.new_fs_at(b"d/");
+        let second = n.snapshot(&snap(1, 9));
+        let root = line(&second, "/");
+        assert!(root.contains("ino=ino#1 dev=dev#1 atime=same"), "{root}");
+        let d = line(&second, "/d");
+        assert!(
+            d.contains("ino=ino#3 dev=dev#3 atime=first mtime=first ctime=first"),
+            "{d}"
+        );
+        // Only the next snapshot forgets: the same instance observed again keeps its labels.
+        let third = n.snapshot(&snap(1, 9));
+        let d = line(&third, "/d");
+        assert!(
+            d.contains("ino=ino#3 dev=dev#3 atime=same mtime=same"),
+            "{d}"
+        );
+        // A new label never repeats an old one.
+        let other = n.stat(&rec(41, 7, 1, 1, 1));
+        assert!(other.contains("ino=ino#4 dev=dev#4"), "{other}");
     }
 }
