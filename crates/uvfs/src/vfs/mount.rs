@@ -304,7 +304,6 @@ impl MountNamespace {
                 v.retain(|m| !Arc::ptr_eq(m, child));
             }
             released.push(child.parent.lock().take());
-            pd.remove_mount();
         }
         child.set_detached();
         if how == Detach::Lazy {
@@ -314,7 +313,6 @@ impl MountNamespace {
                     let at = c.parent.lock().take();
                     if let Some(at) = &at {
                         t.by_point.remove(&key(&m, &at.point));
-                        at.point.remove_mount();
                     }
                     c.set_detached();
                     released.push(at);
@@ -324,6 +322,9 @@ impl MountNamespace {
             }
         }
         self.table.store(Arc::new(t));
+        for at in released.iter().flatten() {
+            at.point.remove_mount();
+        }
         drop(g);
         drop(released);
         drop(disconnected);
