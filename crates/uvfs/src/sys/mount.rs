@@ -8,7 +8,7 @@ use super::EmptyPath;
 use crate::abi::{Errno, MountFlags, ResolveFlags, Result, UmountFlags};
 use crate::fs::tmpfs::{Tmpfs, TmpfsOptions};
 use crate::vfs::cred::Capabilities;
-use crate::vfs::mount::{BusyCheck, MntFlags, Mount};
+use crate::vfs::mount::{Detach, MntFlags, Mount};
 use crate::vfs::namei::FollowLast;
 use crate::vfs::{Task, VfsPath};
 
@@ -212,7 +212,7 @@ impl Task {
             }
             let m = src.mnt.clone();
             drop(src);
-            self.ns.detach(&m, BusyCheck::Lazy, 0)?;
+            self.ns.detach(&m, Detach::Move, 0)?;
             self.ns.attach(&m, &target);
             return Ok(());
         }
@@ -349,20 +349,21 @@ impl Task {
             return Ok(());
         }
         if p.mnt.parent().is_none() {
-            // The namespace root: a lazy detach takes it out of the tree (the tasks rooted in
-            // it keep using it); a plain umount finds it busy.
+            // The namespace root: a lazy detach takes it out of the tree and disconnects its
+            // mounts (the tasks rooted in it keep using it); a plain umount finds it busy.
             if flags.contains(UmountFlags::DETACH) {
-                p.mnt.set_detached();
-                return Ok(());
+                let m = p.mnt.clone();
+                drop(p);
+                return self.ns.detach(&m, Detach::Lazy, 1);
             }
             return Err(Errno::EBUSY);
         }
         let m = p.mnt.clone();
         drop(p);
         let busy = if flags.contains(UmountFlags::DETACH) {
-            BusyCheck::Lazy
+            Detach::Lazy
         } else {
-            BusyCheck::Busy
+            Detach::Busy
         };
         self.ns.detach(&m, busy, 1)
     }

@@ -260,24 +260,32 @@ impl MountNamespace {
         drop(old);
     }
 
-    /// Detaches `child` from its parent; with `check_busy`, refuses with `EBUSY` when
-    /// something below is mounted or something outside the table holds the mount.
+    /// Detaches `child` from its parent (`how`: an unmount, lazy or not, or the first half of
+    /// a move). A plain unmount refuses with `EBUSY` when something below is mounted or
+    /// something outside the table holds the mount. A lazy unmount also takes the namespace's
+    /// root out of the tree, and disconnects every mount of the detached tree from its parent,
+    /// so that a task whose root or cwd is inside sees the directories below them (Linux:
+    /// `umount_tree()` and `disconnect_mount()` in fs/namespace.c); a move keeps the subtree
+    /// attached to the moved mount.
     ///
     /// # Errors
-    /// `EINVAL` if `child` is not attached; `EBUSY` as above.
+    /// `EINVAL` if `child` is not attached (or, but for a lazy unmount, is the namespace's
+    /// root); `EBUSY` as above.
     pub(crate) fn detach(
         &self,
         child: &Arc<Mount>,
-        busy: BusyCheck,
+        how: Detach,
         caller_refs: usize,
     ) -> crate::abi::Result<()> {
         let g = self.lock.lock();
-        let Some((pm, pd)) = child.parent() else {
+        let parent = child.parent();
+        let lazy_root = how == Detach::Lazy && Arc::ptr_eq(child, &self.root);
+        if parent.is_none() && !(lazy_root && child.is_attached()) {
             return Err(crate::abi::Errno::EINVAL);
-        };
+        }
         let cur = self.table.load();
         let has_children = cur.children.get(&child.id).is_some_and(|v| !v.is_empty());
-        if busy == BusyCheck::Busy {
+        if how == Detach::Busy {
             // References: the table's two entries, the caller's own, and the parent slot held
             // by nothing else. Anything more is an open file, a cwd or a root.
             if has_children || Arc::strong_count(child) > 2 + caller_refs {
@@ -286,27 +294,52 @@ impl MountNamespace {
         }
         let mut t = MountTable::clone(&cur);
         drop(cur);
-        t.by_point.remove(&key(&pm, &pd));
-        if let Some(v) = t.children.get_mut(&pm.id) {
-            v.retain(|m| !Arc::ptr_eq(m, child));
+        // The attachments taken apart and the mounts disconnected: their inodes are given
+        // back, and the mounts freed, after the tree lock.
+        let mut released = Vec::new();
+        let mut disconnected = Vec::new();
+        if let Some((pm, pd)) = parent {
+            t.by_point.remove(&key(&pm, &pd));
+            if let Some(v) = t.children.get_mut(&pm.id) {
+                v.retain(|m| !Arc::ptr_eq(m, child));
+            }
+            released.push(child.parent.lock().take());
         }
-        // Lazy detach: the subtree's own mounts stay attached to it.
-        self.table.store(Arc::new(t));
-        let old = child.parent.lock().take();
         child.set_detached();
-        pd.remove_mount();
-        // The mountpoint's inode is given back after the tree lock.
+        if how == Detach::Lazy {
+            let mut todo = vec![child.clone()];
+            while let Some(m) = todo.pop() {
+                for c in t.children.remove(&m.id).unwrap_or_default() {
+                    let at = c.parent.lock().take();
+                    if let Some(at) = &at {
+                        t.by_point.remove(&key(&m, &at.point));
+                    }
+                    c.set_detached();
+                    released.push(at);
+                    todo.push(c.clone());
+                    disconnected.push(c);
+                }
+            }
+        }
+        self.table.store(Arc::new(t));
+        for at in released.iter().flatten() {
+            at.point.remove_mount();
+        }
         drop(g);
-        drop(old);
+        drop(released);
+        drop(disconnected);
         Ok(())
     }
 }
 
-/// Whether `detach` refuses busy mounts.
+/// Why `detach` takes a mount out of its place.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum BusyCheck {
+pub(crate) enum Detach {
     /// `umount2` without `MNT_DETACH`: `EBUSY` if in use.
     Busy,
-    /// `MNT_DETACH`: detach now, free when unused.
+    /// `MNT_DETACH`: detach now, with every mount of the tree disconnected; each is freed
+    /// when unused.
     Lazy,
+    /// `MS_MOVE`: detached to be attached elsewhere, with its subtree.
+    Move,
 }
