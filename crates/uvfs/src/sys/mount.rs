@@ -185,22 +185,18 @@ impl Task {
         }
         if flags.contains(MountFlags::MOVE) {
             let src = self.mount_point(source_name(source)?, FollowLast::Yes)?;
-            // An unlinked target is ENOENT first; a target in a detached tree only after the
-            // source's checks (as the host kernel answers).
-            if target.dentry.is_dead() {
-                return Err(Errno::ENOENT);
-            }
-            // The namespace's root mount counts as attached (on Linux it sits on the hidden
-            // rootfs), so moving it fails below with ELOOP (Linux: `do_move_mount()`).
-            let attached = src.mnt.parent().is_some() || Arc::ptr_eq(&src.mnt, self.ns.root());
-            if !Arc::ptr_eq(&src.dentry, src.mnt.root())
-                || !attached
-                || !self.in_namespace(&src.mnt)
-            {
+            // Linux (`do_move_mount()`): the source must be a mount's root (EINVAL), then the
+            // target must take a mount (`lock_mount()`, ENOENT), then the source must be in
+            // the namespace (EINVAL).
+            if !Arc::ptr_eq(&src.dentry, src.mnt.root()) {
                 return Err(Errno::EINVAL);
             }
-            if !self.in_namespace(&target.mnt) {
-                return Err(Errno::ENOENT);
+            self.lock_mount(&target)?;
+            // The namespace's root mount counts as attached (on Linux it sits on the hidden
+            // rootfs), so moving it fails below with ELOOP.
+            let attached = src.mnt.parent().is_some() || Arc::ptr_eq(&src.mnt, self.ns.root());
+            if !attached || !self.in_namespace(&src.mnt) {
+                return Err(Errno::EINVAL);
             }
             if src.dentry.inode().is_some_and(|i| i.is_dir())
                 != target.dentry.inode().is_some_and(|i| i.is_dir())

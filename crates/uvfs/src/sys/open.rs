@@ -474,12 +474,13 @@ fn finish_open(
         return Err(Errno::EINVAL);
     }
     let ops = inode.ops().open(&inode, req.file_flags)?;
+    let file = FileDescription::new(path, inode.clone(), req.file_flags, ops, cred_id);
     // Only files that can do direct I/O open with `O_DIRECT`: on tmpfs, regular files
-    // (Linux: `do_dentry_open()`, `FMODE_CAN_ODIRECT`, checked after the file's open).
+    // (Linux: `do_dentry_open()`, `FMODE_CAN_ODIRECT`, checked after the file's open). The
+    // file is released as it drops, giving back what its open took (an inode hold).
     if req.flags.contains(OpenFlags::DIRECT) && ft != FileType::Regular {
         return Err(Errno::EINVAL);
     }
-    let file = FileDescription::new(path, inode.clone(), req.file_flags, ops, cred_id);
     if truncate && ft == FileType::Regular {
         let _g = inode.lock.write();
         let mut attr = SetAttr {
