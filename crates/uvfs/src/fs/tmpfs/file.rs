@@ -283,7 +283,28 @@ impl FileOps for RegFile {
             // Count before collecting: a request far past the size limit must fail with ENOSPC
             // without first listing every page it names.
             let present = pages.map.range(first..last).count() as u64;
-            self.counters.alloc_blocks(last - first - present)?;
+            let (max_blocks, _) = self.counters.block_room();
+            // A range larger than the whole instance fails before any page (Linux:
+            // `shmem_fallocate()`, "avoid a swapstorm").
+            if max_blocks != 0 && last - first > max_blocks {
+                return Err(Errno::ENOSPC);
+            }
+            if let Err(e) = self.counters.alloc_blocks(last - first - present) {
+                // Linux goes page by page and fails at the first page it cannot allocate; the
+                // pages it added are removed again, but the ones an earlier call preallocated,
+                // which it initialised on the way, stay data.
+                let (_, mut room) = self.counters.block_room();
+                for i in first..last {
+                    if pages.map.contains_key(&i) {
+                        pages.unwritten.remove(&i);
+                    } else if room == 0 {
+                        break;
+                    } else {
+                        room -= 1;
+                    }
+                }
+                return Err(e);
+            }
             let missing: Vec<u64> = (first..last)
                 .filter(|i| !pages.map.contains_key(i))
                 .collect();

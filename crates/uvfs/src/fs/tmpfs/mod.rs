@@ -75,6 +75,14 @@ impl Counters {
     pub(crate) fn free_blocks(&self, n: u64) {
         self.used_blocks.fetch_sub(n, Ordering::Relaxed);
     }
+    /// The block limit (0: none) and the blocks free under it now.
+    pub(crate) fn block_room(&self) -> (u64, u64) {
+        let max = self.max_blocks.load(Ordering::Relaxed);
+        (
+            max,
+            max.saturating_sub(self.used_blocks.load(Ordering::Relaxed)),
+        )
+    }
     pub(crate) fn alloc_inode(&self) -> Result<()> {
         self.alloc_ispace(BOGO_INODE_SIZE)
     }
