@@ -389,22 +389,8 @@ impl Node {
         let d = self.dir()?;
         let is_dir = matches!(kind, Kind::Dir(_));
         let inode = self.new_inode(dir, new, kind)?;
-        // The new inode takes its own (coarse) stamp before the directory takes one that may
-        // be fine-grained (Linux: `shmem_get_inode()` before `shmem_mknod()` stamps `dir`).
-        let born = inode.current_time();
-        d.add(name, inode.clone());
-        let now = dir.current_time();
-        let delta = if is_dir { 1 } else { 0 };
-        dir.write_attrs(|w| {
-            w.add_nlink(delta);
-            w.set_size(dir.size() + BOGO_DIRENT_SIZE);
-            w.set_mtime(now);
-            w.set_ctime(now);
-        });
-        inode.write_attrs(|w| {
-            w.set_atime(born);
-            w.set_mtime(born);
-            w.set_ctime(born);
+        stamp_new_entry(dir, &inode, if is_dir { 1 } else { 0 }, || {
+            d.add(name, inode.clone())
         });
         Ok(inode)
     }
@@ -415,19 +401,7 @@ impl Node {
     fn make_whiteout(&self, dir: &Inode, name: &[u8], new: &NewInode<'_>) -> Result<Arc<Inode>> {
         let d = self.dir()?;
         let inode = self.new_inode(dir, new, Kind::Special)?;
-        let born = inode.current_time();
-        d.reserve(name);
-        let now = dir.current_time();
-        dir.write_attrs(|w| {
-            w.set_size(dir.size() + BOGO_DIRENT_SIZE);
-            w.set_mtime(now);
-            w.set_ctime(now);
-        });
-        inode.write_attrs(|w| {
-            w.set_atime(born);
-            w.set_mtime(born);
-            w.set_ctime(born);
-        });
+        stamp_new_entry(dir, &inode, 0, || d.reserve(name));
         Ok(inode)
     }
 
@@ -447,6 +421,27 @@ impl Node {
         });
         dir.clear_ctime_queried();
     }
+}
+
+/// Stamps a new entry: the new inode takes its own (coarse) stamp before `enter` puts it in
+/// the directory's table, then the directory takes one that may be fine-grained, and grows by
+/// one entry and `nlink_delta` links (Linux: `shmem_get_inode()` before `shmem_mknod()` stamps
+/// `dir`).
+fn stamp_new_entry(dir: &Inode, inode: &Inode, nlink_delta: i32, enter: impl FnOnce()) {
+    let born = inode.current_time();
+    enter();
+    let now = dir.current_time();
+    dir.write_attrs(|w| {
+        w.add_nlink(nlink_delta);
+        w.set_size(dir.size() + BOGO_DIRENT_SIZE);
+        w.set_mtime(now);
+        w.set_ctime(now);
+    });
+    inode.write_attrs(|w| {
+        w.set_atime(born);
+        w.set_mtime(born);
+        w.set_ctime(born);
+    });
 }
 
 /// An `O_PATH` descriptor of a tmpfs inode: a holder, so an unlinked inode keeps its pages
