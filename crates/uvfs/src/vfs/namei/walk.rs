@@ -321,6 +321,15 @@ impl<'a> Walker<'a> {
     #[inline]
     pub(crate) fn lookup_one(&self, dir: &Pos<'a>, name: &[u8]) -> Result<Ref<'a, Dentry>> {
         if name.len() > NAME_MAX {
+            // Never cached: Linux finds the name too long only in the filesystem's lookup,
+            // after `__lookup_slow()` refused a removed directory, and a `RESOLVE_CACHED`
+            // walk gives up before either.
+            if self.mode != WalkMode::Ref && self.resolve.contains(ResolveFlags::CACHED) {
+                return Err(Errno::EAGAIN);
+            }
+            if dir.dentry.is_dead() {
+                return Err(Errno::ENOENT);
+            }
             return Err(Errno::ENAMETOOLONG);
         }
         if self.mode == WalkMode::Ref {
