@@ -21,7 +21,7 @@ classes, chunks, divs = {}, 0, []
 for f in sorted(glob.glob(os.path.join(out, "chunks", "*.txt")), key=lambda p: int(os.path.basename(p)[:-4])):
     text = open(f).read()
     m = re.search(r"random: (\d+) seeds from \d+ \(\d+ ops each, (\d+) ticked\), (\d+) ops on each side, (\d+) of them calls .* in ([\d.]+) s", text)
-    n = re.search(r"random: (\d+) matched, \d+ stopped at an expected divergence \(([^)]*)\), (\d+) diverged", text)
+    n = re.search(r"random: (\d+) matched, \d+ (?:stopped at|met) an expected divergence \(([^)]*)\), (\d+) diverged", text)
     if not (m and n):
         print(f"{f}: unfinished or unreadable")
         continue

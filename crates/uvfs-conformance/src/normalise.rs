@@ -62,13 +62,11 @@ struct Stamps {
 pub struct Normaliser {
     timing: Timing,
     inos: HashMap<(Dev, u64), usize>,
-    /// The last `ino#` given (labels are never given twice, even after [`Normaliser::new_fs_at`]
-    /// forgets some).
+    /// The last `ino#` given (labels are never given twice, even after a new instance's
+    /// mount forgets some).
     last_ino: usize,
     devs: HashMap<Dev, usize>,
     last_dev: usize,
-    /// Where a filesystem instance was just mounted, until the next snapshot looks there.
-    new_fs_at: Vec<Vec<u8>>,
     mnts: HashMap<u64, usize>,
     /// `d_off` numbers, per directory.
     offs: HashMap<Option<DirId>, HashMap<i64, usize>>,
@@ -110,7 +108,6 @@ impl Normaliser {
             last_ino: 0,
             devs: HashMap::new(),
             last_dev: 0,
-            new_fs_at: Vec::new(),
             mnts: HashMap::new(),
             offs: HashMap::new(),
             seen: HashMap::new(),
@@ -140,6 +137,12 @@ impl Normaliser {
             Value::Cred(c) => format!("ok {c}"),
             Value::Snapshot(s) => self.snapshot(s),
             Value::AtEntry(name) => format!("ok the d_off of {}", quote(&name.0)),
+            Value::NewFs(dev) => {
+                if let Some(dev) = dev {
+                    self.forget_dev(*dev);
+                }
+                "ok".into()
+            }
         }
     }
 
@@ -159,40 +162,16 @@ impl Normaliser {
         })
     }
 
-    /// A new filesystem instance (a new superblock) was mounted on `target`, an absolute path
-    /// or one relative to `/`. The next snapshot gives the device it shows at `target` new
-    /// labels, `dev#` and `ino#` (so no stamp history either): Linux hands a new tmpfs the
-    /// lowest free anonymous device number (`get_anon_bdev()`), which may be that of an
-    /// instance unmounted before, and whether it is depends on other mounts on the host at
-    /// the time; uvfs never reuses one. Without this the host would show the new root as the
-    /// old root observed again. A device newly seen there has no labels to forget.
-    pub fn new_fs_at(&mut self, target: &[u8]) {
-        let mut path = Vec::with_capacity(target.len() + 1);
-        for part in target.split(|&c| c == b'/').filter(|p| !p.is_empty()) {
-            path.push(b'/');
-            path.extend_from_slice(part);
-        }
-        if path.is_empty() {
-            path.push(b'/');
-        }
-        self.new_fs_at.push(path);
-    }
-
-    /// Forgets the labels of the devices a snapshot shows where [`Normaliser::new_fs_at`]
-    /// said a new instance was mounted.
-    fn forget_new_fs(&mut self, s: &SnapshotRec) {
-        for target in std::mem::take(&mut self.new_fs_at) {
-            let Some(Ok(st)) = s
-                .entries
-                .iter()
-                .find(|e| e.path.0 == target)
-                .map(|e| &e.stat)
-            else {
-                continue;
-            };
-            if self.devs.remove(&st.dev).is_some() {
-                self.inos.retain(|(dev, _), _| *dev != st.dev);
-            }
+    /// A new filesystem instance (a new superblock) was mounted and shows device `dev`:
+    /// it gets new labels, `dev#` and `ino#` (so no stamp history either). Linux hands a new
+    /// tmpfs the lowest free anonymous device number (`get_anon_bdev()`), which may be that of
+    /// an instance gone before (so nothing can show the old one again), and whether it is
+    /// depends on other mounts on the host at the time; uvfs never reuses one. Without this
+    /// the host would show the new root as the old root observed again. A device not seen
+    /// before has no labels to forget.
+    fn forget_dev(&mut self, dev: Dev) {
+        if self.devs.remove(&dev).is_some() {
+            self.inos.retain(|(d, _), _| *d != dev);
         }
     }
 
@@ -340,7 +319,6 @@ impl Normaliser {
 
     /// One line per name and per open bound fd, in the snapshot's order.
     fn snapshot(&mut self, s: &SnapshotRec) -> String {
-        self.forget_new_fs(s);
         let mut out = format!(
             "snapshot of {} names and {} fds",
             s.entries.len(),
@@ -673,9 +651,12 @@ mod tests {
         let first = n.snapshot(&snap(1, 5));
         let d = line(&first, "/d");
         assert!(d.contains("ino=ino#2 dev=dev#2 atime=first"), "{d}");
-        // Unmounted, and a new instance mounted on /d by an op with a relative path: the host
-        // hands it device 40 again.
-        n.new_fs_at(b"d/");
+        // Unmounted, and a new instance mounted on /d: the host hands it device 40 again.
+        let mounted = n.value(&Value::NewFs(Some(Dev {
+            major: 0,
+            minor: 40,
+        })));
+        assert_eq!(mounted, "ok");
         let second = n.snapshot(&snap(1, 9));
         let root = line(&second, "/");
         assert!(root.contains("ino=ino#1 dev=dev#1 atime=same"), "{root}");
@@ -684,7 +665,7 @@ mod tests {
             d.contains("ino=ino#3 dev=dev#3 atime=first mtime=first ctime=first"),
             "{d}"
         );
-        // Only the next snapshot forgets: the same instance observed again keeps its labels.
+        // Forgotten once: the same instance observed again keeps its labels.
         let third = n.snapshot(&snap(1, 9));
         let d = line(&third, "/d");
         assert!(

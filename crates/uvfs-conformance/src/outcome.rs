@@ -39,6 +39,13 @@ pub enum Value {
     Snapshot(SnapshotRec),
     /// `getresuid`/`getresgid`, `getgroups`, `capget`.
     Cred(crate::op::cred::CredValue),
+    /// A mount that made a new filesystem instance ([`Op::new_fs_target`]): the device its
+    /// target shows right after, as `stat(2)` of the target by the same task sees it (`None`
+    /// if that `stat` failed). Compared as success alone; the device tells the normaliser
+    /// which labels to forget.
+    ///
+    /// [`Op::new_fs_target`]: crate::op::Op::new_fs_target
+    NewFs(Option<Dev>),
 }
 
 /// A byte string, carried in JSON as lowercase hex.

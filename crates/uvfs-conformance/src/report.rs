@@ -7,20 +7,12 @@ use std::path::Path;
 
 use crate::backend::CaseRun;
 use crate::normalise::Normaliser;
-use crate::op::Op;
-use crate::outcome::Outcome;
 use crate::parse::Case;
 
 /// Longest outcome text shown in a diff before it is cut.
 const SHOWN_CHARS: usize = 400;
 /// Most differing lines of a multi-line outcome (a snapshot) shown in a diff.
 const SHOWN_LINES: usize = 12;
-
-const MS_REMOUNT: u64 = 32;
-const MS_BIND: u64 = 4096;
-const MS_MOVE: u64 = 8192;
-/// `MS_UNBINDABLE | MS_PRIVATE | MS_SLAVE | MS_SHARED`.
-const MS_PROPAGATION: u64 = (1 << 17) | (1 << 18) | (1 << 19) | (1 << 20);
 
 /// One step whose normalised outcomes differ.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -42,15 +34,8 @@ pub struct StepDiff {
 pub fn normalised(case: &Case, run: &CaseRun, steps: usize) -> Vec<String> {
     let mut n = Normaliser::new(case.timing);
     let mut out = Vec::with_capacity(run.outcomes.len());
-    for (i, o) in run.outcomes.iter().enumerate() {
+    for o in &run.outcomes {
         out.push(n.outcome(o));
-        // Step 0 is the root mount; step i the op i - 1.
-        if let (Some(step), Outcome::Ok(_)) = (i.checked_sub(1).and_then(|s| case.steps.get(s)), o)
-        {
-            if let Some(target) = new_fs_target(&step.op) {
-                n.new_fs_at(target);
-            }
-        }
     }
     let missing = match &run.aborted {
         Some(why) => format!("(not run: {why})"),
@@ -58,21 +43,6 @@ pub fn normalised(case: &Case, run: &CaseRun, steps: usize) -> Vec<String> {
     };
     out.resize(steps.max(out.len()), missing);
     out
-}
-
-/// The target of a mount that makes a new filesystem instance: not a bind, move, remount or
-/// propagation change.
-fn new_fs_target(op: &Op) -> Option<&[u8]> {
-    const NOT_NEW: u64 = MS_REMOUNT | MS_BIND | MS_MOVE | MS_PROPAGATION;
-    match op {
-        Op::Mount {
-            target,
-            fstype: Some(_),
-            flags,
-            ..
-        } if flags & NOT_NEW == 0 => Some(target),
-        _ => None,
-    }
 }
 
 fn step_text(case: &Case, i: usize) -> (usize, String) {

@@ -586,13 +586,22 @@ impl Backend for UvfsBackend {
                 fstype,
                 flags,
                 data,
-            } => unit(t.mount(
-                src.as_deref(),
-                target,
-                fstype.as_deref(),
-                MountFlags::from_bits_retain(*flags),
-                data.as_deref(),
-            )),
+            } => {
+                let r = t.mount(
+                    src.as_deref(),
+                    target,
+                    fstype.as_deref(),
+                    MountFlags::from_bits_retain(*flags),
+                    data.as_deref(),
+                );
+                match (r, op.new_fs_target()) {
+                    (Ok(()), Some(_)) => {
+                        let at = t.stat(target).ok();
+                        Outcome::Ok(Value::NewFs(at.map(|s| dev(s.dev))))
+                    }
+                    (r, _) => unit(r),
+                }
+            }
             Op::Umount2 { target, flags } => {
                 unit(t.umount2(target, UmountFlags::from_bits_retain(*flags as u32)))
             }

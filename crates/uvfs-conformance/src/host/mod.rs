@@ -493,13 +493,21 @@ impl Backend for HostBackend {
                 let src = src.as_ref().map(p);
                 let fstype = fstype.as_ref().map(|s| CPath::new(s.as_bytes()));
                 let data = data.as_ref().map(|s| CPath::new(s.as_bytes()));
-                unit(sys::mount(
+                let target = p(target);
+                let r = sys::mount(
                     src.as_ref(),
-                    &p(target),
+                    &target,
                     fstype.as_ref(),
                     *flags,
                     data.as_ref(),
-                ))
+                );
+                match (r, op.new_fs_target()) {
+                    (Ok(_), Some(_)) => {
+                        let at = sys::fstatat(libc::AT_FDCWD, &target, 0).ok();
+                        Outcome::Ok(Value::NewFs(at.map(|s| dev(s.st_dev))))
+                    }
+                    (r, _) => unit(r),
+                }
             }
             Op::Umount2 { target, flags } => unit(sys::umount2(&p(target), *flags as i32)),
             Op::SetrlimitNofile { limit } => unit(sys::setrlimit(RLIMIT_NOFILE, *limit, *limit)),

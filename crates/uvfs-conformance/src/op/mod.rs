@@ -440,6 +440,26 @@ impl Op {
         fd_args_of!(self)
     }
 
+    /// The target of a mount that makes a new filesystem instance: not a bind, move, remount
+    /// or propagation change (the order `path_mount()` tests the flags in).
+    pub fn new_fs_target(&self) -> Option<&[u8]> {
+        const MS_REMOUNT: u64 = 32;
+        const MS_BIND: u64 = 4096;
+        const MS_MOVE: u64 = 8192;
+        /// `MS_UNBINDABLE | MS_PRIVATE | MS_SLAVE | MS_SHARED`.
+        const MS_PROPAGATION: u64 = (1 << 17) | (1 << 18) | (1 << 19) | (1 << 20);
+        const NOT_NEW: u64 = MS_REMOUNT | MS_BIND | MS_MOVE | MS_PROPAGATION;
+        match self {
+            Op::Mount {
+                target,
+                fstype: Some(_),
+                flags,
+                ..
+            } if flags & NOT_NEW == 0 => Some(target),
+            _ => None,
+        }
+    }
+
     /// The `$NAME` variables the op reads.
     pub fn fd_vars(&self) -> Vec<&str> {
         self.fd_args()

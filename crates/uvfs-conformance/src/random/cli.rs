@@ -113,7 +113,7 @@ pub fn render(budget: &Budget, r: &Report) -> String {
     );
     let _ = writeln!(
         out,
-        "random: {} matched, {} stopped at an expected divergence ({}), {} diverged ({} distinct)",
+        "random: {} matched, {} met an expected divergence ({}), {} diverged ({} distinct)",
         r.matched,
         r.expected.values().sum::<u64>(),
         if expected.is_empty() {

@@ -73,7 +73,8 @@ pub struct Report {
     pub ops_real: u64,
     /// Sequences that matched to the end.
     pub matched: u64,
-    /// Sequences stopped at an expected divergence, by class.
+    /// Sequences that met an expected divergence (and stopped there, or went on for a
+    /// `Then::Continue` class), by class.
     pub expected: BTreeMap<&'static str, u64>,
     /// Sequences that diverged unexpectedly.
     pub diverged: Vec<Found>,

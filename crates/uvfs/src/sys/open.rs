@@ -201,12 +201,10 @@ impl Task {
         let file = self.with_path(dirfd, path, EmptyPath::Reject, req.resolve, |w, start| {
             let opened = if req.flags.bits() & O_TMPFILE_BIT != 0 {
                 let (opened, dir) = open_tmpfile(w, start, path, req, umask)?;
-                let file = finish_open(w.cred, opened, req, cred_id)?;
-                // The open file's unnamed dentry is a child of the directory and keeps it,
-                // even removed, until the last close (Linux: `d_tmpfile()` makes it one, a
-                // dentry holds its parent). Only now is there a holder to keep it for.
-                let inode = file.inode();
-                inode.ops().keep_parent(inode, &dir);
+                let mut file = finish_open(w.cred, opened, req, cred_id)?;
+                // The file, not its inode, keeps the directory: a name `linkat` gives the
+                // inode later, opened by other files, does not (Linux: the unnamed dentry).
+                file.keep_dir(&dir);
                 return Ok(file);
             } else if req.flags.contains(OpenFlags::PATH) {
                 let follow = follow_of(req.flags);

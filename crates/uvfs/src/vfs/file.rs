@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use parking_lot::Mutex;
 
-use super::inode::Inode;
+use super::inode::{Inode, InodeHold};
 use super::mount::VfsPath;
 use super::ops::FileOps;
 use crate::abi::{AccessMode, FileType, OpenFlags};
@@ -42,6 +42,10 @@ pub struct FileDescription {
     /// Order: before the filesystem's data locks and the inode lock.
     pub(crate) pos: Mutex<u64>,
     ops: Box<dyn FileOps>,
+    /// The directory an `O_TMPFILE` file was made in, kept, even removed, until this file's
+    /// release (Linux: `d_tmpfile()` makes the file's unnamed dentry the directory's child,
+    /// and a dentry holds its parent until `__fput()`'s `dput()`).
+    kept_dir: Option<InodeHold>,
 }
 
 impl FileDescription {
@@ -94,7 +98,15 @@ impl FileDescription {
             flags: AtomicU32::new(kept),
             pos: Mutex::new(0),
             ops,
+            kept_dir: None,
         })
+    }
+
+    /// Keeps `dir` until this file's release, after the filesystem's `release`. Only for a
+    /// file no one else has seen yet (`O_TMPFILE`'s, before it is installed).
+    pub(crate) fn keep_dir(self: &mut Arc<Self>, dir: &Arc<Inode>) {
+        let file = Arc::get_mut(self).expect("a new file description is not shared yet");
+        file.kept_dir = Some(InodeHold::inode(dir));
     }
 
     /// Where the file was opened.
