@@ -150,8 +150,23 @@ impl Task {
     }
 }
 
+/// The mode of a new non-directory `mode` (type and permission bits as the call gave them) is
+/// given in `dir`: set-group-ID stripped as Linux's `mode_strip_sgid()` strips it, then the
+/// umask applied, in that order (Linux: `vfs_prepare_mode()`; so `02775` with umask `077`
+/// loses set-group-ID when `02700` alone would keep it).
+pub(crate) fn prepare_mode(cred: &Cred, dir: &Inode, mode: u32, umask: u32) -> u32 {
+    let is_dir = crate::abi::FileType::from_mode(mode) == Some(crate::abi::FileType::Directory);
+    let strip = mode & (S_ISGID | S_IXGRP) == (S_ISGID | S_IXGRP)
+        && !is_dir
+        && dir.mode() & S_ISGID != 0
+        && !cred.in_group(dir.gid())
+        && !cred.capable(Capabilities::FSETID);
+    let mode = if strip { mode & !S_ISGID } else { mode };
+    mode & !(umask & 0o777)
+}
+
 /// What the filesystem is asked to create in `dir`: owner, group and mode decided as Linux's
-/// `inode_init_owner()` and `mode_strip_sgid()` do (the caller applied the umask).
+/// `inode_init_owner()` does (the caller prepared the mode: [`prepare_mode`]).
 pub(crate) fn new_inode<'a>(cred: &'a Cred, dir: &Inode, mode: u32, rdev: u64) -> NewInode<'a> {
     let (uid, gid, mode) = init_owner(cred, dir, mode);
     NewInode {
@@ -163,17 +178,13 @@ pub(crate) fn new_inode<'a>(cred: &'a Cred, dir: &Inode, mode: u32, rdev: u64) -
     }
 }
 
-/// Owner, group and mode of a new inode (Linux: `inode_init_owner()` and `mode_strip_sgid()`).
+/// Owner, group and mode of a new inode (Linux: `inode_init_owner()`): a set-group-ID
+/// directory gives its group, and to a new directory its set-group-ID bit.
 fn init_owner(cred: &Cred, dir: &Inode, mut mode: u32) -> (u32, u32, u32) {
     let is_dir = crate::abi::FileType::from_mode(mode) == Some(crate::abi::FileType::Directory);
     if dir.mode() & S_ISGID != 0 {
         if is_dir {
             mode |= S_ISGID;
-        } else if mode & (S_ISGID | S_IXGRP) == (S_ISGID | S_IXGRP)
-            && !cred.in_group(dir.gid())
-            && !cred.capable(Capabilities::FSETID)
-        {
-            mode &= !S_ISGID;
         }
         (cred.fsuid, dir.gid(), mode)
     } else {

@@ -5,7 +5,7 @@
 
 use std::sync::Arc;
 
-use super::{check_path, lookup_locked, new_inode, EmptyPath};
+use super::{check_path, lookup_locked, new_inode, prepare_mode, EmptyPath};
 use crate::abi::{
     Access, AtFlags, Errno, FileType, RenameFlags, ResolveFlags, Result, AT_FDCWD, S_IALLUGO,
     S_IFMT, S_ISGID, S_ISUID, S_ISVTX, S_IXGRP,
@@ -131,8 +131,8 @@ impl Task {
                     return Err(Errno::EPERM);
                 }
                 let rdev = if is_dev { dev } else { 0 };
-                let perm = mode & S_IALLUGO & !umask;
-                let new = new_inode(cred, dir, perm | ft.mode_bits(), rdev);
+                let mode = prepare_mode(cred, dir, (mode & S_IALLUGO) | ft.mode_bits(), umask);
+                let new = new_inode(cred, dir, mode, rdev);
                 let inode = if ft == FileType::Regular {
                     dir.ops().create(dir, name, &new)?
                 } else {

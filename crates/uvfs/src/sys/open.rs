@@ -4,7 +4,7 @@
 use std::borrow::Cow;
 use std::sync::Arc;
 
-use super::{lookup_locked, new_inode, EmptyPath};
+use super::{lookup_locked, new_inode, prepare_mode, EmptyPath};
 use crate::abi::{
     Access, AccessMode, Errno, FileType, OpenFlags, OpenHow, ResolveFlags, Result, S_IALLUGO,
     S_IFMT,
@@ -264,7 +264,8 @@ fn open_tmpfile<'w>(
     // Only the permission check of `may_create`: an unnamed file may be made in a removed
     // directory (Linux: `vfs_tmpfile()` has no `IS_DEADDIR()` test).
     may_create(w.cred, &dinode, false)?;
-    let mode = (req.mode & !umask & S_IALLUGO) | FileType::Regular.mode_bits();
+    let mode = (req.mode & S_IALLUGO) | FileType::Regular.mode_bits();
+    let mode = prepare_mode(w.cred, &dinode, mode, umask);
     let inode = dinode
         .ops()
         .tmpfile(&dinode, &new_inode(w.cred, &dinode, mode, 0))?;
@@ -332,7 +333,8 @@ fn open_last<'w>(
                     return Err(Errno::EROFS);
                 }
                 may_create(w.cred, &dinode, dir.is_dead())?;
-                let mode = (req.mode & !umask & S_IALLUGO) | (req.mode & S_IFMT);
+                let mode = (req.mode & S_IALLUGO) | (req.mode & S_IFMT);
+                let mode = prepare_mode(w.cred, &dinode, mode, umask);
                 let inode =
                     dinode
                         .ops()
