@@ -39,9 +39,10 @@ pub enum Value {
     Snapshot(SnapshotRec),
     /// `getresuid`/`getresgid`, `getgroups`, `capget`.
     Cred(crate::op::cred::CredValue),
-    /// A mount that made a new filesystem instance ([`Op::new_fs_target`]): the device its
-    /// target shows right after, as `stat(2)` of the target by the same task sees it (`None`
-    /// if that `stat` failed). Compared as success alone; the device tells the normaliser
+    /// A mount that made a new filesystem instance ([`Op::new_fs_target`]): the new mount's
+    /// device (the host: the line of the sandbox's `mountinfo` that was not there before;
+    /// uvfs: `stat(2)` of the target, and it never reuses a device number anyway), `None` if
+    /// it could not be learnt. Compared as success alone; the device tells the normaliser
     /// which labels to forget.
     ///
     /// [`Op::new_fs_target`]: crate::op::Op::new_fs_target

@@ -86,6 +86,52 @@ fn dev(d: u64) -> Dev {
     }
 }
 
+/// The mounts of the sandbox's namespace, as `(mount ID, device)`, from its `mountinfo` (read
+/// through [`sandbox::PROC_FD`]); `None` if it cannot be read (the fd table is full, say). A
+/// new mount is the one whose ID was not there before: found this way, not by looking its
+/// target up again, which after the mount may lead elsewhere (`mount none b/b/b` with
+/// `b/b -> ..` and `/b` the new root's mountpoint).
+fn mounts() -> Option<Vec<(u64, Dev)>> {
+    const O_RDONLY_CLOEXEC: i32 = 0o2000000;
+    let fd = sys::openat(
+        sandbox::PROC_FD,
+        &CPath::new(b"mountinfo"),
+        O_RDONLY_CLOEXEC,
+        0,
+    )
+    .ok()?;
+    let fd = fd as i32;
+    let mut text = Vec::new();
+    let mut buf = [0u8; 4096];
+    let read = loop {
+        match sys::read(fd, &mut buf) {
+            Ok(0) => break true,
+            Ok(n) => text.extend_from_slice(&buf[..n as usize]),
+            Err(_) => break false,
+        }
+    };
+    let _ = sys::close(fd);
+    if !read {
+        return None;
+    }
+    // `ID PARENT MAJOR:MINOR ROOT MOUNTPOINT ...`
+    let text = String::from_utf8_lossy(&text);
+    text.lines()
+        .map(|l| {
+            let mut f = l.split(' ');
+            let id = f.next()?.parse().ok()?;
+            let (major, minor) = f.nth(1)?.split_once(':')?;
+            Some((
+                id,
+                Dev {
+                    major: major.parse().ok()?,
+                    minor: minor.parse().ok()?,
+                },
+            ))
+        })
+        .collect()
+}
+
 fn stat_rec(s: libc::stat) -> Value {
     Value::Stat(stat_fields(s))
 }
@@ -494,6 +540,8 @@ impl Backend for HostBackend {
                 let fstype = fstype.as_ref().map(|s| CPath::new(s.as_bytes()));
                 let data = data.as_ref().map(|s| CPath::new(s.as_bytes()));
                 let target = p(target);
+                let new_fs = op.new_fs_target().is_some();
+                let before = if new_fs { mounts() } else { None };
                 let r = sys::mount(
                     src.as_ref(),
                     &target,
@@ -501,11 +549,14 @@ impl Backend for HostBackend {
                     *flags,
                     data.as_ref(),
                 );
-                match (r, op.new_fs_target()) {
-                    (Ok(_), Some(_)) => {
-                        let at = sys::fstatat(libc::AT_FDCWD, &target, 0).ok();
-                        Outcome::Ok(Value::NewFs(at.map(|s| dev(s.st_dev))))
+                match (r, before) {
+                    (Ok(_), Some(before)) => {
+                        let new = mounts().and_then(|after| {
+                            after.into_iter().find(|m| !before.contains(m)).map(|m| m.1)
+                        });
+                        Outcome::Ok(Value::NewFs(new))
                     }
+                    (Ok(_), None) if new_fs => Outcome::Ok(Value::NewFs(None)),
                     (r, _) => unit(r),
                 }
             }

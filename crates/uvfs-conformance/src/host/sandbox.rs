@@ -20,6 +20,9 @@ pub const ACTOR_SOCK_BASE: i32 = 1011;
 /// The observer's end of task N's socket is at `OBSERVER_SOCK_BASE + N` (1004 to 1011), in
 /// the observer's fd table only.
 pub const OBSERVER_SOCK_BASE: i32 = 1003;
+/// `/proc/self` of the process that prepared the sandbox, a directory fd through which the
+/// sandbox's `mountinfo` is read (the sandbox's namespace has no `/proc`).
+pub const PROC_FD: i32 = 1000;
 /// Fds from here up belong to the helper: a case must not use them.
 pub const FIRST_RESERVED_FD: i32 = 1000;
 /// The `RLIMIT_NOFILE` of a case, as uvfs's default fd table limit.
@@ -29,6 +32,8 @@ pub const TIMEOUT_SECS: u32 = 20;
 
 const CLONE_NEWNS: i32 = 0x0002_0000;
 const O_RDONLY_CLOEXEC: i32 = 0o2000000;
+/// `O_PATH | O_DIRECTORY | O_CLOEXEC`.
+const O_PATH_DIR_CLOEXEC: i32 = 0o10000000 | 0o200000 | 0o2000000;
 const RLIMIT_NOFILE: u32 = 7;
 const MNT_DETACH: i32 = 2;
 const AT_FDCWD: i32 = -100;
@@ -62,8 +67,8 @@ fn step(what: &str, r: sys::SysResult) -> Result<(), String> {
 }
 
 /// Prepares the process for a case: sets `RLIMIT_NOFILE` to [`NOFILE`], moves `result_fd`
-/// to [`RESULT_FD`] and stderr to [`DIAG_FD`], opens the mount fence at [`FENCE_FD`] and the
-/// host's mount namespace at [`HOST_NS_FD`], closes every other fd (0, 1 and 2 included) so
+/// to [`RESULT_FD`] and stderr to [`DIAG_FD`], opens the mount fence at [`FENCE_FD`], the
+/// host's mount namespace at [`HOST_NS_FD`] and `/proc/self` at [`PROC_FD`], closes every other fd (0, 1 and 2 included) so
 /// the case's first fd is 0 as in uvfs, and arms a [`TIMEOUT_SECS`] alarm against hangs. Call
 /// first, before anything else opens a file.
 ///
@@ -94,6 +99,11 @@ pub fn prepare_process(result_fd: i32) -> Result<(), String> {
         "close_range",
         sys::close_range((RESULT_FD + 1) as u32, u32::MAX, 0),
     )?;
+    let proc = sys::openat(AT_FDCWD, &CPath::new(b"/proc/self"), O_PATH_DIR_CLOEXEC, 0);
+    step("open /proc/self", proc)?;
+    let proc = proc.expect("checked") as i32;
+    step("dup2 the /proc/self fd", sys::dup2(proc, PROC_FD))?;
+    step("close", sys::close(proc))?;
     step("alarm", sys::alarm(TIMEOUT_SECS))
 }
 

@@ -95,37 +95,46 @@ fn linux_seek_hole_data_overflow(
 /// multigrain floor is system-wide), since the directory's last fine-grained stamp; uvfs
 /// follows the same rule. A 120-op sequence takes about 1 ms on uvfs and 5 to 14 ms on the host
 /// (one IPC round trip per op), so the host crosses ticks the uvfs run does not. Matches a
-/// snapshot whose only differences are mtime/ctime words and their relations; the comparison
+/// snapshot, or the answer of a stat call (`fstat`, `fstatat`, `statx`), whose only
+/// differences are mtime/ctime words and their relations (and for `statx`, the
+/// `attributes_mask` of [`statx_attributes_mask`], which may come with them); the comparison
 /// goes on (the trees are otherwise equal, and each side's later relations are to its own
 /// earlier stamps). A stamp a change fails to set is caught in ticked timing, where every op
 /// starts on a fresh tick.
 fn burst_stamp_timing(case: &Case, op: &Op, _: &Outcome, _: &Outcome, diff: &StepDiff) -> bool {
+    let is_statx = matches!(op, Op::Statx { .. });
     // `mtime=same`, `ctime=later`, and relations such as `m<c` or `a=m`.
     let stamp_word = |w: &str| {
         let b = w.as_bytes();
         w.starts_with("mtime=")
             || w.starts_with("ctime=")
+            || (is_statx && w.starts_with("attributes_mask="))
             || (b.len() == 3
                 && matches!(b[0], b'a' | b'm')
                 && matches!(b[1], b'<' | b'=' | b'>')
                 && matches!(b[2], b'm' | b'c'))
     };
-    if *op != Op::Snapshot || case.timing != crate::parse::Timing::Burst {
+    let stats = matches!(op, Op::Snapshot | Op::Fstat { .. } | Op::Fstatat { .. }) || is_statx;
+    if !stats || case.timing != crate::parse::Timing::Burst {
         return false;
     }
     let (u, h): (Vec<&str>, Vec<&str>) = (diff.uvfs.lines().collect(), diff.host.lines().collect());
-    u.len() == h.len()
+    let mut stamps_differ = false;
+    let only_stamps = u.len() == h.len()
         && u.iter().zip(&h).all(|(a, b)| {
             let (wa, wb): (Vec<&str>, Vec<&str>) = (
                 a.split_whitespace().collect(),
                 b.split_whitespace().collect(),
             );
             wa.len() == wb.len()
-                && wa
-                    .iter()
-                    .zip(&wb)
-                    .all(|(x, y)| x == y || (stamp_word(x) && stamp_word(y)))
-        })
+                && wa.iter().zip(&wb).all(|(x, y)| {
+                    let same = x == y;
+                    stamps_differ |= !same && !x.starts_with("attributes_mask=");
+                    same || (stamp_word(x) && stamp_word(y))
+                })
+        });
+    // A statx that differs only in its mask is `statx_attributes_mask`'s.
+    only_stamps && stamps_differ
 }
 
 /// uvfs cannot set immutable, append-only or nodump, so statx's `attributes_mask` leaves them
@@ -219,5 +228,88 @@ pub fn check_listed<V>(expected: &BTreeMap<String, V>) -> Result<(), String> {
         Ok(())
     } else {
         Err(errors.join("\n"))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::parse::parse_cases;
+
+    fn case(timing: &str, op: &str) -> (Case, Op) {
+        let text = format!("case c\ntiming {timing}\n{op}\nend\n");
+        let case = parse_cases(&text, std::path::Path::new("t.cases"))
+            .expect("parses")
+            .remove(0);
+        let op = case.steps[0].op.clone();
+        (case, op)
+    }
+
+    fn diff(uvfs: &str, host: &str) -> StepDiff {
+        StepDiff {
+            step: 1,
+            line: 3,
+            text: String::new(),
+            uvfs: uvfs.into(),
+            host: host.into(),
+        }
+    }
+
+    const STAT: &str = "stat mode=040777 nlink=2 uid=0 gid=0 size=40 ino=ino#1 dev=dev#1 atime=* mtime=first ctime=first";
+
+    /// Seeds 508474 and 519332: a burst-timing stamp relation in the answer of a stat call.
+    #[test]
+    fn burst_stamp_timing_takes_stat_answers_and_only_stamp_words() {
+        let (burst, stat) = case("burst", "stat /a");
+        let (ticked, _) = case("ticked", "stat /a");
+        let m_eq_c = format!("{STAT} m=c");
+        let m_lt_c = format!("{STAT} m<c");
+        let u = Outcome::Ok(Value::Unit);
+        let matches =
+            |c: &Case, op: &Op, a: &str, b: &str| burst_stamp_timing(c, op, &u, &u, &diff(a, b));
+        assert!(matches(&burst, &stat, &m_eq_c, &m_lt_c));
+        assert!(
+            !matches(&ticked, &stat, &m_eq_c, &m_lt_c),
+            "ticked timing compares stamps"
+        );
+        let other_mode = m_lt_c.replace("mode=040777", "mode=040755");
+        assert!(
+            !matches(&burst, &stat, &m_eq_c, &other_mode),
+            "a mode is not a stamp"
+        );
+        let (_, unlink) = case("burst", "unlink /a");
+        assert!(
+            !matches(&burst, &unlink, &m_eq_c, &m_lt_c),
+            "not an answer with stamps"
+        );
+
+        let (_, statx) = case("burst", "statx AT_FDCWD /a 0 STATX_BASIC_STATS");
+        let (mask_u, mask_h) = (
+            "statx attributes_mask=0x203000",
+            "statx attributes_mask=0x203070",
+        );
+        let both = (
+            format!("{mask_u} {STAT} m=c"),
+            format!("{mask_h} {STAT} m<c"),
+        );
+        assert!(
+            matches(&burst, &statx, &both.0, &both.1),
+            "mask and stamps together"
+        );
+        let mask_only = (
+            format!("{mask_u} {STAT} m=c"),
+            format!("{mask_h} {STAT} m=c"),
+        );
+        assert!(
+            !matches(&burst, &statx, &mask_only.0, &mask_only.1),
+            "the mask alone is statx_attributes_mask's"
+        );
+        assert!(statx_attributes_mask(
+            &burst,
+            &statx,
+            &u,
+            &u,
+            &diff(&mask_only.0, &mask_only.1)
+        ));
     }
 }
