@@ -66,9 +66,24 @@ pub struct Slot {
     seen: AtomicU64,
     /// Process id it ran in.
     pid: AtomicU32,
+    /// [`now_ns`] when its loop ended (0: it did not).
+    end_ns: AtomicU64,
+}
+
+/// CLOCK_MONOTONIC in nanoseconds: the same clock in every thread and forked process, read
+/// without allocating (a vDSO call).
+pub fn now_ns() -> u64 {
+    let t = rustix::time::clock_gettime(rustix::time::ClockId::Monotonic);
+    u64::try_from(t.tv_sec).unwrap_or(0) * 1_000_000_000 + u64::try_from(t.tv_nsec).unwrap_or(0)
 }
 
 impl Slot {
+    /// Records that the copy's loop has ended (before it closes what it holds, so that the
+    /// sample is the loops' time only, without a thread's join or a process's exit).
+    pub fn loop_ended(&self) {
+        self.end_ns.store(now_ns(), Ordering::Release);
+    }
+
     /// Records the end of a loop.
     pub fn finish(&self, r: Result<(), Fail>, position: Option<u64>, last_byte: Option<u8>) {
         self.position.store(
@@ -164,6 +179,8 @@ pub struct Board {
     recorded: AtomicU32,
     /// Probe: copies done looking at the others' fds.
     checked: AtomicU32,
+    /// [`now_ns`] when the parent started the copies.
+    start_ns: AtomicU64,
     slots: [Slot; MAX_COPIES],
 }
 
@@ -174,6 +191,7 @@ impl Default for Board {
             go: AtomicU32::new(GO_WAIT),
             recorded: AtomicU32::new(0),
             checked: AtomicU32::new(0),
+            start_ns: AtomicU64::new(0),
             slots: std::array::from_fn(|_| Slot::default()),
         }
     }
@@ -213,7 +231,23 @@ impl Board {
 
     /// The parent: starts every waiting copy at once.
     pub fn start(&self) {
+        self.start_ns.store(now_ns(), Ordering::Relaxed);
         self.go.store(GO_RUN, Ordering::Release);
+    }
+
+    /// The time from the start until the last of the first `copies` loops ended, once they all
+    /// have (`None` if one did not record its end).
+    pub fn span(&self, copies: usize) -> Option<Duration> {
+        let start = self.start_ns.load(Ordering::Relaxed);
+        let mut last = start;
+        for s in self.slots.get(..copies)? {
+            let end = s.end_ns.load(Ordering::Acquire);
+            if end == 0 {
+                return None;
+            }
+            last = last.max(end);
+        }
+        Some(Duration::from_nanos(last - start))
     }
 
     /// The parent: releases the waiting copies without running them.
@@ -265,5 +299,19 @@ mod tests {
         }
         s.finish(Ok(()), None, None);
         assert_eq!((s.read().position, s.read().last_byte), (None, None));
+    }
+
+    #[test]
+    fn span_runs_from_the_start_to_the_last_loop_end_of_every_copy() {
+        let b = Board::default();
+        b.start();
+        assert_eq!(b.span(2), None, "no copy has ended");
+        b.slot(0).expect("slot").loop_ended();
+        assert_eq!(b.span(2), None, "copy 1 has not ended");
+        let one = b.span(1).expect("copy 0 ended");
+        b.slot(1).expect("slot").loop_ended();
+        let two = b.span(2).expect("both ended");
+        assert!(two >= one);
+        assert_eq!(b.span(MAX_COPIES + 1), None);
     }
 }

@@ -80,6 +80,13 @@ pub fn run_copy<C: Calls>(c: &C, w: &CopyWork<'_>, board: &Board) {
     };
     slot.set_pid(c.pid());
     let prepared = prelude(c, w);
+    // The buffer is written before the start: in a forked copy, its stack page is copied then,
+    // not inside the measured loop.
+    let mut buf = [if reads(w.testcase) {
+        0
+    } else {
+        write_byte(w.copy)
+    }; PAGE];
     let go = board.arrive_and_wait();
     let fd = match prepared {
         Ok(fd) => fd,
@@ -92,26 +99,33 @@ pub fn run_copy<C: Calls>(c: &C, w: &CopyWork<'_>, board: &Board) {
         return slot.set_status(Err(Fail::Aborted));
     }
     match fd {
-        None => slot.finish(loop_on_path(c, w), None, None),
-        Some(fd) => finish_with_fd(c, w, fd, slot),
+        None => {
+            let r = loop_on_path(c, w);
+            slot.loop_ended();
+            slot.finish(r, None, None);
+        }
+        Some(fd) => {
+            let r = loop_on_fd(c, w, &fd, &mut buf);
+            slot.loop_ended();
+            let position = c.position(&fd).ok();
+            let closed = c.close(fd);
+            let last_byte = reads(w.testcase).then_some(buf[0]);
+            slot.finish(r.and(closed), position, last_byte);
+        }
     }
 }
 
-fn finish_with_fd<C: Calls>(c: &C, w: &CopyWork<'_>, fd: C::Fd, slot: &Slot) {
-    let reads = matches!(
-        w.testcase,
+/// True for the testcases whose loop reads into the buffer.
+fn reads(t: Testcase) -> bool {
+    matches!(
+        t,
         Testcase::Pread1
             | Testcase::Pread2
             | Testcase::Pread3
             | Testcase::Read1
             | Testcase::Read2
             | Testcase::Readseek1
-    );
-    let mut buf = [if reads { 0 } else { write_byte(w.copy) }; PAGE];
-    let r = loop_on_fd(c, w, &fd, &mut buf);
-    let position = c.position(&fd).ok();
-    let closed = c.close(fd);
-    slot.finish(r.and(closed), position, reads.then_some(buf[0]));
+    )
 }
 
 /// Opens the fd a copy holds through its loop, if its testcase holds one.

@@ -96,7 +96,8 @@ impl HostScale {
 
     /// Runs `body(calls, copy, board)` on `copies` copies in `mode`: threads of this process
     /// sharing its fd table, or forked processes with a table each. Returns the time from the
-    /// common start until the last copy finished, and every copy's report.
+    /// common start until the last copy's loop ended ([`Board::span`]; the wall time until all
+    /// were reaped if a copy recorded no end, as the probe's do), and every copy's report.
     fn spawn(
         &self,
         mode: Mode,
@@ -110,12 +111,12 @@ impl HostScale {
                 let d = run_threads(&board, vec![(); copies], |copy, ()| {
                     body(&calls, copy, &board)
                 })?;
-                Ok((d, board.ends(copies)))
+                Ok((board.span(copies).unwrap_or(d), board.ends(copies)))
             }
             Mode::Processes => {
                 let board = SharedBoard::new()?;
                 let d = run_processes(&board, copies, &|copy| body(&calls, copy, &board))?;
-                Ok((d, board.ends(copies)))
+                Ok((board.span(copies).unwrap_or(d), board.ends(copies)))
             }
         }
     }

@@ -11,8 +11,9 @@
 //!
 //! Every copy sets up (opens the fd it holds), waits at a common gate, and runs a fixed number
 //! of iterations (calibrated per column, as the seed workloads are); a sample is the summed
-//! operations per second of all copies, from the start until the last copy finished. The two
-//! columns alternate sample by sample, as the suite's other workloads do.
+//! operations per second of all copies, from the start until the last copy's loop ended (each
+//! copy stamps its end on the board, so a thread's join or a process's exit is not counted).
+//! The two columns alternate sample by sample, as the suite's other workloads do.
 
 pub mod board;
 pub mod calls;
@@ -78,7 +79,7 @@ pub struct Config {
 /// What one run of a configuration produced.
 #[derive(Clone, Debug)]
 pub struct Run {
-    /// From the common start until the last copy finished.
+    /// From the common start until the last copy's loop ended.
     pub elapsed: Duration,
     /// Each copy's report.
     pub ends: Vec<CopyEnd>,

@@ -42,7 +42,8 @@ impl UvfsScale {
     }
 
     /// Runs `body(calls, copy, board)` on `copies` tasks in `mode`, one thread each. Returns
-    /// the time from the common start until the last copy finished, and every copy's report.
+    /// the time from the common start until the last copy's loop ended ([`Board::span`]; the
+    /// wall time until all were joined if a copy recorded no end), and every copy's report.
     fn spawn(
         &self,
         mode: Mode,
@@ -59,7 +60,7 @@ impl UvfsScale {
         let d = run_threads(&board, tasks, |copy, task| {
             body(&UvfsCalls { task: &task }, copy, &board)
         })?;
-        Ok((d, board.ends(copies)))
+        Ok((board.span(copies).unwrap_or(d), board.ends(copies)))
     }
 }
 
