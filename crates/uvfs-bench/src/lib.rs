@@ -8,5 +8,6 @@ pub mod machine;
 pub mod params;
 pub mod report;
 pub mod runner;
+pub mod scale;
 pub mod stats;
 pub mod svg;

@@ -5,6 +5,7 @@
 use comfy_table::presets::UTF8_FULL_CONDENSED;
 use comfy_table::{Cell, CellAlignment, Table};
 
+use crate::machine::LineSample;
 use crate::runner::{ConfigResult, RunResult};
 use crate::stats::Summary;
 
@@ -111,14 +112,19 @@ pub fn print(r: &RunResult) {
 
 /// "cache-line round trip: 132 ns (fast state) before, 129 ns (fast state) after".
 pub fn line_state_line(r: &RunResult) -> String {
-    let changed = if r.line_before.state != r.line_after.state {
+    line_state(&r.line_before, &r.line_after)
+}
+
+/// The cross-CPU state line of any run, from its samples before and after.
+pub fn line_state(before: &LineSample, after: &LineSample) -> String {
+    let changed = if before.state != after.state {
         " — the VM changed state during the run: multi-thread results straddle both"
     } else {
         ""
     };
     format!(
         "cache-line round trip between CPUs: {} before, {} after{changed}",
-        r.line_before.describe(),
-        r.line_after.describe()
+        before.describe(),
+        after.describe()
     )
 }

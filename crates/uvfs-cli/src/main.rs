@@ -1,4 +1,5 @@
-//! `uvfs`: the command-line front of uvfs. `uvfs bench` runs the benchmark suite.
+//! `uvfs`: the command-line front of uvfs. `uvfs bench` runs the benchmark suite; `uvfs bench
+//! scale` its will-it-scale testcases alone.
 
 use std::fs::File;
 use std::io::{BufWriter, Write};
@@ -15,6 +16,14 @@ use uvfs_bench::columns::uvfs::{Design, Uvfs};
 use uvfs_bench::columns::vfs_crate::VfsCrate;
 use uvfs_bench::params::Workload;
 use uvfs_bench::runner::{run, Options};
+use uvfs_bench::scale::host::HostScale;
+use uvfs_bench::scale::report as scale_report;
+use uvfs_bench::scale::runner::{run_scale, ScaleOptions};
+use uvfs_bench::scale::testcase::Testcase;
+use uvfs_bench::scale::uvfs::UvfsScale;
+use uvfs_bench::scale::{
+    parse_copies, parse_mode, parse_testcases, Mode, ScaleColumn, DEFAULT_COPIES,
+};
 use uvfs_bench::{report, svg};
 
 #[derive(Parser)]
@@ -36,8 +45,12 @@ enum Command {
 }
 
 #[derive(Args)]
+#[command(args_conflicts_with_subcommands = true)]
 struct BenchArgs {
-    /// Workloads to run (default: all): write1, read1, open-read-close, stat-walk, create-unlink.
+    #[command(subcommand)]
+    group: Option<BenchGroup>,
+    /// Workloads to run (default: all, then the scale testcases): write1, read1,
+    /// open-read-close, stat-walk, create-unlink.
     workloads: Vec<String>,
     /// Tiny counts: a smoke pass of every workload (seconds, not a measurement).
     #[arg(long)]
@@ -56,13 +69,101 @@ struct BenchArgs {
     svg: Option<PathBuf>,
 }
 
+#[derive(Subcommand)]
+enum BenchGroup {
+    /// The file-system testcases of will-it-scale: each loop on 1, 2, 4 and 16 copies at once,
+    /// as threads (one fd table) and as processes (a table each), host and uvfs side by side.
+    Scale(ScaleArgs),
+}
+
+#[derive(Args)]
+struct ScaleArgs {
+    /// Testcases to run (default: all): open1 open2 open3 unlink1 unlink2 dup1 lseek1 lseek2
+    /// pread1 pread2 pread3 pwrite1 pwrite2 pwrite3 read1 read2 write1 readseek1 writeseek1
+    /// fallocate1.
+    testcases: Vec<String>,
+    /// Copy counts, comma-separated, 1 to 256 (default 1,2,4,16; 1 is always run: the
+    /// speed-ups divide by it).
+    #[arg(long, value_delimiter = ',')]
+    copies: Option<Vec<usize>>,
+    /// threads (one shared fd table), processes (a table per copy) or both.
+    #[arg(long, value_name = "MODE")]
+    mode: Option<String>,
+    /// Tiny counts: a smoke pass (seconds, not a measurement).
+    #[arg(long)]
+    quick: bool,
+    /// Samples per configuration and column (default 5; 2 with --quick).
+    #[arg(long)]
+    iterations: Option<usize>,
+    /// Write every sample as JSON lines to FILE.
+    #[arg(long, value_name = "FILE")]
+    json: Option<PathBuf>,
+}
+
 fn main() -> anyhow::Result<()> {
     match Cli::parse().command {
+        Command::Bench(BenchArgs {
+            group: Some(BenchGroup::Scale(s)),
+            ..
+        }) => scale(s),
         Command::Bench(a) => bench(a),
     }
 }
 
+/// The scale options of `s`, checked.
+fn scale_options(s: &ScaleArgs) -> anyhow::Result<ScaleOptions> {
+    let testcases = parse_testcases(&s.testcases).map_err(anyhow::Error::msg)?;
+    let copies = parse_copies(s.copies.as_deref()).map_err(anyhow::Error::msg)?;
+    let modes = parse_mode(s.mode.as_deref()).map_err(anyhow::Error::msg)?;
+    if s.iterations == Some(0) {
+        bail!("--iterations takes a positive count");
+    }
+    let mut opts = ScaleOptions::new(testcases, modes, copies, s.quick);
+    if let Some(n) = s.iterations {
+        opts.iterations = n;
+    }
+    Ok(opts)
+}
+
+/// The scale columns: the host kernel and uvfs.
+fn scale_columns() -> Vec<Box<dyn ScaleColumn>> {
+    vec![Box::new(HostScale::new()), Box::new(UvfsScale::new())]
+}
+
+fn scale(s: ScaleArgs) -> anyhow::Result<()> {
+    let opts = scale_options(&s)?;
+    let progress = ProgressBar::with_draw_target(Some(0), ProgressDrawTarget::stderr());
+    progress.enable_steady_tick(std::time::Duration::from_millis(200));
+    let mut json_out = match &s.json {
+        Some(p) => Some(BufWriter::new(
+            File::create(p).with_context(|| format!("creating {}", p.display()))?,
+        )),
+        None => None,
+    };
+    let result = run_scale(
+        &opts,
+        &mut scale_columns(),
+        &progress,
+        json_out.as_mut().map(|w| w as &mut dyn Write),
+    )?;
+    progress.finish_and_clear();
+    if let Some(mut w) = json_out {
+        w.flush()?;
+    }
+    scale_report::print(&result);
+    if let Some(p) = &s.json {
+        println!("wrote {}", p.display());
+    }
+    if result.failed {
+        bail!("a scale testcase failed");
+    }
+    Ok(())
+}
+
 fn bench(a: BenchArgs) -> anyhow::Result<()> {
+    // With no workload named, the scale testcases follow the seed workloads, with shorter
+    // samples than `uvfs bench scale` takes (3 per configuration, 40 ms each).
+    let with_scale = a.workloads.is_empty();
     let workloads = if a.workloads.is_empty() {
         Workload::ALL.to_vec()
     } else {
@@ -120,10 +221,50 @@ fn bench(a: BenchArgs) -> anyhow::Result<()> {
             println!("wrote {}", p.display());
         }
     }
+    let mut scale_failed = false;
+    if with_scale {
+        let mut sopts = ScaleOptions::new(
+            Testcase::ALL.to_vec(),
+            Mode::ALL.to_vec(),
+            DEFAULT_COPIES.to_vec(),
+            a.quick,
+        );
+        if !a.quick {
+            sopts.iterations = 3;
+            sopts.sample_time = std::time::Duration::from_millis(40);
+        }
+        if let Some(n) = a.iterations {
+            sopts.iterations = n.max(1);
+        }
+        let progress = ProgressBar::with_draw_target(Some(0), ProgressDrawTarget::stderr());
+        progress.enable_steady_tick(std::time::Duration::from_millis(200));
+        let mut json_out = match &a.json {
+            Some(p) => Some(BufWriter::new(
+                std::fs::OpenOptions::new()
+                    .append(true)
+                    .open(p)
+                    .with_context(|| format!("appending to {}", p.display()))?,
+            )),
+            None => None,
+        };
+        let sresult = run_scale(
+            &sopts,
+            &mut scale_columns(),
+            &progress,
+            json_out.as_mut().map(|w| w as &mut dyn Write),
+        )?;
+        progress.finish_and_clear();
+        if let Some(mut w) = json_out {
+            w.flush()?;
+        }
+        println!();
+        scale_report::print(&sresult);
+        scale_failed = sresult.failed;
+    }
     if let Some(p) = &a.json {
         println!("wrote {}", p.display());
     }
-    if result.failed {
+    if result.failed || scale_failed {
         bail!("a workload failed");
     }
     Ok(())

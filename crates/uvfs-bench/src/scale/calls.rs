@@ -1,0 +1,312 @@
+//! The loop of every testcase, written once over [`Calls`]: the host implements it with real
+//! system calls, uvfs with a `Task`. Both columns therefore run the very same sequence of calls.
+//!
+//! Nothing here allocates or takes a lock of this program: the host's processes mode runs it in
+//! a child forked from a multi-threaded process (`host_sys.rs`), where only raw system calls
+//! are safe. Buffers live on the stack; results go to the copy's [`Slot`] with plain stores.
+
+use std::ffi::CStr;
+
+use super::board::{Board, Fail, Slot};
+use super::testcase::{write_byte, Target, Testcase, PAGE_BYTES, WALK_BYTES};
+
+/// Bytes of one transfer.
+const PAGE: usize = PAGE_BYTES as usize;
+
+/// How [`Calls::open`] opens.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum OpenKind {
+    /// `O_RDWR`.
+    ReadWrite,
+    /// `O_RDWR | O_CREAT`, mode 0600.
+    CreateReadWrite,
+}
+
+/// The calls the testcases make, on one implementation. Paths are relative to the column's
+/// directory. Errors are errnos, as [`Fail::Errno`].
+pub trait Calls {
+    /// An open file descriptor.
+    type Fd;
+    /// `openat(dir, path, kind)`.
+    fn open(&self, path: &CStr, kind: OpenKind) -> Result<Self::Fd, Fail>;
+    /// `close(fd)`.
+    fn close(&self, fd: Self::Fd) -> Result<(), Fail>;
+    /// `dup(fd)`.
+    fn dup(&self, fd: &Self::Fd) -> Result<Self::Fd, Fail>;
+    /// `unlinkat(dir, path, 0)`.
+    fn unlink(&self, path: &CStr) -> Result<(), Fail>;
+    /// `lseek(fd, 0, SEEK_SET)`.
+    fn rewind(&self, fd: &Self::Fd) -> Result<(), Fail>;
+    /// `lseek(fd, 0, SEEK_CUR)`.
+    fn position(&self, fd: &Self::Fd) -> Result<u64, Fail>;
+    /// `pread(fd, buf, offset)`.
+    fn pread(&self, fd: &Self::Fd, buf: &mut [u8], offset: u64) -> Result<usize, Fail>;
+    /// `pwrite(fd, buf, offset)`.
+    fn pwrite(&self, fd: &Self::Fd, buf: &[u8], offset: u64) -> Result<usize, Fail>;
+    /// `read(fd, buf)`.
+    fn read(&self, fd: &Self::Fd, buf: &mut [u8]) -> Result<usize, Fail>;
+    /// `write(fd, buf)`.
+    fn write(&self, fd: &Self::Fd, buf: &[u8]) -> Result<usize, Fail>;
+    /// `fallocate(fd, 0, offset, len)`.
+    fn fallocate(&self, fd: &Self::Fd, offset: u64, len: u64) -> Result<(), Fail>;
+    /// `ftruncate(fd, len)`.
+    fn ftruncate(&self, fd: &Self::Fd, len: u64) -> Result<(), Fail>;
+    /// The fd's number.
+    fn raw(&self, fd: &Self::Fd) -> i32;
+    /// `fstat(fd).st_ino` of an fd number, which may belong to another copy (the probe).
+    fn ino_of_raw(&self, fd: i32) -> Result<u64, Fail>;
+    /// The process id this copy runs in.
+    fn pid(&self) -> u32;
+}
+
+/// What one copy of a run does.
+#[derive(Clone, Copy, Debug)]
+pub struct CopyWork<'a> {
+    /// The testcase.
+    pub testcase: Testcase,
+    /// This copy's index.
+    pub copy: usize,
+    /// Its file or name ([`Testcase::c_path`]).
+    pub path: &'a CStr,
+    /// Iterations to run.
+    pub ops: u64,
+}
+
+/// One copy of a run: opens what it holds, waits at the board's gate, runs `w.ops` iterations,
+/// and reports to its slot (status, its fd's final position, its buffer's first byte).
+pub fn run_copy<C: Calls>(c: &C, w: &CopyWork<'_>, board: &Board) {
+    let Some(slot) = board.slot(w.copy) else {
+        return;
+    };
+    slot.set_pid(c.pid());
+    let prepared = prelude(c, w);
+    // The buffer is written before the start: in a forked copy, its stack page is copied then,
+    // not inside the measured loop.
+    let mut buf = [if reads(w.testcase) {
+        0
+    } else {
+        write_byte(w.copy)
+    }; PAGE];
+    let go = board.arrive_and_wait();
+    let fd = match prepared {
+        Ok(fd) => fd,
+        Err(e) => return slot.set_status(Err(e)),
+    };
+    if !go {
+        if let Some(fd) = fd {
+            let _ = c.close(fd);
+        }
+        return slot.set_status(Err(Fail::Aborted));
+    }
+    match fd {
+        None => {
+            let r = loop_on_path(c, w);
+            slot.loop_ended();
+            slot.finish(r, None, None);
+        }
+        Some(fd) => {
+            let r = loop_on_fd(c, w, &fd, &mut buf);
+            slot.loop_ended();
+            let position = c.position(&fd).ok();
+            let closed = c.close(fd);
+            let last_byte = reads(w.testcase).then_some(buf[0]);
+            slot.finish(r.and(closed), position, last_byte);
+        }
+    }
+}
+
+/// True for the testcases whose loop reads into the buffer.
+fn reads(t: Testcase) -> bool {
+    matches!(
+        t,
+        Testcase::Pread1
+            | Testcase::Pread2
+            | Testcase::Pread3
+            | Testcase::Read1
+            | Testcase::Read2
+            | Testcase::Readseek1
+    )
+}
+
+/// Opens the fd a copy holds through its loop, if its testcase holds one.
+fn prelude<C: Calls>(c: &C, w: &CopyWork<'_>) -> Result<Option<C::Fd>, Fail> {
+    if !w.testcase.holds_fd() {
+        return Ok(None);
+    }
+    if w.testcase.target() == Target::Unlinked {
+        let fd = c.open(w.path, OpenKind::CreateReadWrite)?;
+        c.unlink(w.path)?;
+        return Ok(Some(fd));
+    }
+    c.open(w.path, OpenKind::ReadWrite).map(Some)
+}
+
+/// A whole page, or [`Fail::Short`].
+fn page(n: usize) -> Result<(), Fail> {
+    if n == PAGE {
+        Ok(())
+    } else {
+        Err(Fail::Short(n))
+    }
+}
+
+/// open*, unlink*: the loop opens (and creates, and unlinks) by name.
+fn loop_on_path<C: Calls>(c: &C, w: &CopyWork<'_>) -> Result<(), Fail> {
+    match w.testcase {
+        Testcase::Unlink1 | Testcase::Unlink2 => {
+            for _ in 0..w.ops {
+                let fd = c.open(w.path, OpenKind::CreateReadWrite)?;
+                c.close(fd)?;
+                c.unlink(w.path)?;
+            }
+        }
+        _ => {
+            for _ in 0..w.ops {
+                let fd = c.open(w.path, OpenKind::ReadWrite)?;
+                c.close(fd)?;
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Every other testcase: the loop works on the fd the copy holds.
+fn loop_on_fd<C: Calls>(
+    c: &C,
+    w: &CopyWork<'_>,
+    fd: &C::Fd,
+    buf: &mut [u8; PAGE],
+) -> Result<(), Fail> {
+    let own_page = PAGE_BYTES * w.copy as u64;
+    match w.testcase {
+        Testcase::Dup1 => {
+            for _ in 0..w.ops {
+                let d = c.dup(fd)?;
+                c.close(d)?;
+            }
+        }
+        Testcase::Lseek1 | Testcase::Lseek2 => {
+            for _ in 0..w.ops {
+                c.rewind(fd)?;
+            }
+        }
+        Testcase::Pread1 | Testcase::Pread2 | Testcase::Pread3 => {
+            let at = if w.testcase == Testcase::Pread3 {
+                own_page
+            } else {
+                0
+            };
+            for _ in 0..w.ops {
+                page(c.pread(fd, buf, at)?)?;
+            }
+        }
+        Testcase::Pwrite1 | Testcase::Pwrite2 | Testcase::Pwrite3 => {
+            let at = if w.testcase == Testcase::Pwrite3 {
+                own_page
+            } else {
+                0
+            };
+            for _ in 0..w.ops {
+                page(c.pwrite(fd, buf, at)?)?;
+            }
+        }
+        Testcase::Read1 | Testcase::Read2 => {
+            let mut pos = 0;
+            for _ in 0..w.ops {
+                page(c.read(fd, buf)?)?;
+                pos += PAGE_BYTES;
+                if pos == WALK_BYTES {
+                    c.rewind(fd)?;
+                    pos = 0;
+                }
+            }
+        }
+        Testcase::Write1 => {
+            let mut pos = 0;
+            for _ in 0..w.ops {
+                page(c.write(fd, buf)?)?;
+                pos += PAGE_BYTES;
+                if pos == WALK_BYTES {
+                    c.rewind(fd)?;
+                    pos = 0;
+                }
+            }
+        }
+        Testcase::Readseek1 => {
+            for _ in 0..w.ops {
+                c.rewind(fd)?;
+                page(c.read(fd, buf)?)?;
+            }
+        }
+        Testcase::Writeseek1 => {
+            for _ in 0..w.ops {
+                c.rewind(fd)?;
+                page(c.write(fd, buf)?)?;
+            }
+        }
+        Testcase::Fallocate1 => {
+            let mut at = 0;
+            for _ in 0..w.ops {
+                c.fallocate(fd, at, PAGE_BYTES)?;
+                at += PAGE_BYTES;
+                if at == WALK_BYTES {
+                    c.ftruncate(fd, 0)?;
+                    at = 0;
+                }
+            }
+        }
+        Testcase::Open1
+        | Testcase::Open2
+        | Testcase::Open3
+        | Testcase::Unlink1
+        | Testcase::Unlink2 => return loop_on_path(c, w),
+    }
+    Ok(())
+}
+
+/// One copy of the fd-table probe: opens its own file `path`, records the fd number and inode
+/// on the board, waits for every copy to have done so, then looks up every other copy's fd
+/// number in its own table and records which of them name that copy's file (threads: all of
+/// them, one shared table; processes: none, a table each). It keeps its fd open until every
+/// copy has looked.
+pub fn probe_copy<C: Calls>(c: &C, copy: usize, copies: usize, path: &CStr, board: &Board) {
+    let Some(slot) = board.slot(copy) else {
+        return;
+    };
+    slot.set_pid(c.pid());
+    // The same start gate as a run's; an aborted start still goes through the probe's gates
+    // (with a failed status), so that no copy waits for this one in vain.
+    let started = board.arrive_and_wait();
+    let fd = c.open(path, OpenKind::CreateReadWrite);
+    let mine = fd
+        .as_ref()
+        .map_err(|e| *e)
+        .and_then(|fd| Ok((c.raw(fd), c.ino_of_raw(c.raw(fd))?)));
+    match mine {
+        Ok((raw, ino)) => slot.set_probe(raw, ino),
+        Err(_) => slot.set_probe(-1, 0),
+    }
+    // Every copy passes both gates, even a failed one, so that none waits for it in vain.
+    let together = board.recorded_and_wait(copies);
+    let mut seen = 0u64;
+    for j in (0..copies).filter(|&j| j != copy) {
+        let Some(other) = board.slot(j).map(Slot::read) else {
+            continue;
+        };
+        if other.fd >= 0 && c.ino_of_raw(other.fd) == Ok(other.ino) {
+            seen |= 1 << (j % 64);
+        }
+    }
+    slot.set_seen(seen);
+    let together = board.checked_and_wait(copies) && together;
+    let closed = match fd {
+        Ok(fd) => c.close(fd),
+        Err(e) => Err(e),
+    };
+    let status = match (mine, together && started) {
+        (Err(e), _) => Err(e),
+        (Ok(_), false) => Err(Fail::Aborted),
+        (Ok(_), true) => closed,
+    };
+    slot.set_status(status);
+}

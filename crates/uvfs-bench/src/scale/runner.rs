@@ -1,0 +1,257 @@
+//! Runs the scale suite: every configuration on both columns, the columns alternating sample
+//! by sample (host uvfs host uvfs …) so that machine drift hits them alike, as the seed
+//! workloads' runner does.
+
+use std::io::Write;
+use std::time::Duration;
+
+use indicatif::{ProgressBar, ProgressStyle};
+use serde::Serialize;
+use serde_json::json;
+
+use super::testcase::{NotYet, Testcase, NOT_YET};
+use super::{Config, Mode, ScaleColumn};
+use crate::column::Support;
+use crate::machine::{cache_line_round_trip, LineSample, Machine};
+use crate::stats::Summary;
+
+/// What to run.
+#[derive(Clone, Debug)]
+pub struct ScaleOptions {
+    /// Testcases, in order.
+    pub testcases: Vec<Testcase>,
+    /// Modes, in order.
+    pub modes: Vec<Mode>,
+    /// Copy counts, ascending, starting at 1.
+    pub copies: Vec<usize>,
+    /// Samples per configuration and column.
+    pub iterations: usize,
+    /// Target wall time of one sample.
+    pub sample_time: Duration,
+}
+
+impl ScaleOptions {
+    /// Every testcase, both modes, `copies` copies; sample length and count for a smoke pass
+    /// (`quick`) or a measurement.
+    pub fn new(
+        testcases: Vec<Testcase>,
+        modes: Vec<Mode>,
+        copies: Vec<usize>,
+        quick: bool,
+    ) -> Self {
+        ScaleOptions {
+            testcases,
+            modes,
+            copies,
+            iterations: if quick { 2 } else { 5 },
+            sample_time: if quick {
+                Duration::from_millis(2)
+            } else {
+                Duration::from_millis(50)
+            },
+        }
+    }
+
+    /// The configurations, in run order: testcase, then mode, then copies.
+    pub fn configs(&self) -> Vec<Config> {
+        let mut v = Vec::new();
+        for &testcase in &self.testcases {
+            for &mode in &self.modes {
+                for &copies in &self.copies {
+                    v.push(Config {
+                        testcase,
+                        mode,
+                        copies,
+                    });
+                }
+            }
+        }
+        v
+    }
+}
+
+/// One column's results for one configuration.
+#[derive(Clone, Debug, Serialize)]
+pub struct ScaleColumnResult {
+    /// Column name.
+    pub column: &'static str,
+    /// Why it did not run, if it did not.
+    pub skipped: Option<String>,
+    /// The error that stopped it, if any.
+    pub error: Option<String>,
+    /// Iterations per copy in each sample.
+    pub ops_per_copy: u64,
+    /// Operations per second summed over the copies, one per sample.
+    pub samples: Vec<f64>,
+    /// Summary of `samples`.
+    pub summary: Option<Summary>,
+}
+
+/// Results of one configuration.
+#[derive(Clone, Debug, Serialize)]
+pub struct ScaleRow {
+    /// The configuration.
+    pub config: Config,
+    /// One entry per column, in column order.
+    pub columns: Vec<ScaleColumnResult>,
+}
+
+/// Everything a scale run produced.
+#[derive(Clone, Debug, Serialize)]
+pub struct ScaleResult {
+    /// The machine.
+    pub machine: Machine,
+    /// Cache-line round trip before the run.
+    pub line_before: LineSample,
+    /// Cache-line round trip after the run.
+    pub line_after: LineSample,
+    /// Column names in table order.
+    pub column_names: Vec<&'static str>,
+    /// What each column leaves out.
+    pub notes: Vec<&'static str>,
+    /// One row per configuration, in run order.
+    pub rows: Vec<ScaleRow>,
+    /// The will-it-scale testcases not run, and what they wait for.
+    pub not_yet: Vec<NotYet>,
+    /// True if any column failed on any configuration.
+    pub failed: bool,
+}
+
+/// Runs `opts` on `columns`, writing every sample to `json` as it is taken.
+///
+/// # Errors
+/// Only for failures to write `json`; a failing column is recorded in the result.
+pub fn run_scale(
+    opts: &ScaleOptions,
+    columns: &mut [Box<dyn ScaleColumn>],
+    progress: &ProgressBar,
+    mut json: Option<&mut dyn Write>,
+) -> anyhow::Result<ScaleResult> {
+    let machine = Machine::read();
+    progress.set_message("measuring the cache-line round trip");
+    let line_before = cache_line_round_trip();
+    if let Some(j) = json.as_deref_mut() {
+        let line = json!({"type": "machine", "machine": machine, "line_before": line_before});
+        writeln!(j, "{line}")?;
+    }
+    let configs = opts.configs();
+    let steps = configs.len() as u64 * columns.len() as u64 * (opts.iterations as u64 + 1);
+    progress.set_position(0);
+    progress.set_length(steps);
+    progress.set_style(
+        ProgressStyle::with_template("{spinner} [{elapsed_precise}] {bar:30} {pos}/{len} {msg}")
+            .unwrap_or_else(|_| ProgressStyle::default_bar()),
+    );
+    let mut failed = false;
+    let mut rows = Vec::new();
+    for cfg in &configs {
+        let label = format!(
+            "scale {} {} copies={}",
+            cfg.testcase.name(),
+            cfg.mode.name(),
+            cfg.copies
+        );
+        let mut results: Vec<ScaleColumnResult> = Vec::new();
+        // Set up and calibrate (the warm-up) every column, untimed in the results.
+        for c in columns.iter_mut() {
+            progress.set_message(format!("{label} {} (setup)", c.name()));
+            let mut r = ScaleColumnResult {
+                column: c.name(),
+                skipped: None,
+                error: None,
+                ops_per_copy: 0,
+                samples: Vec::new(),
+                summary: None,
+            };
+            match c.supports(cfg) {
+                Support::No(why) => r.skipped = Some(why),
+                Support::Yes => match c
+                    .setup(cfg)
+                    .and_then(|()| calibrate(c.as_mut(), cfg, opts.sample_time))
+                {
+                    Ok(n) => r.ops_per_copy = n,
+                    Err(e) => {
+                        r.error = Some(format!("{e:#}"));
+                        failed = true;
+                    }
+                },
+            }
+            progress.inc(1);
+            results.push(r);
+        }
+        // Interleaved samples.
+        for it in 0..opts.iterations {
+            for (c, r) in columns.iter_mut().zip(results.iter_mut()) {
+                progress.inc(1);
+                if r.skipped.is_some() || r.error.is_some() {
+                    continue;
+                }
+                progress.set_message(format!(
+                    "{label} {} ({}/{})",
+                    c.name(),
+                    it + 1,
+                    opts.iterations
+                ));
+                match c.run(cfg, r.ops_per_copy) {
+                    Ok(run) => {
+                        let total = r.ops_per_copy as f64 * cfg.copies as f64;
+                        let ops_per_s = total / run.elapsed.as_secs_f64().max(1e-9);
+                        r.samples.push(ops_per_s);
+                        if let Some(j) = json.as_deref_mut() {
+                            let line = json!({"type": "scale-sample", "testcase": cfg.testcase,
+                                "mode": cfg.mode, "copies": cfg.copies, "column": c.name(),
+                                "iteration": it, "ops_per_copy": r.ops_per_copy,
+                                "elapsed_ns": run.elapsed.as_nanos() as u64,
+                                "ops_per_s": ops_per_s});
+                            writeln!(j, "{line}")?;
+                        }
+                    }
+                    Err(e) => {
+                        r.error = Some(format!("{e:#}"));
+                        failed = true;
+                    }
+                }
+            }
+        }
+        for (c, r) in columns.iter_mut().zip(results.iter_mut()) {
+            c.teardown();
+            if !r.samples.is_empty() {
+                r.summary = Some(Summary::of(&r.samples));
+            }
+        }
+        rows.push(ScaleRow {
+            config: *cfg,
+            columns: results,
+        });
+    }
+    progress.set_message("measuring the cache-line round trip");
+    let line_after = cache_line_round_trip();
+    let result = ScaleResult {
+        machine,
+        line_before,
+        line_after,
+        column_names: columns.iter().map(|c| c.name()).collect(),
+        notes: columns.iter().map(|c| c.note()).collect(),
+        rows,
+        not_yet: NOT_YET.to_vec(),
+        failed,
+    };
+    if let Some(j) = json {
+        writeln!(j, "{}", json!({"type": "scale-summary", "result": result}))?;
+    }
+    Ok(result)
+}
+
+/// Picks an iteration count per copy that makes one sample last about `target`; the runs it
+/// takes to get there are the warm-up.
+fn calibrate(c: &mut dyn ScaleColumn, cfg: &Config, target: Duration) -> anyhow::Result<u64> {
+    let mut ops = 16u64;
+    loop {
+        let d = c.run(cfg, ops)?.elapsed;
+        if d >= target / 4 || ops >= 1 << 26 {
+            let scaled = (ops as f64 * target.as_secs_f64() / d.as_secs_f64().max(1e-9)) as u64;
+            return Ok(scaled.clamp(8, 1 << 28));
+        }
+        ops *= 8;
+    }
+}

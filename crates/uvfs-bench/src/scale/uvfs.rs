@@ -1,0 +1,243 @@
+//! uvfs's scale column: the testcases' loops through `Task` calls on a fresh `Vfs` per
+//! configuration, one task per copy, each on its own thread: tasks made with
+//! `Task::clone_thread` (threads mode: one shared fd table) or `Task::fork` (processes mode:
+//! a table each).
+
+use std::ffi::{CStr, CString};
+use std::time::Duration;
+
+use uvfs::abi::AtFlags;
+use uvfs::abi::{FallocFlags, OpenFlags, Whence, AT_FDCWD};
+use uvfs::{Cred, Task, Vfs};
+
+use super::board::{Board, CopyEnd, Fail, MAX_PROBE_COPIES};
+use super::calls::{probe_copy, run_copy, Calls, CopyWork, OpenKind};
+use super::threads::run_threads;
+use super::{check_ends, Config, Mode, Run, ScaleColumn};
+use crate::column::Support;
+
+/// uvfs in process.
+pub struct UvfsScale {
+    vfs: Vfs,
+    /// The task the copies are made from; its cwd is the root, which the testcases' relative
+    /// paths start from. It holds no fd while copies run.
+    task: Task,
+}
+
+fn anyhow_errno(e: uvfs::Errno) -> anyhow::Error {
+    anyhow::anyhow!("uvfs: {e:?} ({e})")
+}
+
+impl UvfsScale {
+    /// A fresh namespace with a tmpfs root.
+    pub fn new() -> UvfsScale {
+        let vfs = Vfs::new();
+        let task = vfs.task(Cred::root());
+        UvfsScale { vfs, task }
+    }
+
+    /// The task the copies are made from (for tests to inspect the files after a run).
+    pub fn task(&self) -> &Task {
+        &self.task
+    }
+
+    /// Runs `body(calls, copy, board)` on `copies` tasks in `mode`, one thread each. Returns
+    /// the time from the common start until the last copy's loop ended ([`Board::span`]; the
+    /// wall time until all were joined if a copy recorded no end), and every copy's report.
+    fn spawn(
+        &self,
+        mode: Mode,
+        copies: usize,
+        body: &(dyn Fn(&UvfsCalls<'_>, usize, &Board) + Sync),
+    ) -> anyhow::Result<(Duration, Vec<CopyEnd>)> {
+        let tasks: Vec<Task> = (0..copies)
+            .map(|_| match mode {
+                Mode::Threads => self.task.clone_thread(),
+                Mode::Processes => self.task.fork(),
+            })
+            .collect();
+        let board = Box::<Board>::default();
+        let d = run_threads(&board, tasks, |copy, task| {
+            body(&UvfsCalls { task: &task }, copy, &board)
+        })?;
+        Ok((board.span(copies).unwrap_or(d), board.ends(copies)))
+    }
+}
+
+impl Default for UvfsScale {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+/// The testcases' calls on one uvfs task.
+pub struct UvfsCalls<'a> {
+    task: &'a Task,
+}
+
+fn errno(e: uvfs::Errno) -> Fail {
+    Fail::Errno(e.raw())
+}
+
+fn offset(o: u64) -> i64 {
+    i64::try_from(o).unwrap_or(i64::MAX)
+}
+
+impl Calls for UvfsCalls<'_> {
+    type Fd = i32;
+
+    fn open(&self, path: &CStr, kind: OpenKind) -> Result<i32, Fail> {
+        let flags = match kind {
+            OpenKind::ReadWrite => OpenFlags::RDWR,
+            OpenKind::CreateReadWrite => OpenFlags::RDWR | OpenFlags::CREAT,
+        };
+        self.task
+            .openat(AT_FDCWD, path.to_bytes(), flags, 0o600)
+            .map_err(errno)
+    }
+
+    fn close(&self, fd: i32) -> Result<(), Fail> {
+        self.task.close(fd).map_err(errno)
+    }
+
+    fn dup(&self, fd: &i32) -> Result<i32, Fail> {
+        self.task.dup(*fd).map_err(errno)
+    }
+
+    fn unlink(&self, path: &CStr) -> Result<(), Fail> {
+        self.task
+            .unlinkat(AT_FDCWD, path.to_bytes(), AtFlags::empty())
+            .map_err(errno)
+    }
+
+    fn rewind(&self, fd: &i32) -> Result<(), Fail> {
+        self.task
+            .lseek(*fd, 0, Whence::SET)
+            .map(|_| ())
+            .map_err(errno)
+    }
+
+    fn position(&self, fd: &i32) -> Result<u64, Fail> {
+        self.task
+            .lseek(*fd, 0, Whence::CUR)
+            .map(|p| u64::try_from(p).unwrap_or(0))
+            .map_err(errno)
+    }
+
+    fn pread(&self, fd: &i32, buf: &mut [u8], at: u64) -> Result<usize, Fail> {
+        self.task.pread(*fd, buf, offset(at)).map_err(errno)
+    }
+
+    fn pwrite(&self, fd: &i32, buf: &[u8], at: u64) -> Result<usize, Fail> {
+        self.task.pwrite(*fd, buf, offset(at)).map_err(errno)
+    }
+
+    fn read(&self, fd: &i32, buf: &mut [u8]) -> Result<usize, Fail> {
+        self.task.read(*fd, buf).map_err(errno)
+    }
+
+    fn write(&self, fd: &i32, buf: &[u8]) -> Result<usize, Fail> {
+        self.task.write(*fd, buf).map_err(errno)
+    }
+
+    fn fallocate(&self, fd: &i32, at: u64, len: u64) -> Result<(), Fail> {
+        self.task
+            .fallocate(*fd, FallocFlags::empty(), offset(at), offset(len))
+            .map_err(errno)
+    }
+
+    fn ftruncate(&self, fd: &i32, len: u64) -> Result<(), Fail> {
+        self.task.ftruncate(*fd, offset(len)).map_err(errno)
+    }
+
+    fn raw(&self, fd: &i32) -> i32 {
+        *fd
+    }
+
+    fn ino_of_raw(&self, fd: i32) -> Result<u64, Fail> {
+        self.task.fstat(fd).map(|st| st.ino).map_err(errno)
+    }
+
+    fn pid(&self) -> u32 {
+        std::process::id()
+    }
+}
+
+impl ScaleColumn for UvfsScale {
+    fn name(&self) -> &'static str {
+        "uvfs"
+    }
+
+    fn supports(&self, _cfg: &Config) -> Support {
+        Support::Yes
+    }
+
+    fn setup(&mut self, cfg: &Config) -> anyhow::Result<()> {
+        // A fresh namespace per configuration, so every one starts from an empty tmpfs.
+        self.vfs = Vfs::new();
+        self.task = self.vfs.task(Cred::root());
+        let t = &self.task;
+        let plan = cfg.testcase.plan(cfg.copies);
+        for d in &plan.dirs {
+            t.mkdirat(AT_FDCWD, d, 0o755).map_err(anyhow_errno)?;
+        }
+        for f in &plan.files {
+            let fd = t
+                .openat(AT_FDCWD, &f.path, OpenFlags::CREAT | OpenFlags::RDWR, 0o644)
+                .map_err(anyhow_errno)?;
+            let data = f.contents();
+            let mut done = 0;
+            while done < data.len() {
+                done += t
+                    .pwrite(fd, &data[done..], offset(done as u64))
+                    .map_err(anyhow_errno)?;
+            }
+            t.close(fd).map_err(anyhow_errno)?;
+        }
+        Ok(())
+    }
+
+    fn run(&mut self, cfg: &Config, ops: u64) -> anyhow::Result<Run> {
+        let paths: Vec<CString> = (0..cfg.copies).map(|c| cfg.testcase.c_path(c)).collect();
+        let (elapsed, ends) = self.spawn(cfg.mode, cfg.copies, &|calls, copy, board| {
+            if let Some(path) = paths.get(copy) {
+                let w = CopyWork {
+                    testcase: cfg.testcase,
+                    copy,
+                    path,
+                    ops,
+                };
+                run_copy(calls, &w, board);
+            }
+        })?;
+        check_ends(self.name(), cfg, &ends)?;
+        Ok(Run { elapsed, ends })
+    }
+
+    fn probe(&mut self, mode: Mode, copies: usize) -> anyhow::Result<Vec<CopyEnd>> {
+        anyhow::ensure!(
+            copies <= MAX_PROBE_COPIES,
+            "at most {MAX_PROBE_COPIES} copies"
+        );
+        self.vfs = Vfs::new();
+        self.task = self.vfs.task(Cred::root());
+        let paths: Vec<CString> = (0..copies)
+            .map(|c| CString::new(format!("probe{c}")).expect("no NUL"))
+            .collect();
+        let (_, ends) = self.spawn(mode, copies, &|calls, copy, board| {
+            if let Some(path) = paths.get(copy) {
+                probe_copy(calls, copy, copies, path, board);
+            }
+        })?;
+        Ok(ends)
+    }
+
+    fn teardown(&mut self) {
+        self.vfs = Vfs::new();
+        self.task = self.vfs.task(Cred::root());
+    }
+
+    fn note(&self) -> &'static str {
+        "uvfs: in process, no syscall boundary or user copies; threads mode: tasks of Task::clone_thread (one fd table); processes mode: tasks of Task::fork (a table each), all on threads"
+    }
+}

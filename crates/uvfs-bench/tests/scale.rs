@@ -1,0 +1,408 @@
+//! `uvfs bench scale` end to end on the host and uvfs columns, in both modes.
+//!
+//! Oracles: what N iterations of each testcase's loop imply for the files, the fd positions and
+//! the bytes read (the will-it-scale loop descriptions), checked on both sides after a run; the
+//! fd-table probe for sharing (threads: one table; processes: a table each); the structure of
+//! a quick run's result. No timing is asserted. The host side needs root for its tmpfs; without
+//! it these tests say "skipped: why" and count it.
+
+use std::collections::BTreeSet;
+
+use indicatif::ProgressBar;
+use uvfs::abi::{Dirent, OpenFlags, AT_FDCWD};
+use uvfs_bench::column::Support;
+use uvfs_bench::scale::board::{CopyEnd, Fail};
+use uvfs_bench::scale::host::HostScale;
+use uvfs_bench::scale::report::{rows_of, scale_table};
+use uvfs_bench::scale::runner::{run_scale, ScaleOptions};
+use uvfs_bench::scale::testcase::{
+    fill_byte, write_byte, Testcase, NOT_YET, PAGE_BYTES, SHARED_NAME, WALK_BYTES,
+};
+use uvfs_bench::scale::uvfs::UvfsScale;
+use uvfs_bench::scale::{Config, Mode, ScaleColumn};
+
+/// Iterations per copy: more than a 1 MiB walk (256 pages), so the rewinds happen.
+const N: u64 = 300;
+const PAGE: usize = PAGE_BYTES as usize;
+
+/// Reads a column's files after a run.
+trait Inspect {
+    fn contents(&self, path: &str) -> Option<Vec<u8>>;
+    fn names(&self, dir: &str) -> BTreeSet<String>;
+}
+
+struct HostView<'a>(&'a HostScale);
+
+impl Inspect for HostView<'_> {
+    fn contents(&self, path: &str) -> Option<Vec<u8>> {
+        std::fs::read(self.0.dir_path().join(path)).ok()
+    }
+    fn names(&self, dir: &str) -> BTreeSet<String> {
+        std::fs::read_dir(self.0.dir_path().join(dir))
+            .expect("list")
+            .map(|e| e.expect("entry").file_name().to_string_lossy().into_owned())
+            .collect()
+    }
+}
+
+struct UvfsView<'a>(&'a UvfsScale);
+
+impl Inspect for UvfsView<'_> {
+    fn contents(&self, path: &str) -> Option<Vec<u8>> {
+        let t = self.0.task();
+        let fd = t.openat(AT_FDCWD, path, OpenFlags::RDONLY, 0).ok()?;
+        let size = t.fstat(fd).expect("fstat").size as usize;
+        let mut buf = vec![0u8; size];
+        let mut done = 0;
+        while done < size {
+            let n = t.pread(fd, &mut buf[done..], done as i64).expect("pread");
+            assert!(n > 0, "short file {path}");
+            done += n;
+        }
+        t.close(fd).expect("close");
+        Some(buf)
+    }
+    fn names(&self, dir: &str) -> BTreeSet<String> {
+        let t = self.0.task();
+        let fd = t
+            .openat(AT_FDCWD, dir, OpenFlags::RDONLY | OpenFlags::DIRECTORY, 0)
+            .expect("open dir");
+        let mut out = BTreeSet::new();
+        let mut buf = vec![0u8; 1 << 16];
+        loop {
+            let n = t.getdents64(fd, &mut buf).expect("getdents64");
+            if n == 0 {
+                break;
+            }
+            for d in Dirent::parse(&buf[..n]) {
+                let name = String::from_utf8(d.name).expect("utf-8");
+                if name != "." && name != ".." {
+                    out.insert(name);
+                }
+            }
+        }
+        t.close(fd).expect("close");
+        out
+    }
+}
+
+fn host_or_skip(skips: &mut Vec<String>) -> Option<HostScale> {
+    let h = HostScale::new();
+    let probe = Config {
+        testcase: Testcase::Open1,
+        mode: Mode::Threads,
+        copies: 1,
+    };
+    match h.supports(&probe) {
+        Support::Yes => Some(h),
+        Support::No(why) => {
+            println!("host column {why}");
+            skips.push(why);
+            None
+        }
+    }
+}
+
+/// Checks what `N` iterations of `tc` on `copies` copies left behind; returns the checks made.
+fn check_work(side: &str, tc: Testcase, copies: usize, ends: &[CopyEnd], v: &dyn Inspect) -> usize {
+    let mut checks = 0;
+    let ctx = |what: &str| format!("{side} {} copies={copies}: {what}", tc.name());
+    assert_eq!(ends.len(), copies, "{}", ctx("one report per copy"));
+    let walk_pos = (N * PAGE_BYTES) % WALK_BYTES;
+    for (i, e) in ends.iter().enumerate() {
+        assert_eq!(e.status, Ok(()), "{}", ctx(&format!("copy {i} status")));
+        let want_pos = match tc {
+            Testcase::Open1
+            | Testcase::Open2
+            | Testcase::Open3
+            | Testcase::Unlink1
+            | Testcase::Unlink2 => None,
+            Testcase::Read1 | Testcase::Read2 | Testcase::Write1 => Some(walk_pos),
+            Testcase::Readseek1 | Testcase::Writeseek1 => Some(PAGE_BYTES),
+            _ => Some(0),
+        };
+        assert_eq!(
+            e.position,
+            want_pos,
+            "{}",
+            ctx(&format!("copy {i} position"))
+        );
+        let last_page = ((N - 1) % (WALK_BYTES / PAGE_BYTES)) as usize;
+        let want_byte = match tc {
+            Testcase::Pread1 | Testcase::Pread3 | Testcase::Read1 | Testcase::Readseek1 => {
+                Some(fill_byte(i))
+            }
+            Testcase::Pread2 => Some(fill_byte(0)),
+            Testcase::Read2 => Some(fill_byte(last_page)),
+            _ => None,
+        };
+        assert_eq!(
+            e.last_byte,
+            want_byte,
+            "{}",
+            ctx(&format!("copy {i} bytes read"))
+        );
+        checks += 3;
+    }
+    let all = |bytes: &[u8], b: u8| bytes.iter().all(|&x| x == b);
+    let file = |p: &str| {
+        v.contents(p)
+            .unwrap_or_else(|| panic!("{}", ctx(&format!("{p} missing"))))
+    };
+    match tc {
+        Testcase::Unlink1 | Testcase::Dup1 => {
+            assert!(v.names(".").is_empty(), "{}", ctx("directory not empty"));
+            checks += 1;
+        }
+        Testcase::Unlink2 => {
+            let dirs: BTreeSet<String> = (0..copies).map(|i| format!("d{i}")).collect();
+            assert_eq!(v.names("."), dirs, "{}", ctx("top level"));
+            for d in &dirs {
+                assert!(v.names(d).is_empty(), "{}", ctx(&format!("{d} not empty")));
+                checks += 1;
+            }
+        }
+        Testcase::Pwrite1 | Testcase::Writeseek1 => {
+            for i in 0..copies {
+                let c = file(&format!("f{i}"));
+                assert_eq!(c.len(), PAGE, "{}", ctx("size"));
+                assert!(all(&c, write_byte(i)), "{}", ctx(&format!("f{i} contents")));
+                checks += 2;
+            }
+        }
+        Testcase::Write1 => {
+            for i in 0..copies {
+                let c = file(&format!("f{i}"));
+                let want = N.min(WALK_BYTES / PAGE_BYTES) * PAGE_BYTES;
+                assert_eq!(c.len() as u64, want, "{}", ctx("size"));
+                assert!(all(&c, write_byte(i)), "{}", ctx(&format!("f{i} contents")));
+                checks += 2;
+            }
+        }
+        Testcase::Fallocate1 => {
+            for i in 0..copies {
+                let c = file(&format!("f{i}"));
+                let want = (N % (WALK_BYTES / PAGE_BYTES)) * PAGE_BYTES;
+                assert_eq!(c.len() as u64, want, "{}", ctx("size"));
+                assert!(all(&c, 0), "{}", ctx("fallocated bytes are zero"));
+                checks += 2;
+            }
+        }
+        Testcase::Pwrite2 => {
+            let c = file(SHARED_NAME);
+            assert_eq!(c.len(), PAGE, "{}", ctx("size"));
+            let writers: Vec<u8> = (0..copies).map(write_byte).collect();
+            assert!(
+                c.iter().all(|b| writers.contains(b)),
+                "{}",
+                ctx("shared page holds what the copies wrote")
+            );
+            checks += 2;
+        }
+        Testcase::Pwrite3 => {
+            let c = file(SHARED_NAME);
+            assert_eq!(c.len(), PAGE * copies, "{}", ctx("size"));
+            for (k, page) in c.chunks(PAGE).enumerate() {
+                assert!(all(page, write_byte(k)), "{}", ctx(&format!("page {k}")));
+                checks += 1;
+            }
+        }
+        _ => {
+            // Read-only and open-only loops leave the planned files as they were.
+            for f in tc.plan(copies).files {
+                assert_eq!(
+                    v.contents(&f.path),
+                    Some(f.contents()),
+                    "{}",
+                    ctx(&format!("{} unchanged", f.path))
+                );
+                checks += 1;
+            }
+        }
+    }
+    checks
+}
+
+#[test]
+fn every_testcase_loop_does_its_work_on_both_sides_in_both_modes() {
+    let mut skips = Vec::new();
+    let mut host = host_or_skip(&mut skips);
+    let mut uvfs = UvfsScale::new();
+    let mut checks = 0;
+    let mut runs = 0;
+    for tc in Testcase::ALL {
+        for mode in Mode::ALL {
+            let cfg = Config {
+                testcase: tc,
+                mode,
+                copies: 3,
+            };
+            if let Some(h) = host.as_mut() {
+                h.setup(&cfg).expect("host setup");
+                let run = h.run(&cfg, N).expect("host run");
+                checks += check_work("host", tc, cfg.copies, &run.ends, &HostView(h));
+                h.teardown();
+                runs += 1;
+            }
+            uvfs.setup(&cfg).expect("uvfs setup");
+            let run = uvfs.run(&cfg, N).expect("uvfs run");
+            checks += check_work("uvfs", tc, cfg.copies, &run.ends, &UvfsView(&uvfs));
+            uvfs.teardown();
+            runs += 1;
+        }
+    }
+    let sides = if host.is_some() { 2 } else { 1 };
+    assert_eq!(runs, Testcase::ALL.len() * 2 * sides);
+    println!("{runs} runs, {checks} checks, {} skipped", skips.len());
+    // Per side: 20 testcases x 2 modes x 3 copies x 3 (status, position, bytes read), plus the
+    // file checks of each testcase (counted by hand from check_work: 57 per mode).
+    assert_eq!(checks, (20 * 2 * 3 * 3 + 2 * 57) * sides, "{checks} checks");
+}
+
+/// Runs the probe on `col` and checks the fd-table sharing `mode` promises; returns the checks.
+fn check_sharing(col: &mut dyn ScaleColumn, mode: Mode, copies: usize) -> usize {
+    let name = col.name();
+    let ends = col.probe(mode, copies).expect("probe");
+    assert_eq!(ends.len(), copies);
+    let mut checks = 0;
+    let everyone = (1u64 << copies) - 1;
+    for (i, e) in ends.iter().enumerate() {
+        assert_eq!(e.status, Ok(()), "{name} {mode:?} copy {i}");
+        let want = match mode {
+            Mode::Threads => everyone & !(1 << i),
+            Mode::Processes => 0,
+        };
+        assert_eq!(
+            e.seen, want,
+            "{name} {mode:?}: copy {i} saw the others' fds {:#b}, expected {want:#b}",
+            e.seen
+        );
+        checks += 2;
+    }
+    let fds: BTreeSet<i32> = ends.iter().map(|e| e.fd).collect();
+    let inos: BTreeSet<u64> = ends.iter().map(|e| e.ino).collect();
+    assert_eq!(inos.len(), copies, "{name} {mode:?}: a file each");
+    match (name, mode) {
+        // One table: every copy's fd has its own number.
+        (_, Mode::Threads) => assert_eq!(fds.len(), copies, "{name} threads: fd numbers {fds:?}"),
+        // A table each, copied from the same task: the copies got the same lowest free fd. (Not
+        // asserted on the host: other tests' threads open and close fds between the forks.)
+        ("uvfs", Mode::Processes) => assert_eq!(fds.len(), 1, "uvfs processes: {fds:?}"),
+        _ => {}
+    }
+    checks += 2;
+    let pids: BTreeSet<u32> = ends.iter().map(|e| e.pid).collect();
+    let me = std::process::id();
+    match (name, mode) {
+        ("host", Mode::Processes) => {
+            assert_eq!(
+                pids.len(),
+                copies,
+                "host processes: a process each {pids:?}"
+            );
+            assert!(!pids.contains(&me), "host processes: not this process");
+        }
+        _ => assert_eq!(
+            pids,
+            BTreeSet::from([me]),
+            "{name} {mode:?}: in this process"
+        ),
+    }
+    checks + 1
+}
+
+#[test]
+fn threads_share_one_fd_table_and_processes_have_one_each() {
+    let mut skips = Vec::new();
+    let mut columns: Vec<Box<dyn ScaleColumn>> = vec![Box::new(UvfsScale::new())];
+    if let Some(h) = host_or_skip(&mut skips) {
+        columns.push(Box::new(h));
+    }
+    let mut checks = 0;
+    for col in &mut columns {
+        for mode in Mode::ALL {
+            for copies in [2, 4] {
+                checks += check_sharing(col.as_mut(), mode, copies);
+            }
+        }
+    }
+    // Per column: 2 modes x (2 + 4 copies) x 2 + 2 modes x 2 counts x 3.
+    let per_column = 2 * 6 * 2 + 2 * 2 * 3;
+    println!("{checks} sharing checks, {} skipped", skips.len());
+    assert_eq!(checks, per_column * columns.len());
+}
+
+#[test]
+fn a_failing_copy_is_reported_with_its_errno() {
+    // lseek1 needs its own file; without setup there is none, and the copies say ENOENT.
+    let mut uvfs = UvfsScale::new();
+    let cfg = Config {
+        testcase: Testcase::Lseek1,
+        mode: Mode::Processes,
+        copies: 2,
+    };
+    let e = uvfs.run(&cfg, 4).expect_err("no files");
+    let msg = format!("{e:#}");
+    assert!(msg.contains("copy 0") && msg.contains("errno 2"), "{msg}");
+    assert_eq!(
+        Fail::Errno(2).to_string(),
+        format!("errno 2 ({})", std::io::Error::from_raw_os_error(2))
+    );
+}
+
+#[test]
+fn quick_scale_run_covers_every_testcase_and_mode_and_writes_outputs() {
+    let mut skips = Vec::new();
+    let mut columns: Vec<Box<dyn ScaleColumn>> = Vec::new();
+    if let Some(h) = host_or_skip(&mut skips) {
+        columns.push(Box::new(h));
+    }
+    columns.push(Box::new(UvfsScale::new()));
+    let mut opts = ScaleOptions::new(Testcase::ALL.to_vec(), Mode::ALL.to_vec(), vec![1, 2], true);
+    opts.iterations = 1;
+    opts.sample_time = std::time::Duration::from_micros(500);
+    let mut json = Vec::new();
+    let r = run_scale(&opts, &mut columns, &ProgressBar::hidden(), Some(&mut json)).expect("run");
+    assert!(!r.failed, "no column may fail: {:#?}", r.rows);
+    assert_eq!(r.rows.len(), Testcase::ALL.len() * 2 * 2);
+    let mut samples = 0;
+    for row in &r.rows {
+        for c in &row.columns {
+            assert!(c.error.is_none(), "{} failed: {:?}", c.column, c.error);
+            assert_eq!(c.samples.len(), 1);
+            assert!(c.samples.iter().all(|&s| s > 0.0));
+            samples += c.samples.len();
+        }
+    }
+    assert_eq!(samples, r.rows.len() * columns.len());
+    let text = String::from_utf8(json).expect("utf-8");
+    assert!(text
+        .lines()
+        .next()
+        .is_some_and(|l| l.contains("\"machine\"")));
+    assert_eq!(
+        text.lines()
+            .filter(|l| l.contains("\"type\":\"scale-sample\""))
+            .count(),
+        samples
+    );
+    assert!(text
+        .lines()
+        .last()
+        .is_some_and(|l| l.contains("scale-summary")));
+    assert_eq!(r.not_yet.len(), NOT_YET.len());
+    let t = scale_table(
+        &r.column_names,
+        &rows_of(&r, Testcase::Pread3, Mode::Processes),
+    )
+    .to_string();
+    assert!(
+        t.contains("uvfs speed-up") && t.contains("uvfs linear") && t.contains("uvfs/host"),
+        "{t}"
+    );
+    println!(
+        "{} rows, {samples} samples, {} skipped",
+        r.rows.len(),
+        skips.len()
+    );
+}
