@@ -66,6 +66,16 @@ const ATIME_FLAGS: MntFlags = MntFlags::RELATIME
     .union(MntFlags::NOATIME)
     .union(MntFlags::NODIRATIME);
 
+/// Whether the root of a mount being bound or moved can become a mountpoint: not a name that
+/// was unlinked or removed, `ENOENT` (Linux: `attach_recursive_mnt()` takes a mountpoint on the
+/// source's root first, and `get_mountpoint()` refuses an unlinked dentry).
+fn source_root_mountable(root: &crate::vfs::Dentry) -> Result<()> {
+    if root.is_dead() {
+        return Err(Errno::ENOENT);
+    }
+    Ok(())
+}
+
 /// The source of a bind or a move: a missing or empty name is `EINVAL` before any lookup
 /// (Linux: `do_loopback()`, `do_move_mount_old()`).
 fn source_name(source: Option<&[u8]>) -> Result<&[u8]> {
@@ -90,10 +100,11 @@ impl Task {
     ///
     /// # Errors
     /// `EPERM` without `CAP_SYS_ADMIN`; path errors; `ENOENT` (a target unlinked or in a
-    /// detached mount); `ENODEV` (unknown type); `ENOTDIR`
-    /// (tmpfs over a non-directory); `EINVAL` (bad options, remount, move or propagation
-    /// change of a non-mount, more than one propagation type, move between a directory and a
-    /// non-directory); `ELOOP` (move into itself).
+    /// detached mount, or a bound or moved source whose root was unlinked); `ENODEV` (unknown
+    /// type); `ENOTDIR` (tmpfs over a non-directory); `EINVAL` (bad options, remount, move or
+    /// propagation change of a non-mount or of a mount outside the namespace, more than one
+    /// propagation type, move between a directory and a non-directory); `ELOOP` (move into
+    /// itself).
     pub fn mount(
         &self,
         source: Option<&[u8]>,
@@ -112,7 +123,9 @@ impl Task {
             | MountFlags::SLAVE
             | MountFlags::from_bits_retain(1 << 17);
         if flags.contains(MountFlags::REMOUNT) {
-            if !Arc::ptr_eq(&target.dentry, target.mnt.root()) {
+            // Linux (`do_reconfigure_mnt()`, `do_remount()`): a mount outside the namespace
+            // (`check_mnt()`), then a target that is not a mount's root, are EINVAL.
+            if !self.in_namespace(&target.mnt) || !Arc::ptr_eq(&target.dentry, target.mnt.root()) {
                 return Err(Errno::EINVAL);
             }
             let mut mf = mnt_flags_of(flags);
@@ -149,7 +162,7 @@ impl Task {
         if flags.contains(MountFlags::BIND) {
             let src = source_name(source)?;
             let src = self.mount_point(src, FollowLast::Yes)?;
-            self.lock_mount(&target)?;
+            let target = self.lock_mount(target)?;
             // Linux: `__do_loopback()` refuses a source outside the namespace (`check_mnt()`).
             if !self.in_namespace(&src.mnt) {
                 return Err(Errno::EINVAL);
@@ -160,6 +173,7 @@ impl Task {
                 // Linux: `graft_tree()` says ENOTDIR for either mismatch.
                 return Err(Errno::ENOTDIR);
             }
+            source_root_mountable(&src.dentry)?;
             let m = Mount::new(src.mnt.sb().clone(), src.dentry.clone(), src.mnt.flags());
             // Copy the tree before grafting it (Linux: `copy_tree()` then `graft_tree()`): a
             // target inside the source would otherwise see its own copy among the source's
@@ -174,7 +188,9 @@ impl Task {
         // a mount's root and it takes one propagation type, with only `MS_REC`/`MS_SILENT`
         // beside it (Linux: `do_change_type()`, `flags_to_propagation_type()`).
         if flags.intersects(prop) {
-            if !Arc::ptr_eq(&target.dentry, target.mnt.root()) {
+            // A mount outside the namespace is refused too (`check_mnt()`); every refusal here
+            // is EINVAL, so their order does not show.
+            if !Arc::ptr_eq(&target.dentry, target.mnt.root()) || !self.in_namespace(&target.mnt) {
                 return Err(Errno::EINVAL);
             }
             let kind = flags - MountFlags::REC - MountFlags::SILENT;
@@ -185,27 +201,28 @@ impl Task {
         }
         if flags.contains(MountFlags::MOVE) {
             let src = self.mount_point(source_name(source)?, FollowLast::Yes)?;
-            // Linux (`do_move_mount()`): the source must be a mount's root (EINVAL), then the
-            // target must take a mount (`lock_mount()`, ENOENT), then the source must be in
-            // the namespace (EINVAL).
-            if !Arc::ptr_eq(&src.dentry, src.mnt.root()) {
+            // Linux (`do_move_mount()`): the source must be a mount's root and of the target's
+            // kind, directory or not (EINVAL), before the target must take a mount
+            // (`lock_mount()`, ENOENT); then the source must be in the namespace (EINVAL),
+            // the target not below it (ELOOP), and last the source's root still linked
+            // (`attach_recursive_mnt()`, ENOENT).
+            if !Arc::ptr_eq(&src.dentry, src.mnt.root())
+                || src.dentry.inode().is_some_and(|i| i.is_dir())
+                    != target.dentry.inode().is_some_and(|i| i.is_dir())
+            {
                 return Err(Errno::EINVAL);
             }
-            self.lock_mount(&target)?;
+            let target = self.lock_mount(target)?;
             // The namespace's root mount counts as attached (on Linux it sits on the hidden
             // rootfs), so moving it fails below with ELOOP.
             let attached = src.mnt.parent().is_some() || Arc::ptr_eq(&src.mnt, self.ns.root());
             if !attached || !self.in_namespace(&src.mnt) {
                 return Err(Errno::EINVAL);
             }
-            if src.dentry.inode().is_some_and(|i| i.is_dir())
-                != target.dentry.inode().is_some_and(|i| i.is_dir())
-            {
-                return Err(Errno::EINVAL);
-            }
             if self.is_under(&target, &src.mnt) {
                 return Err(Errno::ELOOP);
             }
+            source_root_mountable(&src.dentry)?;
             let m = src.mnt.clone();
             drop(src);
             self.ns.detach(&m, Detach::Move, 0)?;
@@ -221,7 +238,7 @@ impl Task {
                 Tmpfs::new_instance(&TmpfsOptions::parse(data)?, c.fsuid, c.fsgid)?
             }
         };
-        self.lock_mount(&target)?;
+        let target = self.lock_mount(target)?;
         if !target.dentry.inode().is_some_and(|i| i.is_dir()) {
             return Err(Errno::ENOTDIR);
         }
@@ -234,15 +251,44 @@ impl Task {
         Ok(())
     }
 
-    /// Whether something may be mounted at `target` (Linux: `lock_mount()`): not on a name
-    /// that was unlinked or removed (`cant_mount()`), and not in a mount taken out of the tree
-    /// (`is_mounted()`, false for every mount of a tree `umount2(MNT_DETACH)` took out), both
-    /// ENOENT.
-    fn lock_mount(&self, target: &VfsPath) -> Result<()> {
-        if target.dentry.is_dead() || !self.in_namespace(&target.mnt) {
-            return Err(Errno::ENOENT);
+    /// Where something mounted at `target` goes (Linux: `do_lock_mount()`): on top of every
+    /// mount already stacked there (a target reached through `.` or a cwd can be covered),
+    /// and never on a name that was unlinked or removed (`cant_mount()`) or in a mount taken
+    /// out of the tree (`is_mounted()`, false for every mount of a tree `umount2(MNT_DETACH)`
+    /// took out), both ENOENT, checked at each level.
+    fn lock_mount(&self, mut target: VfsPath) -> Result<VfsPath> {
+        loop {
+            if target.dentry.is_dead() || !self.in_namespace(&target.mnt) {
+                return Err(Errno::ENOENT);
+            }
+            match self.mounted_on(&target) {
+                Some(top) => target = top,
+                None => return Ok(target),
+            }
         }
-        Ok(())
+    }
+
+    /// The root of the mount stacked directly on `p`, if any (Linux: `lookup_mnt()`).
+    fn mounted_on(&self, p: &VfsPath) -> Option<VfsPath> {
+        if !p.dentry.is_mountpoint() {
+            return None;
+        }
+        let m = self.ns.lookup_mount(&p.mnt, &p.dentry)?;
+        Some(VfsPath {
+            dentry: m.root().clone(),
+            mnt: m,
+        })
+    }
+
+    /// The mount `umount2` names: the walk's end, then down through every mount stacked
+    /// there, so that `umount2(".")` in a covered cwd unmounts the covering mount (Linux:
+    /// `LOOKUP_MOUNTPOINT`, which `path_lookupat()` ends with `handle_lookup_down()`).
+    fn umount_point(&self, path: &[u8], follow: FollowLast) -> Result<VfsPath> {
+        let mut p = self.mount_point(path, follow)?;
+        while let Some(top) = self.mounted_on(&p) {
+            p = top;
+        }
+        Ok(p)
     }
 
     /// Whether `m` and every mount above it are in the namespace's tree (Linux: a mount's
@@ -296,7 +342,8 @@ impl Task {
         false
     }
 
-    /// `umount2(2)`.
+    /// `umount2(2)`: of the topmost mount at the path, even where the walk ends on a covered
+    /// directory (a cwd or `.`).
     ///
     /// # Errors
     /// `EINVAL` (flags; `MNT_EXPIRE` with `FORCE`/`DETACH`; not a mount root); `EPERM` without
@@ -313,7 +360,7 @@ impl Task {
             FollowLast::Yes
         };
         // Linux: the path first (`ksys_umount()`), then `can_umount()`, then `do_umount()`.
-        let p = self.mount_point(target.as_ref(), follow)?;
+        let p = self.umount_point(target.as_ref(), follow)?;
         if !self.cred.borrow().capable(Capabilities::SYS_ADMIN) {
             return Err(Errno::EPERM);
         }
