@@ -40,9 +40,8 @@ pub enum Value {
     /// `getresuid`/`getresgid`, `getgroups`, `capget`.
     Cred(crate::op::cred::CredValue),
     /// A mount that made a new filesystem instance ([`Op::new_fs_target`]): the new mount's
-    /// device (the host: the line of the sandbox's `mountinfo` that was not there before;
-    /// uvfs: `stat(2)` of the target, and it never reuses a device number anyway), `None` if
-    /// it could not be learnt. Compared as success alone; the device tells the normaliser
+    /// device (the host: the line of the sandbox's `mountinfo` that was not there before),
+    /// `None` if it could not be learnt or need not be (uvfs never reuses a device number). Compared as success alone; the device tells the normaliser
     /// which labels to forget.
     ///
     /// [`Op::new_fs_target`]: crate::op::Op::new_fs_target

@@ -595,10 +595,10 @@ impl Backend for UvfsBackend {
                     data.as_deref(),
                 );
                 match (r, op.new_fs_target()) {
-                    (Ok(()), Some(_)) => {
-                        let at = t.stat(target).ok();
-                        Outcome::Ok(Value::NewFs(at.map(|s| dev(s.dev))))
-                    }
+                    // uvfs never gives a device number twice, so it has no labels to forget;
+                    // and `stat` of the target would not find the new mount where the walk
+                    // stops short of it (a target `.` or `/`: no mount is crossed there).
+                    (Ok(()), Some(_)) => Outcome::Ok(Value::NewFs(None)),
                     (r, _) => unit(r),
                 }
             }
