@@ -206,3 +206,65 @@ pub fn should_drop_sgid(cred: &Cred, inode: &Inode) -> u32 {
     }
     0
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::abi::{OpenFlags, AT_FDCWD, S_ISGID, S_ISUID};
+    use crate::sys::Vfs;
+    use std::sync::Arc;
+
+    /// A file of `mode` owned by root:100 (or a directory with `dir`), and its inode.
+    fn inode(vfs: &Vfs, mode: u32, dir: bool) -> Arc<Inode> {
+        let t = vfs.task(Cred::root());
+        let fd = if dir {
+            t.mkdirat(AT_FDCWD, "/d", 0o755).expect("mkdir");
+            t.openat(AT_FDCWD, "/d", OpenFlags::RDONLY, 0)
+                .expect("open")
+        } else {
+            t.openat(AT_FDCWD, "/f", OpenFlags::CREAT | OpenFlags::RDWR, 0o644)
+                .expect("create")
+        };
+        t.fchown(fd, None, Some(100)).expect("chown");
+        t.fchmod(fd, mode).expect("chmod");
+        let inode = t.fget(fd).expect("open fd").inode().clone();
+        assert_eq!(inode.mode() & 0o7777, mode, "set up");
+        inode
+    }
+
+    /// The bits a write must clear, by mode and writer (Linux: `should_remove_suid()`,
+    /// `setattr_should_drop_sgid()`): these are the function's answers, not only what a write
+    /// shows (clearing a bit that is not set changes nothing a write's caller can see).
+    #[test]
+    fn should_remove_suid_names_exactly_the_set_id_bits_to_clear() {
+        let outsider = Cred::user(1000, 1000, &[]);
+        let member = Cred::user(1000, 100, &[]);
+        let root = Cred::root();
+        let cases: [(u32, bool, &Cred, u32); 10] = [
+            (0o644, false, &outsider, 0),
+            (0o755, false, &outsider, 0),
+            (0o4755, false, &outsider, S_ISUID),
+            (0o2755, false, &outsider, S_ISGID),
+            (0o2745, false, &outsider, S_ISGID),
+            (0o2745, false, &member, 0),
+            (0o2755, false, &member, S_ISGID),
+            (0o6755, false, &outsider, S_ISUID | S_ISGID),
+            (0o6755, false, &root, 0),
+            (0o6755, true, &outsider, 0),
+        ];
+        let mut checked = 0;
+        for (mode, dir, cred, want) in cases {
+            let vfs = Vfs::new();
+            let inode = inode(&vfs, mode, dir);
+            assert_eq!(
+                should_remove_suid(cred, &inode),
+                want,
+                "mode {mode:o} dir {dir} uid {} gid {}",
+                cred.fsuid,
+                cred.fsgid
+            );
+            checked += 1;
+        }
+        assert_eq!(checked, 10);
+    }
+}
