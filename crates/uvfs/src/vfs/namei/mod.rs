@@ -15,6 +15,27 @@ mod walk;
 
 pub(crate) use walk::{FollowLast, Last, LastKind, Walker};
 
+/// Unit tests only: how often this thread's walks left the lock-free path (a whole-path
+/// [`fast::walk_cached`] that gave up, or a cached step that did), so that a test can show a
+/// warm walk stays on it. Not compiled outside tests.
+#[cfg(test)]
+pub(crate) mod fallbacks {
+    use std::cell::Cell;
+
+    thread_local! {
+        static COUNT: Cell<u64> = const { Cell::new(0) };
+    }
+
+    pub(crate) fn note() {
+        COUNT.with(|c| c.set(c.get() + 1));
+    }
+
+    /// Fallbacks since the last call, which starts a new count.
+    pub(crate) fn take() -> u64 {
+        COUNT.with(|c| c.replace(0))
+    }
+}
+
 use std::sync::Arc;
 
 use super::dentry::Dentry;

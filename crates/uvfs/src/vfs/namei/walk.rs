@@ -201,7 +201,12 @@ impl<'a> Walker<'a> {
         if self.mode == WalkMode::Ref {
             return None;
         }
-        step_cached(&pos.dentry, name, hl, follow, self.guard)
+        let d = step_cached(&pos.dentry, name, hl, follow, self.guard);
+        #[cfg(test)]
+        if d.is_none() {
+            super::fallbacks::note();
+        }
+        d
     }
 
     /// Resolves a whole path through cached entries only ([`super::fast`]). `None`
@@ -227,7 +232,12 @@ impl<'a> Walker<'a> {
         let (Ref::B(root), Ref::B(s)) = (&self.root.dentry, &start.dentry) else {
             return None;
         };
-        walk_cached(self.guard, self.cred, self.seed, root, s, path, follow)
+        let d = walk_cached(self.guard, self.cred, self.seed, root, s, path, follow);
+        #[cfg(test)]
+        if d.is_none() {
+            super::fallbacks::note();
+        }
+        d
     }
 
     /// Resolves a whole path (Linux: `path_lookupat()`). An empty path resolves to `start`.
@@ -476,5 +486,80 @@ impl<'a> Walker<'a> {
         } else {
             Ok(parent)
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::fallbacks;
+    use crate::abi::{AtFlags, OpenFlags, AT_FDCWD};
+    use crate::sys::Vfs;
+    use crate::vfs::Cred;
+
+    /// A warm walk resolves on the lock-free path, and to the right inode: the fallback count
+    /// is the oracle for "stayed on it", `fstat` of the file opened by the general walk the
+    /// oracle for "right". Paths that must leave it (`.`, a mountpoint-free miss, a symlink
+    /// to follow, no search permission) count a fallback and still resolve as Linux does.
+    #[test]
+    fn warm_walks_stay_on_the_lock_free_path_and_find_the_right_inode() {
+        let vfs = Vfs::new();
+        let t = vfs.task(Cred::root());
+        for d in ["/a", "/a/bb", "/a/bb/ccc", "/x"] {
+            t.mkdirat(AT_FDCWD, d, 0o755).expect("mkdir");
+        }
+        let mut ino = std::collections::HashMap::new();
+        for f in ["/a/bb/ccc/file", "/a/bb/f2", "/x/y"] {
+            let fd = t
+                .openat(AT_FDCWD, f, OpenFlags::CREAT | OpenFlags::RDWR, 0o644)
+                .expect("create");
+            ino.insert(f, t.fstat(fd).expect("fstat").ino);
+            t.close(fd).expect("close");
+        }
+        t.symlinkat("bb", AT_FDCWD, "/a/l").expect("symlink");
+        t.mkdirat(AT_FDCWD, "/p", 0o700).expect("mkdir");
+        t.mkdirat(AT_FDCWD, "/p/q", 0o755).expect("mkdir");
+        let stat =
+            |t: &crate::Task, p: &str| t.fstatat(AT_FDCWD, p, AtFlags::empty()).map(|s| s.ino);
+        // Warm every entry once.
+        for p in ["/a/bb/ccc/file", "/a/bb/f2", "/x/y", "/p/q", "/a/l/f2"] {
+            stat(&t, p).expect("warm");
+        }
+        fallbacks::take();
+        let warm: [(&str, &str); 6] = [
+            ("/a/bb/ccc/file", "/a/bb/ccc/file"),
+            ("a/bb/ccc/file", "/a/bb/ccc/file"),
+            ("//a/bb/f2", "/a/bb/f2"),
+            ("/a/bb/f2", "/a/bb/f2"),
+            ("/x/y", "/x/y"),
+            ("x/y", "/x/y"),
+        ];
+        for (p, f) in warm {
+            assert_eq!(stat(&t, p), Ok(ino[f]), "{p}");
+        }
+        assert_eq!(fallbacks::take(), 0, "warm walks left the lock-free path");
+        // Each of these must leave it at least once, and still answer right.
+        let cold: [(&str, Result<u64, crate::Errno>); 5] = [
+            ("/a/./bb/f2", Ok(ino["/a/bb/f2"])),
+            ("/a/bb/../bb/f2", Ok(ino["/a/bb/f2"])),
+            ("/a/l/f2", Ok(ino["/a/bb/f2"])),
+            ("/a/bb/nothing", Err(crate::Errno::ENOENT)),
+            ("/a/bb/f2/", Err(crate::Errno::ENOTDIR)),
+        ];
+        for (p, want) in cold {
+            assert_eq!(stat(&t, p), want, "{p}");
+            assert!(fallbacks::take() > 0, "{p} stayed on the lock-free path");
+        }
+        let user = vfs.task(Cred::user(1000, 1000, &[]));
+        assert_eq!(stat(&user, "/p/q"), Err(crate::Errno::EACCES));
+        assert!(
+            fallbacks::take() > 0,
+            "no search permission stayed on the lock-free path"
+        );
+        assert_eq!(stat(&user, "/a/bb/f2"), Ok(ino["/a/bb/f2"]));
+        assert_eq!(
+            fallbacks::take(),
+            0,
+            "another task's warm walk left the lock-free path"
+        );
     }
 }
