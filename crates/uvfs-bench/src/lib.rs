@@ -6,6 +6,7 @@ pub mod column;
 pub mod columns;
 pub mod machine;
 pub mod params;
+mod private_tmpfs;
 pub mod report;
 pub mod runner;
 pub mod scale;

@@ -3,7 +3,7 @@
 
 use std::fs::File;
 use std::io::{BufWriter, Write};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Context};
 use clap::{Args, Parser, Subcommand};
@@ -18,7 +18,7 @@ use uvfs_bench::params::Workload;
 use uvfs_bench::runner::{run, Options};
 use uvfs_bench::scale::host::HostScale;
 use uvfs_bench::scale::report as scale_report;
-use uvfs_bench::scale::runner::{run_scale, ScaleOptions};
+use uvfs_bench::scale::runner::{run_scale, ScaleOptions, ScaleResult};
 use uvfs_bench::scale::testcase::Testcase;
 use uvfs_bench::scale::uvfs::UvfsScale;
 use uvfs_bench::scale::{
@@ -130,26 +130,64 @@ fn scale_columns() -> Vec<Box<dyn ScaleColumn>> {
     vec![Box::new(HostScale::new()), Box::new(UvfsScale::new())]
 }
 
-fn scale(s: ScaleArgs) -> anyhow::Result<()> {
-    let opts = scale_options(&s)?;
+/// A progress bar on stderr that ticks while samples are taken.
+fn progress_bar() -> ProgressBar {
     let progress = ProgressBar::with_draw_target(Some(0), ProgressDrawTarget::stderr());
     progress.enable_steady_tick(std::time::Duration::from_millis(200));
-    let mut json_out = match &s.json {
-        Some(p) => Some(BufWriter::new(
+    progress
+}
+
+/// The file a run writes its samples to as JSON lines.
+#[derive(Clone, Copy)]
+enum JsonOut<'a> {
+    /// A new file (or an existing one truncated).
+    Create(&'a Path),
+    /// The end of a file an earlier run of this command wrote.
+    Append(&'a Path),
+}
+
+/// Runs `run` with `json` open (if given), then clears `progress` and flushes the file;
+/// `run`'s result.
+fn with_json<T>(
+    json: Option<JsonOut<'_>>,
+    progress: &ProgressBar,
+    run: impl FnOnce(Option<&mut dyn Write>) -> anyhow::Result<T>,
+) -> anyhow::Result<T> {
+    let mut json_out = match json {
+        None => None,
+        Some(JsonOut::Create(p)) => Some(BufWriter::new(
             File::create(p).with_context(|| format!("creating {}", p.display()))?,
         )),
-        None => None,
+        Some(JsonOut::Append(p)) => Some(BufWriter::new(
+            std::fs::OpenOptions::new()
+                .append(true)
+                .open(p)
+                .with_context(|| format!("appending to {}", p.display()))?,
+        )),
     };
-    let result = run_scale(
-        &opts,
-        &mut scale_columns(),
-        &progress,
-        json_out.as_mut().map(|w| w as &mut dyn Write),
-    )?;
+    let result = run(json_out.as_mut().map(|w| w as &mut dyn Write))?;
     progress.finish_and_clear();
     if let Some(mut w) = json_out {
         w.flush()?;
     }
+    Ok(result)
+}
+
+/// Runs the scale testcases of `opts` on the scale columns, with a progress bar.
+fn run_scale_columns(
+    opts: &ScaleOptions,
+    json: Option<JsonOut<'_>>,
+) -> anyhow::Result<ScaleResult> {
+    let progress = progress_bar();
+    with_json(json, &progress, |json_out| {
+        run_scale(opts, &mut scale_columns(), &progress, json_out)
+    })
+}
+
+fn scale(s: ScaleArgs) -> anyhow::Result<()> {
+    let opts = scale_options(&s)?;
+    let json = s.json.as_deref().map(JsonOut::Create);
+    let result = run_scale_columns(&opts, json)?;
     scale_report::print(&result);
     if let Some(p) = &s.json {
         println!("wrote {}", p.display());
@@ -189,8 +227,7 @@ fn bench(a: BenchArgs) -> anyhow::Result<()> {
         threads,
     };
 
-    let progress = ProgressBar::with_draw_target(Some(0), ProgressDrawTarget::stderr());
-    progress.enable_steady_tick(std::time::Duration::from_millis(200));
+    let progress = progress_bar();
     let gvisor = Gvisor::prepare(&mut |m: &str| progress.set_message(m.to_string()));
     let mut columns: Vec<Box<dyn Column>> = vec![
         Box::new(Host::new()),
@@ -199,22 +236,10 @@ fn bench(a: BenchArgs) -> anyhow::Result<()> {
         Box::new(VfsCrate::new()),
         Box::new(gvisor),
     ];
-    let mut json_out = match &a.json {
-        Some(p) => Some(BufWriter::new(
-            File::create(p).with_context(|| format!("creating {}", p.display()))?,
-        )),
-        None => None,
-    };
-    let result = run(
-        &opts,
-        &mut columns,
-        &progress,
-        json_out.as_mut().map(|w| w as &mut dyn Write),
-    )?;
-    progress.finish_and_clear();
-    if let Some(mut w) = json_out {
-        w.flush()?;
-    }
+    let json = a.json.as_deref().map(JsonOut::Create);
+    let result = with_json(json, &progress, |json_out| {
+        run(&opts, &mut columns, &progress, json_out)
+    })?;
     report::print(&result);
     if let Some(dir) = &a.svg {
         for p in svg::write_all(&result, dir)? {
@@ -236,27 +261,8 @@ fn bench(a: BenchArgs) -> anyhow::Result<()> {
         if let Some(n) = a.iterations {
             sopts.iterations = n.max(1);
         }
-        let progress = ProgressBar::with_draw_target(Some(0), ProgressDrawTarget::stderr());
-        progress.enable_steady_tick(std::time::Duration::from_millis(200));
-        let mut json_out = match &a.json {
-            Some(p) => Some(BufWriter::new(
-                std::fs::OpenOptions::new()
-                    .append(true)
-                    .open(p)
-                    .with_context(|| format!("appending to {}", p.display()))?,
-            )),
-            None => None,
-        };
-        let sresult = run_scale(
-            &sopts,
-            &mut scale_columns(),
-            &progress,
-            json_out.as_mut().map(|w| w as &mut dyn Write),
-        )?;
-        progress.finish_and_clear();
-        if let Some(mut w) = json_out {
-            w.flush()?;
-        }
+        let json = a.json.as_deref().map(JsonOut::Append);
+        let sresult = run_scale_columns(&sopts, json)?;
         println!();
         scale_report::print(&sresult);
         scale_failed = sresult.failed;

@@ -2,17 +2,16 @@
 
 use std::ffi::CString;
 use std::os::fd::{AsFd, OwnedFd};
-use std::path::PathBuf;
 use std::sync::Barrier;
 use std::time::{Duration, Instant};
 
-use anyhow::{anyhow, Context};
-use rustix::fs::{openat, statat, unlinkat, AtFlags, Mode, OFlags, CWD};
+use anyhow::anyhow;
+use rustix::fs::{openat, statat, unlinkat, AtFlags, Mode, OFlags};
 use rustix::io::{pread, pwrite, read};
-use rustix::mount::{mount, unmount, MountFlags, UnmountFlags};
 
 use crate::column::{Column, Support};
 use crate::params::{walk_components, Params, Sharing, Workload};
+use crate::private_tmpfs::PrivateTmpfs;
 
 /// Bytes in the small file that `read1` and `open-read-close` read.
 pub const SMALL_FILE_BYTES: usize = 64;
@@ -21,72 +20,28 @@ pub const READ_BYTES: usize = 32;
 
 /// The host kernel on a tmpfs mounted for the run.
 pub struct Host {
-    mountpoint: PathBuf,
-    dir: Option<OwnedFd>,
+    tmpfs: PrivateTmpfs,
     /// Per-configuration state: the open file of write1/read1, the targets of the others.
     file: Option<OwnedFd>,
     names: Vec<CString>,
-    skipped: Option<String>,
 }
 
 impl Host {
     /// Mounts a private tmpfs under the system temporary directory. If that is impossible (not
     /// root), the column reports "skipped: why" for every configuration.
     pub fn new() -> Host {
-        let mountpoint =
-            std::env::temp_dir().join(format!("uvfs-bench-host-{}", std::process::id()));
-        let mut h = Host {
-            mountpoint,
-            dir: None,
+        Host {
+            tmpfs: PrivateTmpfs::mount(&format!("uvfs-bench-host-{}", std::process::id())),
             file: None,
             names: Vec::new(),
-            skipped: None,
-        };
-        if let Err(e) = h.mount() {
-            h.skipped = Some(format!("skipped: cannot mount a private tmpfs ({e:#})"));
         }
-        h
-    }
-
-    fn mount(&mut self) -> anyhow::Result<()> {
-        std::fs::create_dir_all(&self.mountpoint)?;
-        mount(
-            "none",
-            &self.mountpoint,
-            "tmpfs",
-            MountFlags::NOSUID | MountFlags::NODEV,
-            Some(c"mode=0755"),
-        )
-        .context("mount -t tmpfs")?;
-        let dir = openat(
-            CWD,
-            &self.mountpoint,
-            OFlags::DIRECTORY | OFlags::RDONLY,
-            Mode::empty(),
-        )?;
-        self.dir = Some(dir);
-        Ok(())
-    }
-
-    fn dir(&self) -> anyhow::Result<&OwnedFd> {
-        self.dir
-            .as_ref()
-            .ok_or_else(|| anyhow!("host tmpfs not mounted"))
     }
 
     fn clear(&mut self) -> anyhow::Result<()> {
         self.file = None;
         self.names.clear();
         // Start every configuration from an empty tmpfs.
-        for entry in std::fs::read_dir(&self.mountpoint)? {
-            let p = entry?.path();
-            if p.is_dir() {
-                std::fs::remove_dir_all(&p)?;
-            } else {
-                std::fs::remove_file(&p)?;
-            }
-        }
-        Ok(())
+        self.tmpfs.clear()
     }
 }
 
@@ -98,11 +53,8 @@ impl Default for Host {
 
 impl Drop for Host {
     fn drop(&mut self) {
+        // Close the file before the tmpfs is unmounted.
         self.file = None;
-        if self.dir.take().is_some() {
-            let _ = unmount(&self.mountpoint, UnmountFlags::DETACH);
-        }
-        let _ = std::fs::remove_dir(&self.mountpoint);
     }
 }
 
@@ -145,15 +97,12 @@ impl Column for Host {
     }
 
     fn supports(&self, _p: &Params) -> Support {
-        match &self.skipped {
-            Some(why) => Support::No(why.clone()),
-            None => Support::Yes,
-        }
+        self.tmpfs.support()
     }
 
     fn setup(&mut self, p: &Params) -> anyhow::Result<()> {
         self.clear()?;
-        let dir = self.dir()?.try_clone()?;
+        let dir = self.tmpfs.dir()?.try_clone_to_owned()?;
         let data = [7u8; SMALL_FILE_BYTES];
         let mk = |name: &CString| -> anyhow::Result<OwnedFd> {
             let fd = openat(
@@ -211,7 +160,7 @@ impl Column for Host {
     }
 
     fn run(&mut self, p: &Params, ops: u64) -> anyhow::Result<Duration> {
-        let dir = self.dir()?;
+        let dir = self.tmpfs.dir()?;
         match p.workload {
             Workload::Write1 => {
                 let fd = self.file.as_ref().ok_or_else(|| anyhow!("no file"))?;

@@ -2,30 +2,26 @@
 //! tmpfs, its copies threads of this process (threads mode) or forked processes (processes
 //! mode).
 
-use std::ffi::{CStr, CString};
-use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd};
-use std::path::{Path, PathBuf};
+use std::ffi::CStr;
+use std::os::fd::{AsRawFd, BorrowedFd, OwnedFd};
+use std::path::Path;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
-use anyhow::{anyhow, Context};
-use rustix::fs::{
-    openat, unlinkat, AtFlags, FallocateFlags, Mode as FileMode, OFlags, SeekFrom, CWD,
-};
-use rustix::mount::{mount, unmount, MountFlags, UnmountFlags};
+use rustix::fs::{openat, unlinkat, AtFlags, FallocateFlags, Mode as FileMode, OFlags, SeekFrom};
 
-use super::board::{Board, CopyEnd, Fail, MAX_PROBE_COPIES};
-use super::calls::{probe_copy, run_copy, Calls, CopyWork, OpenKind};
+use super::board::{Board, CopyEnd, Fail};
+use super::calls::{Calls, OpenKind};
 use super::host_sys::{ino_of_raw_fd, run_processes, SharedBoard};
+use super::spawn::{self, Spawn};
 use super::threads::run_threads;
-use super::{check_ends, Config, Mode, Run, ScaleColumn};
+use super::{Config, Mode, Run, ScaleColumn};
 use crate::column::Support;
+use crate::private_tmpfs::PrivateTmpfs;
 
 /// The host kernel on a tmpfs mounted for the run.
 pub struct HostScale {
-    mountpoint: PathBuf,
-    dir: Option<OwnedFd>,
-    skipped: Option<String>,
+    tmpfs: PrivateTmpfs,
 }
 
 impl HostScale {
@@ -36,75 +32,41 @@ impl HostScale {
         // One mount per column, even with several in one process (the tests make several).
         static NEXT: AtomicUsize = AtomicUsize::new(0);
         let n = NEXT.fetch_add(1, Ordering::Relaxed);
-        let mountpoint =
-            std::env::temp_dir().join(format!("uvfs-bench-scale-{}-{n}", std::process::id()));
-        let mut h = HostScale {
-            mountpoint,
-            dir: None,
-            skipped: None,
-        };
-        if let Err(e) = h.mount() {
-            h.skipped = Some(format!("skipped: cannot mount a private tmpfs ({e:#})"));
+        HostScale {
+            tmpfs: PrivateTmpfs::mount(&format!("uvfs-bench-scale-{}-{n}", std::process::id())),
         }
-        h
-    }
-
-    fn mount(&mut self) -> anyhow::Result<()> {
-        std::fs::create_dir_all(&self.mountpoint)?;
-        mount(
-            "none",
-            &self.mountpoint,
-            "tmpfs",
-            MountFlags::NOSUID | MountFlags::NODEV,
-            Some(c"mode=0755"),
-        )
-        .context("mount -t tmpfs")?;
-        let dir = openat(
-            CWD,
-            &self.mountpoint,
-            OFlags::DIRECTORY | OFlags::RDONLY,
-            FileMode::empty(),
-        )?;
-        self.dir = Some(dir);
-        Ok(())
     }
 
     /// The directory the testcases' paths are relative to (for tests to inspect).
     pub fn dir_path(&self) -> &Path {
-        &self.mountpoint
+        self.tmpfs.path()
+    }
+}
+
+impl Default for HostScale {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+/// Copies are threads of this process sharing its fd table, or forked processes with a table
+/// each; the wall time of a run whose copies record no end runs until all were reaped.
+impl Spawn for HostScale {
+    type Calls<'a> = HostCalls<'a>;
+
+    fn empty(&mut self) -> anyhow::Result<()> {
+        self.tmpfs.clear()
     }
 
-    fn dir(&self) -> anyhow::Result<BorrowedFd<'_>> {
-        self.dir
-            .as_ref()
-            .map(AsFd::as_fd)
-            .ok_or_else(|| anyhow!("host tmpfs not mounted"))
-    }
-
-    /// Empties the tmpfs.
-    fn clear(&self) -> anyhow::Result<()> {
-        for entry in std::fs::read_dir(&self.mountpoint)? {
-            let p = entry?.path();
-            if p.is_dir() {
-                std::fs::remove_dir_all(&p)?;
-            } else {
-                std::fs::remove_file(&p)?;
-            }
-        }
-        Ok(())
-    }
-
-    /// Runs `body(calls, copy, board)` on `copies` copies in `mode`: threads of this process
-    /// sharing its fd table, or forked processes with a table each. Returns the time from the
-    /// common start until the last copy's loop ended ([`Board::span`]; the wall time until all
-    /// were reaped if a copy recorded no end, as the probe's do), and every copy's report.
     fn spawn(
         &self,
         mode: Mode,
         copies: usize,
         body: &(dyn Fn(&HostCalls<'_>, usize, &Board) + Sync),
     ) -> anyhow::Result<(Duration, Vec<CopyEnd>)> {
-        let calls = HostCalls { dir: self.dir()? };
+        let calls = HostCalls {
+            dir: self.tmpfs.dir()?,
+        };
         match mode {
             Mode::Threads => {
                 let board = Box::<Board>::default();
@@ -119,21 +81,6 @@ impl HostScale {
                 Ok((board.span(copies).unwrap_or(d), board.ends(copies)))
             }
         }
-    }
-}
-
-impl Default for HostScale {
-    fn default() -> Self {
-        Self::new()
-    }
-}
-
-impl Drop for HostScale {
-    fn drop(&mut self) {
-        if self.dir.take().is_some() {
-            let _ = unmount(&self.mountpoint, UnmountFlags::DETACH);
-        }
-        let _ = std::fs::remove_dir(&self.mountpoint);
     }
 }
 
@@ -225,61 +172,34 @@ impl ScaleColumn for HostScale {
     }
 
     fn supports(&self, _cfg: &Config) -> Support {
-        match &self.skipped {
-            Some(why) => Support::No(why.clone()),
-            None => Support::Yes,
-        }
+        self.tmpfs.support()
     }
 
     fn setup(&mut self, cfg: &Config) -> anyhow::Result<()> {
-        self.clear()?;
+        self.empty()?;
+        let root = self.tmpfs.path();
         let plan = cfg.testcase.plan(cfg.copies);
         for d in &plan.dirs {
-            std::fs::create_dir(self.mountpoint.join(d))?;
+            std::fs::create_dir(root.join(d))?;
         }
         for f in &plan.files {
-            std::fs::write(self.mountpoint.join(&f.path), f.contents())?;
+            std::fs::write(root.join(&f.path), f.contents())?;
         }
         Ok(())
     }
 
     fn run(&mut self, cfg: &Config, ops: u64) -> anyhow::Result<Run> {
-        let paths: Vec<CString> = (0..cfg.copies).map(|c| cfg.testcase.c_path(c)).collect();
-        let (elapsed, ends) = self.spawn(cfg.mode, cfg.copies, &|calls, copy, board| {
-            if let Some(path) = paths.get(copy) {
-                let w = CopyWork {
-                    testcase: cfg.testcase,
-                    copy,
-                    path,
-                    ops,
-                };
-                run_copy(calls, &w, board);
-            }
-        })?;
-        check_ends(self.name(), cfg, &ends)?;
-        Ok(Run { elapsed, ends })
+        spawn::run(self.name(), self, cfg, ops)
     }
 
     fn probe(&mut self, mode: Mode, copies: usize) -> anyhow::Result<Vec<CopyEnd>> {
-        anyhow::ensure!(
-            copies <= MAX_PROBE_COPIES,
-            "at most {MAX_PROBE_COPIES} copies"
-        );
-        self.clear()?;
-        let paths: Vec<CString> = (0..copies)
-            .map(|c| CString::new(format!("probe{c}")).expect("no NUL"))
-            .collect();
-        let (_, ends) = self.spawn(mode, copies, &|calls, copy, board| {
-            if let Some(path) = paths.get(copy) {
-                probe_copy(calls, copy, copies, path, board);
-            }
-        })?;
-        self.clear()?;
+        let ends = spawn::probe(self, mode, copies)?;
+        self.empty()?;
         Ok(ends)
     }
 
     fn teardown(&mut self) {
-        let _ = self.clear();
+        let _ = self.empty();
     }
 
     fn note(&self) -> &'static str {

@@ -22,6 +22,7 @@ pub mod host;
 pub mod host_sys;
 pub mod report;
 pub mod runner;
+mod spawn;
 pub mod testcase;
 pub mod threads;
 pub mod uvfs;

@@ -3,17 +3,18 @@
 //! `Task::clone_thread` (threads mode: one shared fd table) or `Task::fork` (processes mode:
 //! a table each).
 
-use std::ffi::{CStr, CString};
+use std::ffi::CStr;
 use std::time::Duration;
 
 use uvfs::abi::AtFlags;
 use uvfs::abi::{FallocFlags, OpenFlags, Whence, AT_FDCWD};
 use uvfs::{Cred, Task, Vfs};
 
-use super::board::{Board, CopyEnd, Fail, MAX_PROBE_COPIES};
-use super::calls::{probe_copy, run_copy, Calls, CopyWork, OpenKind};
+use super::board::{Board, CopyEnd, Fail};
+use super::calls::{Calls, OpenKind};
+use super::spawn::{self, Spawn};
 use super::threads::run_threads;
-use super::{check_ends, Config, Mode, Run, ScaleColumn};
+use super::{Config, Mode, Run, ScaleColumn};
 use crate::column::Support;
 
 /// uvfs in process.
@@ -40,10 +41,26 @@ impl UvfsScale {
     pub fn task(&self) -> &Task {
         &self.task
     }
+}
 
-    /// Runs `body(calls, copy, board)` on `copies` tasks in `mode`, one thread each. Returns
-    /// the time from the common start until the last copy's loop ended ([`Board::span`]; the
-    /// wall time until all were joined if a copy recorded no end), and every copy's report.
+impl Default for UvfsScale {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+/// Copies are tasks, one thread each; the wall time of a run whose copies record no end runs
+/// until all were joined.
+impl Spawn for UvfsScale {
+    type Calls<'a> = UvfsCalls<'a>;
+
+    /// A fresh namespace, with an empty tmpfs root.
+    fn empty(&mut self) -> anyhow::Result<()> {
+        self.vfs = Vfs::new();
+        self.task = self.vfs.task(Cred::root());
+        Ok(())
+    }
+
     fn spawn(
         &self,
         mode: Mode,
@@ -61,12 +78,6 @@ impl UvfsScale {
             body(&UvfsCalls { task: &task }, copy, &board)
         })?;
         Ok((board.span(copies).unwrap_or(d), board.ends(copies)))
-    }
-}
-
-impl Default for UvfsScale {
-    fn default() -> Self {
-        Self::new()
     }
 }
 
@@ -174,8 +185,7 @@ impl ScaleColumn for UvfsScale {
 
     fn setup(&mut self, cfg: &Config) -> anyhow::Result<()> {
         // A fresh namespace per configuration, so every one starts from an empty tmpfs.
-        self.vfs = Vfs::new();
-        self.task = self.vfs.task(Cred::root());
+        self.empty()?;
         let t = &self.task;
         let plan = cfg.testcase.plan(cfg.copies);
         for d in &plan.dirs {
@@ -198,43 +208,15 @@ impl ScaleColumn for UvfsScale {
     }
 
     fn run(&mut self, cfg: &Config, ops: u64) -> anyhow::Result<Run> {
-        let paths: Vec<CString> = (0..cfg.copies).map(|c| cfg.testcase.c_path(c)).collect();
-        let (elapsed, ends) = self.spawn(cfg.mode, cfg.copies, &|calls, copy, board| {
-            if let Some(path) = paths.get(copy) {
-                let w = CopyWork {
-                    testcase: cfg.testcase,
-                    copy,
-                    path,
-                    ops,
-                };
-                run_copy(calls, &w, board);
-            }
-        })?;
-        check_ends(self.name(), cfg, &ends)?;
-        Ok(Run { elapsed, ends })
+        spawn::run(self.name(), self, cfg, ops)
     }
 
     fn probe(&mut self, mode: Mode, copies: usize) -> anyhow::Result<Vec<CopyEnd>> {
-        anyhow::ensure!(
-            copies <= MAX_PROBE_COPIES,
-            "at most {MAX_PROBE_COPIES} copies"
-        );
-        self.vfs = Vfs::new();
-        self.task = self.vfs.task(Cred::root());
-        let paths: Vec<CString> = (0..copies)
-            .map(|c| CString::new(format!("probe{c}")).expect("no NUL"))
-            .collect();
-        let (_, ends) = self.spawn(mode, copies, &|calls, copy, board| {
-            if let Some(path) = paths.get(copy) {
-                probe_copy(calls, copy, copies, path, board);
-            }
-        })?;
-        Ok(ends)
+        spawn::probe(self, mode, copies)
     }
 
     fn teardown(&mut self) {
-        self.vfs = Vfs::new();
-        self.task = self.vfs.task(Cred::root());
+        let _ = self.empty();
     }
 
     fn note(&self) -> &'static str {

@@ -1,0 +1,99 @@
+//! The private tmpfs the host columns (the seed workloads' and the scale testcases') run their
+//! system calls on: mounted under the system temporary directory for the column's life.
+
+use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
+use std::path::{Path, PathBuf};
+
+use anyhow::{anyhow, Context};
+use rustix::fs::{openat, Mode, OFlags, CWD};
+use rustix::mount::{mount, unmount, MountFlags, UnmountFlags};
+
+use crate::column::Support;
+
+/// A tmpfs mounted for one column; unmounted (lazily) and its mountpoint removed on drop.
+pub(crate) struct PrivateTmpfs {
+    mountpoint: PathBuf,
+    /// The mounted tmpfs's root, opened as a directory; `None` if it could not be mounted.
+    dir: Option<OwnedFd>,
+    /// Why it could not be mounted, as the column's configurations say it.
+    skipped: Option<String>,
+}
+
+impl PrivateTmpfs {
+    /// Mounts a tmpfs at `name` under the system temporary directory. If that is impossible
+    /// (not root), [`support`](Self::support) says "skipped: why".
+    pub(crate) fn mount(name: &str) -> PrivateTmpfs {
+        let mut t = PrivateTmpfs {
+            mountpoint: std::env::temp_dir().join(name),
+            dir: None,
+            skipped: None,
+        };
+        if let Err(e) = t.try_mount() {
+            t.skipped = Some(format!("skipped: cannot mount a private tmpfs ({e:#})"));
+        }
+        t
+    }
+
+    fn try_mount(&mut self) -> anyhow::Result<()> {
+        std::fs::create_dir_all(&self.mountpoint)?;
+        mount(
+            "none",
+            &self.mountpoint,
+            "tmpfs",
+            MountFlags::NOSUID | MountFlags::NODEV,
+            Some(c"mode=0755"),
+        )
+        .context("mount -t tmpfs")?;
+        let dir = openat(
+            CWD,
+            &self.mountpoint,
+            OFlags::DIRECTORY | OFlags::RDONLY,
+            Mode::empty(),
+        )?;
+        self.dir = Some(dir);
+        Ok(())
+    }
+
+    /// Whether the column can run: yes if the tmpfs is mounted, else why not.
+    pub(crate) fn support(&self) -> Support {
+        match &self.skipped {
+            Some(why) => Support::No(why.clone()),
+            None => Support::Yes,
+        }
+    }
+
+    /// The mountpoint.
+    pub(crate) fn path(&self) -> &Path {
+        &self.mountpoint
+    }
+
+    /// The tmpfs's root directory, which the columns' paths are relative to.
+    pub(crate) fn dir(&self) -> anyhow::Result<BorrowedFd<'_>> {
+        self.dir
+            .as_ref()
+            .map(AsFd::as_fd)
+            .ok_or_else(|| anyhow!("host tmpfs not mounted"))
+    }
+
+    /// Removes everything in the tmpfs.
+    pub(crate) fn clear(&self) -> anyhow::Result<()> {
+        for entry in std::fs::read_dir(&self.mountpoint)? {
+            let p = entry?.path();
+            if p.is_dir() {
+                std::fs::remove_dir_all(&p)?;
+            } else {
+                std::fs::remove_file(&p)?;
+            }
+        }
+        Ok(())
+    }
+}
+
+impl Drop for PrivateTmpfs {
+    fn drop(&mut self) {
+        if self.dir.take().is_some() {
+            let _ = unmount(&self.mountpoint, UnmountFlags::DETACH);
+        }
+        let _ = std::fs::remove_dir(&self.mountpoint);
+    }
+}
