@@ -43,6 +43,11 @@ const F_DUPFD_CLOEXEC: i32 = 1030;
 const O_DIRECTORY_CLOEXEC: i32 = 0o200000 | 0o2000000;
 const RLIMIT_NOFILE: u32 = 7;
 
+/// `openat2`'s `RESOLVE_CACHED`.
+const RESOLVE_CACHED: u64 = 0x20;
+/// How often an `openat2(RESOLVE_CACHED)` that said EAGAIN is made again.
+const RESOLVE_CACHED_TRIES: usize = 20;
+
 fn unit(r: SysResult) -> Outcome {
     done(r.map(|_| Value::Unit))
 }
@@ -335,15 +340,27 @@ impl Backend for HostBackend {
                 flags,
                 mode,
                 resolve,
-            } => int(sys::openat2(
-                fd(dirfd),
-                &p(path),
-                &sys::OpenHow {
+            } => {
+                let how = sys::OpenHow {
                     flags: *flags,
                     mode: *mode,
                     resolve: *resolve,
-                },
-            )),
+                };
+                let path = p(path);
+                let mut r = sys::openat2(fd(dirfd), &path, &how);
+                // `RESOLVE_CACHED` fails with EAGAIN wherever the RCU-walk gives up, and it also
+                // gives up when a seqcount Linux keeps for the whole machine moved during the
+                // walk (`mount_lock` on any mount, `rename_lock` under `..`): other cases and
+                // workers mount and rename all the time. Such a failure changes nothing, so the
+                // call is made again; an EAGAIN the tree itself causes comes back every time.
+                for _ in 0..RESOLVE_CACHED_TRIES {
+                    if *resolve & RESOLVE_CACHED == 0 || r != Err(libc::EAGAIN) {
+                        break;
+                    }
+                    r = sys::openat2(fd(dirfd), &path, &how);
+                }
+                int(r)
+            }
             Op::Close { fd: f } => unit(sys::close(fd(f))),
             Op::Read { fd: f, count } => filled(*count, bytes, |b| sys::read(fd(f), b)),
             Op::Pread { fd: f, count, off } => {
