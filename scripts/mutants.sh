@@ -11,6 +11,9 @@
 # (default OUT: /tmp/uvfs-mutants, outside the tree, which cargo-mutants copies). Needs root
 # for the differential suite. Check once, without this script, that the unmutated tree passes
 # `cargo test -p uvfs -p uvfs-conformance --lib --tests`: the parts skip cargo-mutants' baseline.
+# MUTANTS_TIMEOUT (seconds, default 240) bounds one mutant's tests; ITERATE=1 passes --iterate,
+# which skips mutants caught in an earlier run into the same OUT (to re-test survivors after
+# adding tests).
 #
 # cargo-mutants runs this script as cargo ($CARGO, with UVFS_MUTANTS_AS_CARGO set): it passes
 # every call to cargo unchanged except the test run, which it splits in two so that a mutant
@@ -48,7 +51,7 @@ export CARGO=$self UVFS_MUTANTS_AS_CARGO=1
 # -j 2: two scratch trees; --timeout: a missed mutant's tests take 20 s on an idle machine and
 # over a minute when other builds share the two cores.
 COMMON=(-p uvfs --test-package uvfs --test-package uvfs-conformance -j 2 --copy-target true
-  --timeout 240 --baseline skip)
+  --timeout ${MUTANTS_TIMEOUT:-240} --baseline skip ${ITERATE:+--iterate})
 
 TMPFS_RW='RegData::resize|copy_small|zeroed_page|<impl FileOps for RegFile>::(read|write)'
 RENAME='Task::renameat2|rename|<impl InodeOps for Node>::(rename|setattr)'

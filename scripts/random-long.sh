@@ -6,7 +6,11 @@
 # OUT/commit says which commit they are). Then `scripts/random-long.sh OUT report` adds up
 # the chunks. Needs root (the host side), a release build, and hours: run it under nohup.
 #
-# Usage: scripts/random-long.sh OUT [SEEDS [CHUNK [WORKERS]]]   (defaults 1000000 20000 3)
+# Several runners may share one OUT (on a machine with spare cores, or to start a second one at
+# FROM=500000): each claims a chunk by creating its OUT/chunks/START.txt.part, and a chunk that
+# has one is skipped. A killed runner leaves its .part behind: delete those before resuming.
+#
+# Usage: [FROM=S] scripts/random-long.sh OUT [SEEDS [CHUNK [WORKERS]]]   (defaults 1000000 20000 3)
 #        scripts/random-long.sh OUT report
 set -eu
 OUT=${1:?usage: scripts/random-long.sh OUT [SEEDS [CHUNK [WORKERS]]] | OUT report}
@@ -55,14 +59,16 @@ if [ ! -x "$OUT/bin/uvfs-conformance-random" ]; then
   git -C "$top" rev-parse HEAD > "$OUT/commit"
   git -C "$top" status --porcelain --untracked-files=no > "$OUT/uncommitted"
 fi
-for ((start = 0; start < SEEDS; start += CHUNK)); do
+for ((start = ${FROM:-0}; start < SEEDS; start += CHUNK)); do
   f="$OUT/chunks/$start.txt"
   if [ -f "$f" ]; then continue; fi
+  # The claim: creating the .part fails if another runner made it first (noclobber is O_EXCL).
+  if ! (set -o noclobber; : > "$f.part") 2>/dev/null; then continue; fi
   n=$((SEEDS - start < CHUNK ? SEEDS - start : CHUNK))
   echo "$(date +%T) seeds $start..$((start + n))"
   # Exit status 1 means divergences: they are in the chunk's report; go on.
   "$OUT/bin/uvfs-conformance-random" --start "$start" --seeds "$n" --workers "$WORKERS" \
-    --minimise 2 > "$f.part" 2>&1 || true
+    --minimise 2 >> "$f.part" 2>&1 || true
   mv "$f.part" "$f"
 done
 "$0" "$OUT" report

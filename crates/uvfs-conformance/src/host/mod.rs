@@ -43,10 +43,11 @@ const F_DUPFD_CLOEXEC: i32 = 1030;
 const O_DIRECTORY_CLOEXEC: i32 = 0o200000 | 0o2000000;
 const RLIMIT_NOFILE: u32 = 7;
 
-/// `openat2`'s `RESOLVE_CACHED`.
-const RESOLVE_CACHED: u64 = 0x20;
-/// How often an `openat2(RESOLVE_CACHED)` that said EAGAIN is made again.
-const RESOLVE_CACHED_TRIES: usize = 20;
+/// `openat2`'s `RESOLVE_BENEATH`, `RESOLVE_IN_ROOT` and `RESOLVE_CACHED`: the flags
+/// with which Linux may say EAGAIN because of what other tasks did meanwhile.
+const RESOLVE_MAY_RETRY: u64 = 0x08 | 0x10 | 0x20;
+/// How often an `openat2` with one of `RESOLVE_MAY_RETRY` that said EAGAIN is made again.
+const RESOLVE_RETRIES: usize = 20;
 
 fn unit(r: SysResult) -> Outcome {
     done(r.map(|_| Value::Unit))
@@ -350,11 +351,13 @@ impl Backend for HostBackend {
                 let mut r = sys::openat2(fd(dirfd), &path, &how);
                 // `RESOLVE_CACHED` fails with EAGAIN wherever the RCU-walk gives up, and it also
                 // gives up when a seqcount Linux keeps for the whole machine moved during the
-                // walk (`mount_lock` on any mount, `rename_lock` under `..`): other cases and
-                // workers mount and rename all the time. Such a failure changes nothing, so the
-                // call is made again; an EAGAIN the tree itself causes comes back every time.
-                for _ in 0..RESOLVE_CACHED_TRIES {
-                    if *resolve & RESOLVE_CACHED == 0 || r != Err(libc::EAGAIN) {
+                // walk (`mount_lock` on any mount, `rename_lock` under `..`). A scoped walk
+                // (`RESOLVE_BENEATH`, `RESOLVE_IN_ROOT`) says EAGAIN at `..` when either moved,
+                // even in ref-walk (`handle_dots()`). Other cases and workers mount and rename
+                // all the time. Such a failure changes nothing, so the call is made again; an
+                // EAGAIN the tree itself causes comes back every time.
+                for _ in 0..RESOLVE_RETRIES {
+                    if *resolve & RESOLVE_MAY_RETRY == 0 || r != Err(libc::EAGAIN) {
                         break;
                     }
                     r = sys::openat2(fd(dirfd), &path, &how);

@@ -370,11 +370,13 @@ impl Task {
             FileType::Regular => {}
             _ => return Err(Errno::EINVAL),
         }
+        // Permission before write access to the mount, unlike `open(O_TRUNC)` (Linux since
+        // 6.13: `vfs_truncate()` calls `inode_permission()` before `mnt_want_write()`).
+        let cred = self.cred.borrow();
+        inode_permission(&cred, inode, Access::WRITE)?;
         if p.mnt.is_rdonly() {
             return Err(Errno::EROFS);
         }
-        let cred = self.cred.borrow();
-        inode_permission(&cred, inode, Access::WRITE)?;
         do_truncate(&cred, inode, length, false)
     }
 

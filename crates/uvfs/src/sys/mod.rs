@@ -198,14 +198,17 @@ fn init_owner(cred: &Cred, dir: &Inode, mut mode: u32) -> (u32, u32, u32) {
 /// # Errors
 /// `ENOENT` if `dir` was removed; `ENAMETOOLONG`; what the filesystem returns.
 pub(crate) fn lookup_locked(dir: &Arc<Dentry>, name: &[u8]) -> Result<Arc<Dentry>> {
-    if name.len() > crate::abi::NAME_MAX {
-        return Err(Errno::ENAMETOOLONG);
-    }
+    // A removed directory says ENOENT before its filesystem's lookup could find the name
+    // too long (Linux: `lookup_one_qstr_excl()` tests `IS_DEADDIR` before `->lookup()`,
+    // and shmem's `simple_lookup()` is where `NAME_MAX` is enforced).
     if dir.is_dead() {
         return Err(Errno::ENOENT);
     }
     if let Some(d) = dir.cached_child(name) {
         return Ok(d);
+    }
+    if name.len() > crate::abi::NAME_MAX {
+        return Err(Errno::ENAMETOOLONG);
     }
     let inode = dir.inode().ok_or(Errno::ENOENT)?;
     let found = inode.ops().lookup(inode, name)?;

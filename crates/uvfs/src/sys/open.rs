@@ -431,6 +431,12 @@ fn finish_open(
         return Err(Errno::ENOTDIR);
     }
     let mut truncate = req.flags.contains(OpenFlags::TRUNC) && !created;
+    // Truncating a regular file takes write access to the mount before any permission
+    // check, so a read-only mount says EROFS even to a caller who may not write the file
+    // (Linux: `do_open()`'s `mnt_want_write()` before `may_open()`).
+    if truncate && ft == FileType::Regular && path.mnt.is_rdonly() {
+        return Err(Errno::EROFS);
+    }
     if !created {
         match ft {
             FileType::Symlink => return Err(Errno::ELOOP),
