@@ -2,7 +2,7 @@
 //! `fallocate`.
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use parking_lot::RwLock;
 
@@ -104,17 +104,47 @@ fn copy_small(dst: &mut [u8], src: &[u8]) {
     }
 }
 
-/// An open tmpfs regular file: holds the pages directly, so I/O needs no down-cast.
+/// An open tmpfs regular file: holds the pages directly once the file has them, so I/O
+/// needs no down-cast after its first call that finds them.
 pub(crate) struct RegFile {
-    pub(crate) data: Arc<RegData>,
+    /// The inode's pages (`Kind::Reg`), copied here the first time they are found.
+    pub(crate) data: OnceLock<Arc<RegData>>,
     pub(crate) counters: Arc<Counters>,
+}
+
+impl RegFile {
+    /// The file's pages if it has any yet. A file without them is empty: every call that
+    /// gives a file a size or a page makes them first.
+    #[inline]
+    fn data_if_made(&self, file: &FileDescription) -> Option<&Arc<RegData>> {
+        if let Some(d) = self.data.get() {
+            return Some(d);
+        }
+        let d = Node::of(file.inode())?.reg_data_if_made()?;
+        Some(self.data.get_or_init(|| d.clone()))
+    }
+
+    /// The file's pages, made now if it has none.
+    #[inline]
+    fn data(&self, file: &FileDescription) -> Result<&Arc<RegData>> {
+        if let Some(d) = self.data.get() {
+            return Ok(d);
+        }
+        let d = Node::of(file.inode())
+            .and_then(Node::reg_data)
+            .ok_or(Errno::EINVAL)?;
+        Ok(self.data.get_or_init(|| d.clone()))
+    }
 }
 
 impl FileOps for RegFile {
     #[inline]
     fn read(&self, file: &FileDescription, buf: &mut [u8], pos: u64) -> Result<usize> {
         let inode = file.inode();
-        let pages = self.data.pages.read();
+        let Some(data) = self.data_if_made(file) else {
+            return Ok(0);
+        };
+        let pages = data.pages.read();
         let size = inode.size();
         if pos >= size {
             return Ok(0);
@@ -138,14 +168,21 @@ impl FileOps for RegFile {
     #[inline]
     fn write(&self, file: &FileDescription, buf: &[u8], pos: WritePos) -> Result<(usize, u64)> {
         let inode = file.inode();
-        let mut pages = self.data.pages.write();
+        if buf.is_empty() {
+            // Nothing is written, so nothing is made; the end is read under the lock writers
+            // of the size hold, if there is one yet.
+            let _pages = self.data_if_made(file).map(|d| d.pages.read());
+            let start = match pos {
+                WritePos::At(p) => p,
+                WritePos::Append => inode.size(),
+            };
+            return Ok((0, start));
+        }
+        let mut pages = self.data(file)?.pages.write();
         let start = match pos {
             WritePos::At(p) => p,
             WritePos::Append => inode.size(),
         };
-        if buf.is_empty() {
-            return Ok((0, start));
-        }
         if start >= MAX_LFS_FILESIZE as u64 {
             return Err(Errno::EFBIG);
         }
@@ -205,7 +242,8 @@ impl FileOps for RegFile {
         if offset < 0 {
             return Err(Errno::ENXIO);
         }
-        let pages = self.data.pages.read();
+        // No pages: the size is 0 and every offset is past the end.
+        let pages = self.data_if_made(file).ok_or(Errno::ENXIO)?.pages.read();
         let size = file.inode().size();
         let off = offset as u64;
         if off >= size {
@@ -239,7 +277,7 @@ impl FileOps for RegFile {
         len: u64,
     ) -> Result<()> {
         let inode = file.inode();
-        let mut pages = self.data.pages.write();
+        let mut pages = self.data(file)?.pages.write();
         let end = offset + len;
         if mode.contains(FallocFlags::PUNCH_HOLE) {
             let first_full = offset.div_ceil(PAGE_SIZE);

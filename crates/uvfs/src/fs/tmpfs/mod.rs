@@ -15,7 +15,7 @@ pub use options::{total_ram_bytes, TmpfsOptions};
 use std::any::Any;
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use parking_lot::Mutex;
 
@@ -152,7 +152,7 @@ impl Tmpfs {
         let root = Inode::new(
             &sb,
             init,
-            Box::new(Node::new(counters, Kind::Dir(DirData::default()))),
+            Box::new(Node::new(counters, Kind::Dir(Box::default()))),
         );
         root.write_attrs(|w| w.set_size(2 * BOGO_DIRENT_SIZE));
         Ok((sb.clone(), Dentry::new_root(root)))
@@ -227,10 +227,13 @@ impl SuperOps for Tmpfs {
     }
 }
 
-/// What kind of tmpfs inode this is, with its contents.
+/// What kind of tmpfs inode this is, with its contents. Every variant is at most a pointer
+/// and a word, so a regular file does not carry a directory's maps: issue 7's compact inodes.
 pub(crate) enum Kind {
-    Dir(DirData),
-    Reg(Arc<RegData>),
+    Dir(Box<DirData>),
+    /// The pages, made by the first call that may add one (write, fallocate, a resize to a
+    /// non-zero size): an empty file has none, and none is made to open it.
+    Reg(OnceLock<Arc<RegData>>),
     Symlink(Arc<[u8]>),
     /// FIFO, socket or device node: no contents.
     Special,
@@ -247,14 +250,25 @@ pub(crate) struct Node {
     released: AtomicBool,
     /// Counted in `Counters::orphans`.
     orphan: AtomicBool,
+    /// `Extra::parent_pins` may be non-empty: the last holder's going looks at them.
+    pinning: AtomicBool,
+    /// What few inodes use: made at the first `setxattr` or the first pinned parent.
+    extra: OnceLock<Box<Extra>>,
+    pub(crate) kind: Kind,
+}
+
+// An empty file's tmpfs part fits one 64-byte allocator chunk with its header (issue 7,
+// compact inodes); a field added here should be weighed against that.
+const _: () = assert!(std::mem::size_of::<Node>() <= 56);
+
+/// The part of a tmpfs inode that most inodes never need, out of line.
+#[derive(Default)]
+struct Extra {
     /// Protects: the extended attributes. Order: innermost.
     xattrs: Mutex<BTreeMap<Vec<u8>, Vec<u8>>>,
     /// Protects: the directories this inode's names were removed from while it was held,
     /// each kept until no holder is left ([`InodeOps::keep_parent`]). Order: innermost.
     parent_pins: Mutex<Vec<InodeHold>>,
-    /// `parent_pins` may be non-empty: the last holder's going looks at them.
-    pinning: AtomicBool,
-    pub(crate) kind: Kind,
 }
 
 impl Node {
@@ -264,9 +278,8 @@ impl Node {
             holds: AtomicU32::new(0),
             released: AtomicBool::new(false),
             orphan: AtomicBool::new(false),
-            xattrs: Mutex::new(BTreeMap::new()),
-            parent_pins: Mutex::new(Vec::new()),
             pinning: AtomicBool::new(false),
+            extra: OnceLock::new(),
             kind,
         }
     }
@@ -274,6 +287,26 @@ impl Node {
     /// The tmpfs node of a VFS inode, if it is one.
     pub(crate) fn of(inode: &Inode) -> Option<&Node> {
         inode.ops().as_any().downcast_ref::<Node>()
+    }
+
+    fn extra(&self) -> &Extra {
+        self.extra.get_or_init(Box::default)
+    }
+
+    /// The pages of a regular file, made on the first call (`None` for other kinds).
+    pub(crate) fn reg_data(&self) -> Option<&Arc<RegData>> {
+        match &self.kind {
+            Kind::Reg(r) => Some(r.get_or_init(Arc::default)),
+            _ => None,
+        }
+    }
+
+    /// The pages of a regular file if it has any yet.
+    pub(crate) fn reg_data_if_made(&self) -> Option<&Arc<RegData>> {
+        match &self.kind {
+            Kind::Reg(r) => r.get(),
+            _ => None,
+        }
     }
 
     fn dir(&self) -> Result<&DirData> {
@@ -299,7 +332,7 @@ impl Node {
         if self.orphan.swap(false, Ordering::AcqRel) {
             self.counters.orphans.fetch_sub(1, Ordering::Relaxed);
         }
-        if let Kind::Reg(r) = &self.kind {
+        if let Some(r) = self.reg_data_if_made() {
             let pages = r.release_all();
             self.counters.free_blocks(pages);
             inode.write_attrs(|w| w.set_blocks(0));
@@ -321,7 +354,8 @@ impl Node {
     }
 
     fn free_xattrs(&self) {
-        let x = std::mem::take(&mut *self.xattrs.lock());
+        let Some(e) = self.extra.get() else { return };
+        let x = std::mem::take(&mut *e.xattrs.lock());
         for (k, v) in x {
             self.counters.free_ispace(xattr_space(&k, v.len()));
         }
@@ -339,7 +373,7 @@ impl Node {
         // stores `holds` and then loads `pinning`, so one of the two sees the other.
         let last = self.holds.fetch_sub(1, Ordering::SeqCst) == 1;
         let pins = if last && self.pinning.load(Ordering::SeqCst) {
-            let mut p = self.parent_pins.lock();
+            let mut p = self.extra().parent_pins.lock();
             self.pinning.store(false, Ordering::SeqCst);
             std::mem::take(&mut *p)
         } else {
@@ -460,7 +494,7 @@ impl FileOps for PathFile {
 impl Drop for Node {
     fn drop(&mut self) {
         if !self.released.load(Ordering::Relaxed) {
-            if let Kind::Reg(r) = &self.kind {
+            if let Some(r) = self.reg_data_if_made() {
                 self.counters.free_blocks(r.release_all());
             }
             self.free_xattrs();
@@ -479,19 +513,19 @@ impl InodeOps for Node {
     }
 
     fn create(&self, dir: &Inode, name: &[u8], new: &NewInode<'_>) -> Result<Arc<Inode>> {
-        self.create_entry(dir, name, new, Kind::Reg(Arc::default()))
+        self.create_entry(dir, name, new, Kind::Reg(OnceLock::new()))
     }
 
     fn mkdir(&self, dir: &Inode, name: &[u8], new: &NewInode<'_>) -> Result<Arc<Inode>> {
         if dir.nlink() == u32::MAX {
             return Err(Errno::EMLINK);
         }
-        self.create_entry(dir, name, new, Kind::Dir(DirData::default()))
+        self.create_entry(dir, name, new, Kind::Dir(Box::default()))
     }
 
     fn mknod(&self, dir: &Inode, name: &[u8], new: &NewInode<'_>) -> Result<Arc<Inode>> {
         let kind = match FileType::from_mode(new.mode) {
-            Some(FileType::Regular) => Kind::Reg(Arc::default()),
+            Some(FileType::Regular) => Kind::Reg(OnceLock::new()),
             _ => Kind::Special,
         };
         self.create_entry(dir, name, new, kind)
@@ -524,7 +558,7 @@ impl InodeOps for Node {
 
     fn tmpfile(&self, dir: &Inode, new: &NewInode<'_>) -> Result<Arc<Inode>> {
         self.dir()?;
-        let inode = self.new_inode(dir, new, Kind::Reg(Arc::default()))?;
+        let inode = self.new_inode(dir, new, Kind::Reg(OnceLock::new()))?;
         if let Some(n) = Node::of(&inode) {
             n.mark_orphan();
         }
@@ -609,8 +643,16 @@ impl InodeOps for Node {
 
     fn setattr(&self, inode: &Inode, attr: &SetAttr) -> Result<()> {
         let mut attr = *attr;
-        if let (Some(size), Kind::Reg(r)) = (attr.size, &self.kind) {
-            if r.resize(inode, &self.counters, size)? {
+        if let (Some(size), Kind::Reg(lazy)) = (attr.size, &self.kind) {
+            // A file with no pages has size 0 (every call that changes the size makes them),
+            // so truncating it to 0 changes nothing and needs none.
+            let stamp = match lazy.get() {
+                None if size == 0 => false,
+                _ => self
+                    .reg_data()
+                    .map_or(Ok(false), |r| r.resize(inode, &self.counters, size))?,
+            };
+            if stamp {
                 attr.ctime = true;
                 if attr.mtime.is_none() {
                     attr.mtime = Some(crate::vfs::TimeSet::Now);
@@ -627,7 +669,10 @@ impl InodeOps for Node {
             Kind::Reg(data) => {
                 self.take_hold();
                 Ok(Box::new(file::RegFile {
-                    data: data.clone(),
+                    data: data
+                        .get()
+                        .cloned()
+                        .map_or_else(OnceLock::new, OnceLock::from),
                     counters: self.counters.clone(),
                 }))
             }
@@ -659,7 +704,7 @@ impl InodeOps for Node {
         if self.holds.load(Ordering::SeqCst) == 0 {
             return;
         }
-        let mut pins = self.parent_pins.lock();
+        let mut pins = self.extra().parent_pins.lock();
         self.pinning.store(true, Ordering::SeqCst);
         if self.holds.load(Ordering::SeqCst) != 0 {
             pins.push(InodeHold::inode(dir));
@@ -667,14 +712,17 @@ impl InodeOps for Node {
     }
 
     fn getxattr(&self, _inode: &Inode, name: &[u8]) -> Result<Vec<u8>> {
-        self.xattrs.lock().get(name).cloned().ok_or(Errno::ENODATA)
+        let Some(e) = self.extra.get() else {
+            return Err(Errno::ENODATA);
+        };
+        e.xattrs.lock().get(name).cloned().ok_or(Errno::ENODATA)
     }
 
     fn setxattr(&self, inode: &Inode, name: &[u8], value: &[u8], flags: XattrFlags) -> Result<()> {
         // Charge first, refund what is replaced (Linux: `shmem_xattr_handler_set()`).
         self.counters.alloc_ispace(xattr_space(name, value.len()))?;
         let old = {
-            let mut x = self.xattrs.lock();
+            let mut x = self.extra().xattrs.lock();
             let exists = x.contains_key(name);
             let refused = if flags.contains(XattrFlags::CREATE) && exists {
                 Some(Errno::EEXIST)
@@ -698,11 +746,16 @@ impl InodeOps for Node {
     }
 
     fn listxattr(&self, _inode: &Inode) -> Result<Vec<Vec<u8>>> {
-        Ok(self.xattrs.lock().keys().cloned().collect())
+        Ok(self
+            .extra
+            .get()
+            .map(|e| e.xattrs.lock().keys().cloned().collect())
+            .unwrap_or_default())
     }
 
     fn removexattr(&self, inode: &Inode, name: &[u8]) -> Result<()> {
-        let old = self.xattrs.lock().remove(name).ok_or(Errno::ENODATA)?;
+        let e = self.extra.get().ok_or(Errno::ENODATA)?;
+        let old = e.xattrs.lock().remove(name).ok_or(Errno::ENODATA)?;
         self.counters.free_ispace(xattr_space(name, old.len()));
         inode.touch_ctime(Stamp::Ctime);
         Ok(())
