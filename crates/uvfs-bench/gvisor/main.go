@@ -8,13 +8,16 @@
 // copied the arguments in. Setup (files, directories, open descriptions) is
 // untimed.
 //
-// Two modes:
+// Three modes:
 //
 //	uvfs-gvisor-driver --workload write1 --threads 1 --ops 100000 --rounds 5
 //	    runs --rounds rounds and exits.
 //	uvfs-gvisor-driver --workload write1 --threads 1 --serve
 //	    sets up, prints {"ready":true}, then reads one operation count per line
 //	    on stdin and answers each with one {"elapsed_ns": N} line, until EOF.
+//	uvfs-gvisor-driver --workload memory --files 1000000 --dirs 1000
+//	    creates --files empty files in --dirs directories and prints one line
+//	    with the growth of this process's memory over the creation (memory.go).
 //
 // Any error is printed on stderr and the process exits with status 1.
 package main
@@ -420,13 +423,16 @@ func run() error {
 	var sharing string
 	var ops, rounds uint64
 	var serveMode bool
-	flag.StringVar(&c.workload, "workload", "", "write1, read1, open-read-close, stat-walk or create-unlink")
+	flag.StringVar(&c.workload, "workload", "", "write1, read1, open-read-close, stat-walk, create-unlink or memory")
 	flag.IntVar(&c.threads, "threads", 1, "goroutines running the workload at once")
 	flag.IntVar(&c.depth, "depth", 1, "path depth (stat-walk)")
 	flag.StringVar(&sharing, "sharing", "shared", "shared or per-thread")
 	flag.Uint64Var(&ops, "ops", 100000, "operations per goroutine and round")
 	flag.Uint64Var(&rounds, "rounds", 1, "rounds to run")
 	flag.BoolVar(&serveMode, "serve", false, "read operation counts from stdin, one round per line")
+	var size memorySize
+	flag.Uint64Var(&size.files, "files", 1000000, "empty files to create (memory)")
+	flag.Uint64Var(&size.dirs, "dirs", 1000, "directories to create them in (memory)")
 	flag.Parse()
 	if flag.NArg() != 0 {
 		return fmt.Errorf("unexpected argument %q", flag.Arg(0))
@@ -448,6 +454,9 @@ func run() error {
 	s, err := newSentry()
 	if err != nil {
 		return err
+	}
+	if c.workload == "memory" {
+		return measureMemory(s, size, bufio.NewWriter(os.Stdout))
 	}
 	workers, err := setup(s, c)
 	if err != nil {

@@ -5,6 +5,7 @@
 pub mod column;
 pub mod columns;
 pub mod machine;
+pub mod memory;
 pub mod params;
 mod private_tmpfs;
 pub mod report;

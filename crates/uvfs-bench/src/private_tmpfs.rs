@@ -1,6 +1,7 @@
 //! The private tmpfs the host columns (the seed workloads' and the scale testcases') run their
 //! system calls on: mounted under the system temporary directory for the column's life.
 
+use std::ffi::CStr;
 use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 use std::path::{Path, PathBuf};
 
@@ -23,25 +24,30 @@ impl PrivateTmpfs {
     /// Mounts a tmpfs at `name` under the system temporary directory. If that is impossible
     /// (not root), [`support`](Self::support) says "skipped: why".
     pub(crate) fn mount(name: &str) -> PrivateTmpfs {
+        Self::mount_with(name, c"mode=0755")
+    }
+
+    /// [`mount`](Self::mount) with the tmpfs mount options `options`.
+    pub(crate) fn mount_with(name: &str, options: &CStr) -> PrivateTmpfs {
         let mut t = PrivateTmpfs {
             mountpoint: std::env::temp_dir().join(name),
             dir: None,
             skipped: None,
         };
-        if let Err(e) = t.try_mount() {
+        if let Err(e) = t.try_mount(options) {
             t.skipped = Some(format!("skipped: cannot mount a private tmpfs ({e:#})"));
         }
         t
     }
 
-    fn try_mount(&mut self) -> anyhow::Result<()> {
+    fn try_mount(&mut self, options: &CStr) -> anyhow::Result<()> {
         std::fs::create_dir_all(&self.mountpoint)?;
         mount(
             "none",
             &self.mountpoint,
             "tmpfs",
             MountFlags::NOSUID | MountFlags::NODEV,
-            Some(c"mode=0755"),
+            Some(options),
         )
         .context("mount -t tmpfs")?;
         let dir = openat(

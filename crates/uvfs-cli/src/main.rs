@@ -1,6 +1,7 @@
 //! `uvfs`: the command-line front of uvfs. `uvfs bench` runs the benchmark suite; `uvfs bench
-//! scale` its will-it-scale testcases alone.
+//! scale` its will-it-scale testcases alone; `uvfs bench memory` the bytes per empty file.
 
+use std::ffi::OsString;
 use std::fs::File;
 use std::io::{BufWriter, Write};
 use std::path::{Path, PathBuf};
@@ -14,6 +15,10 @@ use uvfs_bench::columns::gvisor::Gvisor;
 use uvfs_bench::columns::host::Host;
 use uvfs_bench::columns::uvfs::{Design, Uvfs};
 use uvfs_bench::columns::vfs_crate::VfsCrate;
+use uvfs_bench::memory::probe::probe_main;
+use uvfs_bench::memory::report as memory_report;
+use uvfs_bench::memory::runner::{run_memory, MemoryOptions, MemoryResult, ProbeCommand};
+use uvfs_bench::memory::Size;
 use uvfs_bench::params::Workload;
 use uvfs_bench::runner::{run, Options};
 use uvfs_bench::scale::host::HostScale;
@@ -74,6 +79,35 @@ enum BenchGroup {
     /// The file-system testcases of will-it-scale: each loop on 1, 2, 4 and 16 copies at once,
     /// as threads (one fd table) and as processes (a table each), host and uvfs side by side.
     Scale(ScaleArgs),
+    /// Bytes per empty file: 1M empty files in 1000 directories on the host kernel (slab
+    /// growth), uvfs (RSS growth), the `vfs` crate and gVisor, each in a fresh process.
+    Memory(MemoryArgs),
+    /// One column of `uvfs bench memory`, in this process: prints one JSON line.
+    #[command(hide = true)]
+    MemoryProbe(MemoryProbeArgs),
+}
+
+#[derive(Args)]
+struct MemoryArgs {
+    /// 20,000 files in 20 directories instead of 1,000,000 in 1000.
+    #[arg(long)]
+    quick: bool,
+    /// Files to create, 1000 to a directory (default 1000000; 20000 with --quick).
+    #[arg(long, value_name = "N")]
+    files: Option<u64>,
+    /// Write each column's result as JSON lines to FILE.
+    #[arg(long, value_name = "FILE")]
+    json: Option<PathBuf>,
+}
+
+#[derive(Args)]
+struct MemoryProbeArgs {
+    /// host, uvfs or vfs-crate.
+    column: String,
+    #[arg(long)]
+    files: u64,
+    #[arg(long)]
+    dirs: u64,
 }
 
 #[derive(Args)]
@@ -106,6 +140,14 @@ fn main() -> anyhow::Result<()> {
             group: Some(BenchGroup::Scale(s)),
             ..
         }) => scale(s),
+        Command::Bench(BenchArgs {
+            group: Some(BenchGroup::Memory(m)),
+            ..
+        }) => memory(m),
+        Command::Bench(BenchArgs {
+            group: Some(BenchGroup::MemoryProbe(p)),
+            ..
+        }) => probe_main(&p.column, p.files, p.dirs),
         Command::Bench(a) => bench(a),
     }
 }
@@ -198,9 +240,62 @@ fn scale(s: ScaleArgs) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// The memory workload's probe: this binary's hidden `bench memory-probe`.
+fn memory_probe_command() -> anyhow::Result<ProbeCommand> {
+    Ok(ProbeCommand {
+        program: std::env::current_exe().context("finding the uvfs binary to run its probes")?,
+        args: vec![OsString::from("bench"), OsString::from("memory-probe")],
+    })
+}
+
+/// Runs the memory workload of `size`, with a progress bar.
+fn run_memory_columns(
+    size: Size,
+    gvisor_driver: Result<PathBuf, String>,
+    progress: &ProgressBar,
+    json: Option<JsonOut<'_>>,
+) -> anyhow::Result<MemoryResult> {
+    let opts = MemoryOptions {
+        size,
+        probe: memory_probe_command()?,
+        gvisor_driver,
+    };
+    with_json(json, progress, |json_out| {
+        run_memory(&opts, progress, json_out)
+    })
+}
+
+/// The gVisor driver of `gvisor`, or why there is none.
+fn driver_of(gvisor: &Gvisor) -> Result<PathBuf, String> {
+    gvisor
+        .driver_binary()
+        .map(Path::to_path_buf)
+        .map_err(str::to_string)
+}
+
+fn memory(m: MemoryArgs) -> anyhow::Result<()> {
+    let size = match m.files {
+        Some(n) => Size::with_files(n).map_err(anyhow::Error::msg)?,
+        None => Size::default_for(m.quick),
+    };
+    let progress = progress_bar();
+    let gvisor = Gvisor::prepare(&mut |s: &str| progress.set_message(s.to_string()));
+    let json = m.json.as_deref().map(JsonOut::Create);
+    let result = run_memory_columns(size, driver_of(&gvisor), &progress, json)?;
+    memory_report::print(&result);
+    if let Some(p) = &m.json {
+        println!("wrote {}", p.display());
+    }
+    if result.failed {
+        bail!("a memory column failed");
+    }
+    Ok(())
+}
+
 fn bench(a: BenchArgs) -> anyhow::Result<()> {
     // With no workload named, the scale testcases follow the seed workloads, with shorter
-    // samples than `uvfs bench scale` takes (3 per configuration, 40 ms each).
+    // samples than `uvfs bench scale` takes (3 per configuration, 40 ms each), then the memory
+    // workload.
     let with_scale = a.workloads.is_empty();
     let workloads = if a.workloads.is_empty() {
         Workload::ALL.to_vec()
@@ -229,6 +324,7 @@ fn bench(a: BenchArgs) -> anyhow::Result<()> {
 
     let progress = progress_bar();
     let gvisor = Gvisor::prepare(&mut |m: &str| progress.set_message(m.to_string()));
+    let gvisor_driver = driver_of(&gvisor);
     let mut columns: Vec<Box<dyn Column>> = vec![
         Box::new(Host::new()),
         Box::new(Uvfs::new(Design::Current)),
@@ -267,10 +363,23 @@ fn bench(a: BenchArgs) -> anyhow::Result<()> {
         scale_report::print(&sresult);
         scale_failed = sresult.failed;
     }
+    let mut memory_failed = false;
+    if with_scale {
+        let json = a.json.as_deref().map(JsonOut::Append);
+        let mresult = run_memory_columns(
+            Size::default_for(a.quick),
+            gvisor_driver,
+            &progress_bar(),
+            json,
+        )?;
+        println!();
+        memory_report::print(&mresult);
+        memory_failed = mresult.failed;
+    }
     if let Some(p) = &a.json {
         println!("wrote {}", p.display());
     }
-    if result.failed || scale_failed {
+    if result.failed || scale_failed || memory_failed {
         bail!("a workload failed");
     }
     Ok(())

@@ -9,6 +9,9 @@
 //! never timed, and the process stays warm across the runner's iterations like the in-process
 //! columns do.
 //!
+//! `uvfs bench memory` starts the same driver in its `--workload memory` mode
+//! (`gvisor/memory.go`, `memory/runner.rs`).
+//!
 //! Without `go` the column reports "skipped: go not installed" for every configuration; if the
 //! build fails, "skipped: driver build failed: ...".
 
@@ -69,6 +72,11 @@ impl Gvisor {
             driver,
             session: None,
         }
+    }
+
+    /// The built driver, or why the column is skipped ("skipped: ...").
+    pub fn driver_binary(&self) -> Result<&Path, &str> {
+        self.driver.as_deref().map_err(String::as_str)
     }
 
     fn driver(&self) -> anyhow::Result<&Path> {
