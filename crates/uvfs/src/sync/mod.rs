@@ -11,6 +11,7 @@
 //! therefore argued in `dcache.rs`, not checked.
 
 pub(crate) mod cell;
+pub(crate) mod dist_counter;
 pub(crate) mod lock;
 pub(crate) mod rcu;
 pub mod seqcount;

@@ -10,6 +10,7 @@ use parking_lot::Mutex;
 use super::dentry::Dentry;
 use super::inode::InodeHold;
 use super::super_block::SuperBlock;
+use crate::sync::dist_counter::DistCounter;
 use bitflags::bitflags;
 
 bitflags! {
@@ -50,8 +51,10 @@ pub struct Mount {
     root: Arc<Dentry>,
     _root_hold: InodeHold,
     flags: AtomicU32,
-    /// Open files that may write through this mount (Linux: `mnt_get_writers()`).
-    writers: AtomicU64,
+    /// Open files that may write through this mount (Linux: the per-CPU `mnt_writers`):
+    /// spread over cache lines, so opens and closes for writing of different files on
+    /// different threads write different lines.
+    writers: DistCounter,
     /// Still part of its namespace's tree (Linux: `check_mnt()`); cleared by a detach.
     attached: AtomicBool,
     /// Marked by a first `umount2(MNT_EXPIRE)`.
@@ -78,7 +81,7 @@ impl Mount {
             root,
             _root_hold: root_hold,
             flags: AtomicU32::new(flags.bits()),
-            writers: AtomicU64::new(0),
+            writers: DistCounter::new(),
             attached: AtomicBool::new(true),
             expiry_mark: AtomicBool::new(false),
             parent: Mutex::new(None),
@@ -115,13 +118,13 @@ impl Mount {
     }
     /// Counts an open file that may write through this mount and its filesystem.
     pub(crate) fn get_write(&self) {
-        self.writers.fetch_add(1, Ordering::Relaxed);
+        self.writers.add(1);
         self.sb.get_write();
     }
 
     /// Uncounts an open file that may write.
     pub(crate) fn put_write(&self) {
-        self.writers.fetch_sub(1, Ordering::Relaxed);
+        self.writers.add(-1);
         self.sb.put_write();
     }
 
@@ -141,9 +144,10 @@ impl Mount {
         self.attached.store(false, Ordering::Relaxed);
     }
 
-    /// Files open for writing through this mount.
+    /// Files open for writing through this mount (exact when no file is being opened or
+    /// closed for writing meanwhile; see `DistCounter`).
     pub fn writers(&self) -> u64 {
-        self.writers.load(Ordering::Relaxed)
+        self.writers.sum().max(0) as u64
     }
 
     /// Parent mount and mountpoint, or `None` for a namespace root or a detached mount.

@@ -40,8 +40,10 @@ impl Pages {
 }
 
 /// The pages of a tmpfs file.
-#[derive(Default)]
 pub(crate) struct RegData {
+    /// The instance's space accounting, reached from here so that I/O on an open file
+    /// touches nothing shared with other files (an `Arc` clone per open would be).
+    counters: Arc<Counters>,
     /// Protects: the page map and, with the attribute lock, `size` and `blocks` of the inode
     /// (Linux: `i_rwsem` of a shmem file). Shared for reads, exclusive for writes and resizes.
     /// Order: after the inode lock and `FileDescription::pos`; before the attribute lock.
@@ -49,6 +51,13 @@ pub(crate) struct RegData {
 }
 
 impl RegData {
+    pub(crate) fn new(counters: Arc<Counters>) -> RegData {
+        RegData {
+            counters,
+            pages: RwLock::default(),
+        }
+    }
+
     /// Drops every page; returns how many there were.
     pub(crate) fn release_all(&self) -> u64 {
         let mut p = self.pages.write();
@@ -109,7 +118,6 @@ fn copy_small(dst: &mut [u8], src: &[u8]) {
 pub(crate) struct RegFile {
     /// The inode's pages (`Kind::Reg`), copied here the first time they are found.
     pub(crate) data: OnceLock<Arc<RegData>>,
-    pub(crate) counters: Arc<Counters>,
 }
 
 impl RegFile {
@@ -178,7 +186,8 @@ impl FileOps for RegFile {
             };
             return Ok((0, start));
         }
-        let mut pages = self.data(file)?.pages.write();
+        let data = self.data(file)?;
+        let mut pages = data.pages.write();
         let start = match pos {
             WritePos::At(p) => p,
             WritePos::Append => inode.size(),
@@ -206,7 +215,7 @@ impl FileOps for RegFile {
                     e.into_mut()
                 }
                 std::collections::btree_map::Entry::Vacant(e) => {
-                    if self.counters.alloc_blocks(1).is_err() {
+                    if data.counters.alloc_blocks(1).is_err() {
                         break;
                     }
                     new_pages += 1;
@@ -277,7 +286,9 @@ impl FileOps for RegFile {
         len: u64,
     ) -> Result<()> {
         let inode = file.inode();
-        let mut pages = self.data(file)?.pages.write();
+        let data = self.data(file)?;
+        let counters = &data.counters;
+        let mut pages = data.pages.write();
         let end = offset + len;
         if mode.contains(FallocFlags::PUNCH_HOLE) {
             let first_full = offset.div_ceil(PAGE_SIZE);
@@ -291,7 +302,7 @@ impl FileOps for RegFile {
                 pages.map.remove(k);
                 pages.unwritten.remove(k);
             }
-            self.counters.free_blocks(doomed.len() as u64);
+            counters.free_blocks(doomed.len() as u64);
             // Partial pages at either end are zeroed, not freed.
             let (head, tail) = (offset / PAGE_SIZE, end / PAGE_SIZE);
             let mut zero = |idx: u64, from: u64, to: u64| {
@@ -321,17 +332,17 @@ impl FileOps for RegFile {
             // Count before collecting: a request far past the size limit must fail with ENOSPC
             // without first listing every page it names.
             let present = pages.map.range(first..last).count() as u64;
-            let (max_blocks, _) = self.counters.block_room();
+            let (max_blocks, _) = counters.block_room();
             // A range larger than the whole instance fails before any page (Linux:
             // `shmem_fallocate()`, "avoid a swapstorm").
             if max_blocks != 0 && last - first > max_blocks {
                 return Err(Errno::ENOSPC);
             }
-            if let Err(e) = self.counters.alloc_blocks(last - first - present) {
+            if let Err(e) = counters.alloc_blocks(last - first - present) {
                 // Linux goes page by page and fails at the first page it cannot allocate; the
                 // pages it added are removed again, but the ones an earlier call preallocated,
                 // which it initialised on the way, stay data.
-                let (_, mut room) = self.counters.block_room();
+                let (_, mut room) = counters.block_room();
                 for i in first..last {
                     if pages.map.contains_key(&i) {
                         pages.unwritten.remove(&i);

@@ -296,7 +296,7 @@ impl Node {
     /// The pages of a regular file, made on the first call (`None` for other kinds).
     pub(crate) fn reg_data(&self) -> Option<&Arc<RegData>> {
         match &self.kind {
-            Kind::Reg(r) => Some(r.get_or_init(Arc::default)),
+            Kind::Reg(r) => Some(r.get_or_init(|| Arc::new(RegData::new(self.counters.clone())))),
             _ => None,
         }
     }
@@ -673,7 +673,6 @@ impl InodeOps for Node {
                         .get()
                         .cloned()
                         .map_or_else(OnceLock::new, OnceLock::from),
-                    counters: self.counters.clone(),
                 }))
             }
             Kind::Dir(_) => {
