@@ -47,7 +47,7 @@ impl DistCounter {
     /// Adds `n` (negative to take away) in the calling thread's slot.
     #[inline]
     pub(crate) fn add(&self, n: i64) {
-        self.slots[slot::index() % SLOTS]
+        self.slots[slot_index() % SLOTS]
             .0
             .fetch_add(n, Ordering::SeqCst);
     }
@@ -65,7 +65,13 @@ impl std::fmt::Debug for DistCounter {
     }
 }
 
-/// The calling thread's slot number: threads are numbered in the order they first ask.
+/// The calling thread's number, for picking its slot (also `Budget`'s): threads are
+/// numbered in the order they first ask.
+#[inline]
+pub(crate) fn slot_index() -> usize {
+    slot::index()
+}
+
 #[cfg(not(any(loom, feature = "shuttle")))]
 mod slot {
     use std::sync::atomic::{AtomicUsize, Ordering};

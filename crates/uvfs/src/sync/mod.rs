@@ -10,6 +10,7 @@
 //! `rcu.rs`). The reclamation protocol (retire only what is unreachable, guard every walk) is
 //! therefore argued in `dcache.rs`, not checked.
 
+pub(crate) mod budget;
 pub(crate) mod cell;
 pub(crate) mod dist_counter;
 pub(crate) mod lock;

@@ -23,6 +23,7 @@ use crate::abi::{
     Errno, FileType, OpenFlags, RenameFlags, Result, StatFs, XattrFlags, NAME_MAX, PAGE_SIZE,
     TMPFS_MAGIC,
 };
+use crate::sync::budget::Budget;
 use crate::vfs::inode::{Inode, InodeHold, InodeInit, SetAttr, Stamp};
 use crate::vfs::ops::{FileOps, InodeOps, NewInode, SuperOps};
 use crate::vfs::{Dentry, SuperBlock};
@@ -44,44 +45,41 @@ pub(crate) fn xattr_space(name: &[u8], value_len: usize) -> u64 {
 }
 
 /// Space and inode accounting of one tmpfs instance. Inodes and extended attributes share
-/// one budget of "inode space" in bytes, `nr_inodes * 1024` (Linux: `free_ispace`).
-#[derive(Debug, Default)]
+/// one budget of "inode space" in bytes, `nr_inodes * 1024` (Linux: `free_ispace`). Both
+/// budgets are spread over per-thread reserves (`sync::budget`), so creates, unlinks and page
+/// allocations on different threads do not write one shared count each.
+#[derive(Debug)]
 pub(crate) struct Counters {
-    max_blocks: AtomicU64,
-    used_blocks: AtomicU64,
-    max_inodes: AtomicU64,
-    used_ispace: AtomicU64,
+    /// Pages (`size=`; 0: no limit).
+    blocks: Budget,
+    /// Inode space in bytes (`nr_inodes=` times 1024; 0: no limit).
+    ispace: Budget,
     /// Inodes with no link that are still held (Linux: `s_remove_count`).
     orphans: AtomicU64,
 }
 
-fn reserve(used: &AtomicU64, max: &AtomicU64, n: u64) -> Result<()> {
-    let limit = max.load(Ordering::Relaxed);
-    if limit == 0 {
-        used.fetch_add(n, Ordering::Relaxed);
-        return Ok(());
-    }
-    used.fetch_update(Ordering::Relaxed, Ordering::Relaxed, |u| {
-        u.checked_add(n).filter(|&v| v <= limit)
-    })
-    .map(|_| ())
-    .map_err(|_| Errno::ENOSPC)
-}
-
 impl Counters {
+    fn new(max_blocks: u64, max_inodes: u64) -> Counters {
+        Counters {
+            blocks: Budget::new(max_blocks, 1),
+            ispace: Budget::new(max_inodes.saturating_mul(BOGO_INODE_SIZE), BOGO_INODE_SIZE),
+            orphans: AtomicU64::new(0),
+        }
+    }
     pub(crate) fn alloc_blocks(&self, n: u64) -> Result<()> {
-        reserve(&self.used_blocks, &self.max_blocks, n)
+        if self.blocks.charge(n) {
+            Ok(())
+        } else {
+            Err(Errno::ENOSPC)
+        }
     }
     pub(crate) fn free_blocks(&self, n: u64) {
-        self.used_blocks.fetch_sub(n, Ordering::Relaxed);
+        self.blocks.refund(n);
     }
     /// The block limit (0: none) and the blocks free under it now.
     pub(crate) fn block_room(&self) -> (u64, u64) {
-        let max = self.max_blocks.load(Ordering::Relaxed);
-        (
-            max,
-            max.saturating_sub(self.used_blocks.load(Ordering::Relaxed)),
-        )
+        let max = self.blocks.max();
+        (max, max.saturating_sub(self.blocks.used()))
     }
     pub(crate) fn alloc_inode(&self) -> Result<()> {
         self.alloc_ispace(BOGO_INODE_SIZE)
@@ -91,22 +89,14 @@ impl Counters {
     }
     /// Charges `bytes` of inode space; free when the instance has no inode limit.
     pub(crate) fn alloc_ispace(&self, bytes: u64) -> Result<()> {
-        let max = self.max_inodes.load(Ordering::Relaxed);
-        if max == 0 {
-            return Ok(());
+        if self.ispace.charge(bytes) {
+            Ok(())
+        } else {
+            Err(Errno::ENOSPC)
         }
-        let limit = max.saturating_mul(BOGO_INODE_SIZE);
-        self.used_ispace
-            .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |u| {
-                u.checked_add(bytes).filter(|&v| v <= limit)
-            })
-            .map(|_| ())
-            .map_err(|_| Errno::ENOSPC)
     }
     pub(crate) fn free_ispace(&self, bytes: u64) {
-        if self.max_inodes.load(Ordering::Relaxed) != 0 {
-            self.used_ispace.fetch_sub(bytes, Ordering::Relaxed);
-        }
+        self.ispace.refund(bytes);
     }
 }
 
@@ -127,15 +117,10 @@ impl Tmpfs {
         gid: u32,
     ) -> Result<(Arc<SuperBlock>, Arc<Dentry>)> {
         let ram_pages = total_ram_bytes() / PAGE_SIZE;
-        let counters = Arc::new(Counters::default());
-        counters.max_blocks.store(
+        let counters = Arc::new(Counters::new(
             options.max_blocks.unwrap_or(ram_pages / 2),
-            Ordering::Relaxed,
-        );
-        counters.max_inodes.store(
             options.max_inodes.unwrap_or(ram_pages / 2),
-            Ordering::Relaxed,
-        );
+        ));
         let sb = SuperBlock::new(Box::new(Tmpfs {
             counters: counters.clone(),
         }));
@@ -174,17 +159,16 @@ impl SuperOps for Tmpfs {
             fsid: [sb.dev() as i32, (sb.dev() >> 32) as i32],
             ..StatFs::default()
         };
-        let mb = c.max_blocks.load(Ordering::Relaxed);
+        let mb = c.blocks.max();
         if mb != 0 {
             s.blocks = mb;
-            s.bfree = mb.saturating_sub(c.used_blocks.load(Ordering::Relaxed));
+            s.bfree = mb.saturating_sub(c.blocks.used());
             s.bavail = s.bfree;
         }
-        let mi = c.max_inodes.load(Ordering::Relaxed);
+        let mi = c.ispace.max() / BOGO_INODE_SIZE;
         if mi != 0 {
             s.files = mi;
-            s.ffree = (mi * BOGO_INODE_SIZE).saturating_sub(c.used_ispace.load(Ordering::Relaxed))
-                / BOGO_INODE_SIZE;
+            s.ffree = (mi * BOGO_INODE_SIZE).saturating_sub(c.ispace.used()) / BOGO_INODE_SIZE;
         }
         Ok(s)
     }
@@ -198,27 +182,20 @@ impl SuperOps for Tmpfs {
         let c = &self.counters;
         // Linux refuses to shrink a limit below what is in use, and to turn an unlimited
         // instance limited.
-        if let Some(mb) = o.max_blocks {
-            let cur = c.max_blocks.load(Ordering::Relaxed);
-            if mb != 0 && (c.used_blocks.load(Ordering::Relaxed) > mb || cur == 0) {
-                return Err(Errno::EINVAL);
-            }
+        // Checked with each budget's reserves given back, so "in use" is exact.
+        let refused = |new: Option<u64>, cur: u64, used: u64| {
+            new.is_some_and(|m| m != 0 && (used > m || cur == 0))
+        };
+        let new_ispace = o.max_inodes.map(|mi| mi.saturating_mul(BOGO_INODE_SIZE));
+        if c.blocks
+            .with_exact(|cur, used| (None, refused(o.max_blocks, cur, used)))
+            || c.ispace
+                .with_exact(|cur, used| (None, refused(new_ispace, cur, used)))
+        {
+            return Err(Errno::EINVAL);
         }
-        if let Some(mi) = o.max_inodes {
-            let cur = c.max_inodes.load(Ordering::Relaxed);
-            if mi != 0
-                && (c.used_ispace.load(Ordering::Relaxed) > mi.saturating_mul(BOGO_INODE_SIZE)
-                    || cur == 0)
-            {
-                return Err(Errno::EINVAL);
-            }
-        }
-        if let Some(mb) = o.max_blocks {
-            c.max_blocks.store(mb, Ordering::Relaxed);
-        }
-        if let Some(mi) = o.max_inodes {
-            c.max_inodes.store(mi, Ordering::Relaxed);
-        }
+        c.blocks.with_exact(|_, _| (o.max_blocks, ()));
+        c.ispace.with_exact(|_, _| (new_ispace, ()));
         Ok(())
     }
 
