@@ -23,7 +23,10 @@ struct Inner {
     limit: u32,
 }
 
-/// A table of open fds, shared by tasks cloned with shared files.
+/// A table of open fds, shared by tasks cloned with shared files. Aligned to a cache-line
+/// pair so that two tasks' tables never share a line (tables made one after the other by
+/// one thread sit side by side in the allocator).
+#[repr(align(128))]
 pub struct FdTable {
     /// Protects: every slot, the limit.
     /// Order: innermost except for dropping closed files, which happens after release.

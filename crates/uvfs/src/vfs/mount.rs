@@ -45,6 +45,10 @@ static NEXT_MNT_ID: AtomicU64 = AtomicU64::new(1);
 /// while it is attached there: a bind mount of a file or directory keeps the source's inode
 /// after its last link goes (Linux: `mnt_root` and `mnt_mountpoint` are counted dentry
 /// references, dropped by `cleanup_mnt()` and `umount_mnt()`).
+///
+/// Aligned to a cache-line pair, which keeps the fields every open reads (flags, superblock)
+/// off the line of the `Arc`'s counts in front of them, which every open writes.
+#[repr(align(128))]
 pub struct Mount {
     id: u64,
     sb: Arc<SuperBlock>,
