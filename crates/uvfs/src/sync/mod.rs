@@ -14,6 +14,7 @@ pub(crate) mod budget;
 pub(crate) mod cell;
 pub(crate) mod dist_counter;
 pub(crate) mod lock;
+pub mod pcpu_ref;
 pub(crate) mod rcu;
 pub mod seqcount;
 

@@ -7,6 +7,7 @@ use super::EmptyPath;
 use crate::abi::{Access, Dirent, Errno, ResolveFlags, Result};
 use crate::vfs::atime::touch_atime;
 use crate::vfs::cred::Capabilities;
+use crate::vfs::mount::MountRef;
 use crate::vfs::namei::FollowLast;
 use crate::vfs::ops::DirEntry;
 use crate::vfs::permission::inode_permission;
@@ -164,7 +165,7 @@ pub(crate) fn path_of(p: &VfsPath, root: &VfsPath) -> (Vec<u8>, bool) {
     let mut d = p.dentry.clone();
     let mut reachable = false;
     loop {
-        if Arc::ptr_eq(&mnt, &root.mnt) && Arc::ptr_eq(&d, &root.dentry) {
+        if MountRef::ptr_eq(&mnt, &root.mnt) && Arc::ptr_eq(&d, &root.dentry) {
             reachable = true;
             break;
         }

@@ -8,7 +8,7 @@ use super::EmptyPath;
 use crate::abi::{Errno, MountFlags, ResolveFlags, Result, UmountFlags};
 use crate::fs::tmpfs::{Tmpfs, TmpfsOptions};
 use crate::vfs::cred::Capabilities;
-use crate::vfs::mount::{Detach, MntFlags, Mount};
+use crate::vfs::mount::{Detach, MntFlags, Mount, MountRef};
 use crate::vfs::namei::FollowLast;
 use crate::vfs::{Task, VfsPath};
 
@@ -215,7 +215,7 @@ impl Task {
             let target = self.lock_mount(target)?;
             // The namespace's root mount counts as attached (on Linux it sits on the hidden
             // rootfs), so moving it fails below with ELOOP.
-            let attached = src.mnt.parent().is_some() || Arc::ptr_eq(&src.mnt, self.ns.root());
+            let attached = src.mnt.parent().is_some() || MountRef::ptr_eq(&src.mnt, self.ns.root());
             if !attached || !self.in_namespace(&src.mnt) {
                 return Err(Errno::EINVAL);
             }
@@ -293,7 +293,7 @@ impl Task {
 
     /// Whether `m` and every mount above it are in the namespace's tree (Linux: a mount's
     /// `mnt_ns`, which a lazy unmount clears for the whole tree it takes out).
-    fn in_namespace(&self, m: &Arc<Mount>) -> bool {
+    fn in_namespace(&self, m: &MountRef) -> bool {
         let mut cur = m.clone();
         loop {
             if !cur.is_attached() {
@@ -301,16 +301,16 @@ impl Task {
             }
             match cur.parent() {
                 Some((p, _)) => cur = p,
-                None => return Arc::ptr_eq(&cur, self.ns.root()),
+                None => return MountRef::ptr_eq(&cur, self.ns.root()),
             }
         }
     }
 
     fn copy_submounts(
         &self,
-        src_mnt: &Arc<Mount>,
+        src_mnt: &MountRef,
         src_root: &Arc<crate::vfs::Dentry>,
-        dst: &Arc<Mount>,
+        dst: &MountRef,
     ) {
         for child in self.ns.children(src_mnt) {
             let Some((_, point)) = child.parent() else {
@@ -331,10 +331,10 @@ impl Task {
         }
     }
 
-    fn is_under(&self, p: &VfsPath, m: &Arc<Mount>) -> bool {
+    fn is_under(&self, p: &VfsPath, m: &MountRef) -> bool {
         let mut cur = Some(p.mnt.clone());
         while let Some(c) = cur {
-            if Arc::ptr_eq(&c, m) {
+            if MountRef::ptr_eq(&c, m) {
                 return true;
             }
             cur = c.parent().map(|(pm, _)| pm);
@@ -367,13 +367,13 @@ impl Task {
         if !Arc::ptr_eq(&p.dentry, p.mnt.root()) || !p.mnt.is_attached() {
             return Err(Errno::EINVAL);
         }
-        let is_task_root = Arc::ptr_eq(&p.mnt, &self.fs.borrow().root.mnt);
+        let is_task_root = MountRef::ptr_eq(&p.mnt, &self.fs.borrow().root.mnt);
         if flags.contains(UmountFlags::EXPIRE) {
             // Marks the mount on the first call (EAGAIN), unmounts on the next if still unused.
             if is_task_root || flags.intersects(UmountFlags::FORCE | UmountFlags::DETACH) {
                 return Err(Errno::EINVAL);
             }
-            if !self.ns.children(&p.mnt).is_empty() || Arc::strong_count(&p.mnt) > 3 {
+            if !self.ns.children(&p.mnt).is_empty() || p.mnt.count() > 3 {
                 return Err(Errno::EBUSY);
             }
             if !p.mnt.set_expiry_mark() {

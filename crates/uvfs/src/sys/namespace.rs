@@ -13,6 +13,7 @@ use crate::abi::{
 use crate::vfs::atime::touch_atime_at;
 use crate::vfs::cred::{Capabilities, Cred};
 use crate::vfs::inode::Inode;
+use crate::vfs::mount::MountRef;
 use crate::vfs::namei::{FollowLast, LastKind};
 use crate::vfs::permission::{
     inode_permission, may_create, may_delete, owner_or_capable, VictimKind,
@@ -222,7 +223,7 @@ impl Task {
             newpath.as_ref(),
             WantDir::No,
             |cred, parent, dir, name| {
-                if !Arc::ptr_eq(&parent.mnt, &old.mnt) {
+                if !MountRef::ptr_eq(&parent.mnt, &old.mnt) {
                     return Err(Errno::EXDEV);
                 }
                 may_linkat(cred, &inode)?;
@@ -331,7 +332,7 @@ impl Task {
         }
         let op = self.parent_of(olddirfd, oldpath.as_ref())?;
         let np = self.parent_of(newdirfd, newpath.as_ref())?;
-        if !Arc::ptr_eq(&op.path.mnt, &np.path.mnt) {
+        if !MountRef::ptr_eq(&op.path.mnt, &np.path.mnt) {
             return Err(Errno::EXDEV);
         }
         if op.kind != LastKind::Normal {

@@ -10,7 +10,7 @@ use crate::abi::{
 };
 use crate::vfs::cred::{Capabilities, Cred};
 use crate::vfs::inode::Inode;
-use crate::vfs::mount::Mount;
+use crate::vfs::mount::MountRef;
 use crate::vfs::namei::FollowLast;
 use crate::vfs::permission::{inode_permission, owner_or_capable};
 use crate::vfs::Task;
@@ -82,7 +82,7 @@ fn cap_xattr_write(cred: &Cred, name: &[u8]) -> Result<()> {
 }
 
 impl Task {
-    fn xattr_target(&self, path: &[u8], follow: Follow) -> Result<(Arc<Mount>, Arc<Inode>)> {
+    fn xattr_target(&self, path: &[u8], follow: Follow) -> Result<(MountRef, Arc<Inode>)> {
         let f = if follow == Follow::Yes {
             FollowLast::Yes
         } else {
@@ -103,7 +103,7 @@ impl Task {
         )
     }
 
-    fn xattr_fd(&self, fd: i32) -> Result<(Arc<Mount>, Arc<Inode>)> {
+    fn xattr_fd(&self, fd: i32) -> Result<(MountRef, Arc<Inode>)> {
         let file = self.files.get(fd)?;
         if file.fmode().path_only {
             return Err(Errno::EBADF);
@@ -113,7 +113,7 @@ impl Task {
 
     fn do_setxattr(
         &self,
-        t: Result<(Arc<Mount>, Arc<Inode>)>,
+        t: Result<(MountRef, Arc<Inode>)>,
         name: &[u8],
         value: &[u8],
         flags: XattrFlags,
@@ -139,7 +139,7 @@ impl Task {
 
     fn do_getxattr(
         &self,
-        t: Result<(Arc<Mount>, Arc<Inode>)>,
+        t: Result<(MountRef, Arc<Inode>)>,
         name: &[u8],
         buf: &mut [u8],
     ) -> Result<usize> {
@@ -158,7 +158,7 @@ impl Task {
         Ok(v.len())
     }
 
-    fn do_listxattr(&self, t: Result<(Arc<Mount>, Arc<Inode>)>, buf: &mut [u8]) -> Result<usize> {
+    fn do_listxattr(&self, t: Result<(MountRef, Arc<Inode>)>, buf: &mut [u8]) -> Result<usize> {
         let (_, inode) = t?;
         let trusted = self.cred.borrow().capable(Capabilities::SYS_ADMIN);
         let mut out = Vec::new();
@@ -183,7 +183,7 @@ impl Task {
         Ok(out.len())
     }
 
-    fn do_removexattr(&self, t: Result<(Arc<Mount>, Arc<Inode>)>, name: &[u8]) -> Result<()> {
+    fn do_removexattr(&self, t: Result<(MountRef, Arc<Inode>)>, name: &[u8]) -> Result<()> {
         check_name(name)?;
         let (mnt, inode) = t?;
         if mnt.is_rdonly() {

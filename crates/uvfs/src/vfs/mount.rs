@@ -11,6 +11,7 @@ use super::dentry::Dentry;
 use super::inode::InodeHold;
 use super::super_block::SuperBlock;
 use crate::sync::dist_counter::DistCounter;
+use crate::sync::pcpu_ref::PcpuRef;
 use bitflags::bitflags;
 
 bitflags! {
@@ -68,18 +69,24 @@ pub struct Mount {
     parent: Mutex<Option<Attachment>>,
 }
 
+/// A counted reference to a mount: spread over per-thread slots while the mount is in its
+/// namespace's tree, so opens and closes on different threads write different lines (Linux:
+/// the per-CPU `mnt_count`); counted centrally once the tree let it go (`Mount::set_detached`
+/// or the namespace's end kill it), and freed by its last reference.
+pub type MountRef = PcpuRef<Mount>;
+
 /// Where a mount is attached, with the hold on the mountpoint's inode.
 struct Attachment {
-    mnt: Arc<Mount>,
+    mnt: MountRef,
     point: Arc<Dentry>,
     _hold: InodeHold,
 }
 
 impl Mount {
     /// A detached mount of `root` in `sb`.
-    pub fn new(sb: Arc<SuperBlock>, root: Arc<Dentry>, flags: MntFlags) -> Arc<Mount> {
+    pub fn new(sb: Arc<SuperBlock>, root: Arc<Dentry>, flags: MntFlags) -> MountRef {
         let root_hold = InodeHold::of(&root);
-        Arc::new(Mount {
+        PcpuRef::new(Mount {
             id: NEXT_MNT_ID.fetch_add(1, Ordering::Relaxed),
             sb,
             root,
@@ -155,7 +162,7 @@ impl Mount {
     }
 
     /// Parent mount and mountpoint, or `None` for a namespace root or a detached mount.
-    pub fn parent(&self) -> Option<(Arc<Mount>, Arc<Dentry>)> {
+    pub fn parent(&self) -> Option<(MountRef, Arc<Dentry>)> {
         self.parent
             .lock()
             .as_ref()
@@ -177,7 +184,7 @@ impl std::fmt::Debug for Mount {
 #[derive(Clone, Debug)]
 pub struct VfsPath {
     /// The mount.
-    pub mnt: Arc<Mount>,
+    pub mnt: MountRef,
     /// The dentry.
     pub dentry: Arc<Dentry>,
 }
@@ -185,7 +192,7 @@ pub struct VfsPath {
 impl VfsPath {
     /// True if both name the same location.
     pub fn same(&self, other: &VfsPath) -> bool {
-        Arc::ptr_eq(&self.mnt, &other.mnt) && Arc::ptr_eq(&self.dentry, &other.dentry)
+        MountRef::ptr_eq(&self.mnt, &other.mnt) && Arc::ptr_eq(&self.dentry, &other.dentry)
     }
 }
 
@@ -194,8 +201,8 @@ type PointKey = (u64, usize);
 /// The mount table, replaced as a whole on every change (readers load it without a lock).
 #[derive(Clone, Default)]
 struct MountTable {
-    by_point: HashMap<PointKey, Arc<Mount>>,
-    children: HashMap<u64, Vec<Arc<Mount>>>,
+    by_point: HashMap<PointKey, MountRef>,
+    children: HashMap<u64, Vec<MountRef>>,
 }
 
 fn key(mnt: &Mount, d: &Dentry) -> PointKey {
@@ -204,7 +211,7 @@ fn key(mnt: &Mount, d: &Dentry) -> PointKey {
 
 /// A mount namespace: a root mount and the tree attached below it.
 pub struct MountNamespace {
-    root: Arc<Mount>,
+    root: MountRef,
     table: ArcSwap<MountTable>,
     /// Serialises changes of the mount tree (Linux: `namespace_sem`).
     /// Order: before every dentry and inode lock.
@@ -213,7 +220,7 @@ pub struct MountNamespace {
 
 impl MountNamespace {
     /// A namespace whose root is `root`.
-    pub fn new(root: Arc<Mount>) -> Arc<MountNamespace> {
+    pub fn new(root: MountRef) -> Arc<MountNamespace> {
         Arc::new(MountNamespace {
             root,
             table: ArcSwap::from_pointee(MountTable::default()),
@@ -222,18 +229,18 @@ impl MountNamespace {
     }
 
     /// The root mount.
-    pub fn root(&self) -> &Arc<Mount> {
+    pub fn root(&self) -> &MountRef {
         &self.root
     }
 
     /// The mount attached at `dentry` of `mnt`, if any. Called only for dentries whose
     /// mountpoint count is non-zero.
-    pub fn lookup_mount(&self, mnt: &Mount, dentry: &Dentry) -> Option<Arc<Mount>> {
+    pub fn lookup_mount(&self, mnt: &Mount, dentry: &Dentry) -> Option<MountRef> {
         self.table.load().by_point.get(&key(mnt, dentry)).cloned()
     }
 
     /// Mounts attached directly below `mnt`.
-    pub fn children(&self, mnt: &Mount) -> Vec<Arc<Mount>> {
+    pub fn children(&self, mnt: &Mount) -> Vec<MountRef> {
         self.table
             .load()
             .children
@@ -246,7 +253,7 @@ impl MountNamespace {
     ///
     /// # Locking
     /// Takes `lock`.
-    pub(crate) fn attach(&self, child: &Arc<Mount>, point: &VfsPath) {
+    pub(crate) fn attach(&self, child: &MountRef, point: &VfsPath) {
         let at = Attachment {
             mnt: point.mnt.clone(),
             point: point.dentry.clone(),
@@ -281,13 +288,13 @@ impl MountNamespace {
     /// root); `EBUSY` as above.
     pub(crate) fn detach(
         &self,
-        child: &Arc<Mount>,
+        child: &MountRef,
         how: Detach,
         caller_refs: usize,
     ) -> crate::abi::Result<()> {
         let g = self.lock.lock();
         let parent = child.parent();
-        let lazy_root = how == Detach::Lazy && Arc::ptr_eq(child, &self.root);
+        let lazy_root = how == Detach::Lazy && MountRef::ptr_eq(child, &self.root);
         if parent.is_none() && !(lazy_root && child.is_attached()) {
             return Err(crate::abi::Errno::EINVAL);
         }
@@ -296,7 +303,7 @@ impl MountNamespace {
         if how == Detach::Busy {
             // References: the table's two entries, the caller's own, and the parent slot held
             // by nothing else. Anything more is an open file, a cwd or a root.
-            if has_children || Arc::strong_count(child) > 2 + caller_refs {
+            if has_children || child.count() > 2 + caller_refs as i64 {
                 return Err(crate::abi::Errno::EBUSY);
             }
         }
@@ -309,11 +316,16 @@ impl MountNamespace {
         if let Some((pm, pd)) = parent {
             t.by_point.remove(&key(&pm, &pd));
             if let Some(v) = t.children.get_mut(&pm.id) {
-                v.retain(|m| !Arc::ptr_eq(m, child));
+                v.retain(|m| !MountRef::ptr_eq(m, child));
             }
             released.push(child.parent.lock().take());
         }
         child.set_detached();
+        // The tree lets go of the mount (a move attaches it again at once): from now on it
+        // is counted centrally and freed by its last reference.
+        if how != Detach::Move {
+            child.kill();
+        }
         if how == Detach::Lazy {
             let mut todo = vec![child.clone()];
             while let Some(m) = todo.pop() {
@@ -323,6 +335,7 @@ impl MountNamespace {
                         t.by_point.remove(&key(&m, &at.point));
                     }
                     c.set_detached();
+                    c.kill();
                     released.push(at);
                     todo.push(c.clone());
                     disconnected.push(c);
@@ -340,6 +353,17 @@ impl MountNamespace {
     }
 }
 
+impl Drop for MountNamespace {
+    /// The tree's mounts are let go: each is freed by its last reference (an open file, a
+    /// cwd or a root may outlive the namespace).
+    fn drop(&mut self) {
+        self.root.kill();
+        for m in self.table.load().by_point.values() {
+            m.kill();
+        }
+    }
+}
+
 /// Why `detach` takes a mount out of its place.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Detach {
@@ -350,4 +374,47 @@ pub(crate) enum Detach {
     Lazy,
     /// `MS_MOVE`: detached to be attached elsewhere, with its subtree.
     Move,
+}
+
+#[cfg(all(test, not(any(loom, feature = "shuttle"))))]
+mod tests {
+    use super::*;
+    use crate::fs::tmpfs::{Tmpfs, TmpfsOptions};
+
+    /// A namespace with a root mount and one mount on it; `hold` keeps a reference to the
+    /// child past the namespace. Returns the superblocks' counts' drops: at the namespace's
+    /// end, and after the held reference goes.
+    fn drops_at_namespace_end(hold: bool) -> ((usize, usize), (usize, usize)) {
+        let (sb, root) = Tmpfs::new_instance(&TmpfsOptions::default(), 0, 0).expect("tmpfs");
+        let (sb2, root2) = Tmpfs::new_instance(&TmpfsOptions::default(), 0, 0).expect("tmpfs");
+        let ns = MountNamespace::new(Mount::new(sb.clone(), root.clone(), MntFlags::empty()));
+        let child = Mount::new(sb2.clone(), root2.clone(), MntFlags::empty());
+        let point = VfsPath {
+            mnt: ns.root().clone(),
+            dentry: root.clone(),
+        };
+        ns.attach(&child, &point);
+        drop(point);
+        let held = hold.then(|| child.clone());
+        drop(child);
+        let counts = || (Arc::strong_count(&sb), Arc::strong_count(&sb2));
+        let before = counts();
+        drop(ns);
+        let at_end = counts();
+        drop(held);
+        let after = counts();
+        (
+            (before.0 - at_end.0, before.1 - at_end.1),
+            (at_end.0 - after.0, at_end.1 - after.1),
+        )
+    }
+
+    /// The namespace's end lets its mounts go: mounts nobody else holds are freed with it
+    /// (each gives back its `Arc<SuperBlock>`); a mount an open file, cwd or root holds lives
+    /// until that goes, and keeps the mount it is attached to (Linux: `mnt_parent`).
+    #[test]
+    fn a_namespace_frees_its_mounts_when_it_goes() {
+        assert_eq!(drops_at_namespace_end(false), ((1, 1), (0, 0)));
+        assert_eq!(drops_at_namespace_end(true), ((0, 0), (1, 1)));
+    }
 }

@@ -40,7 +40,7 @@ use std::sync::Arc;
 
 use super::dentry::Dentry;
 use super::inode::Inode;
-use super::mount::{Mount, VfsPath};
+use super::mount::{MountRef, VfsPath};
 
 /// How a task resolves paths.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -56,16 +56,16 @@ pub enum WalkMode {
 }
 
 /// A borrowed-for-the-walk or owned strong reference.
-pub(crate) enum Ref<'a, T> {
+pub(crate) enum Ref<'a, P> {
     /// Borrowed from the task, a start file, or a dcache node (valid for the walk's guard).
-    B(&'a Arc<T>),
+    B(&'a P),
     /// Owned (taken by a locked lookup or a mount crossing).
-    O(Arc<T>),
+    O(P),
 }
 
-impl<T> Ref<'_, T> {
+impl<P> Ref<'_, P> {
     #[inline]
-    pub(crate) fn arc(&self) -> &Arc<T> {
+    pub(crate) fn arc(&self) -> &P {
         match self {
             Ref::B(a) => a,
             Ref::O(a) => a,
@@ -73,7 +73,7 @@ impl<T> Ref<'_, T> {
     }
 }
 
-impl<T> Clone for Ref<'_, T> {
+impl<P: Clone> Clone for Ref<'_, P> {
     fn clone(&self) -> Self {
         match self {
             Ref::B(a) => Ref::B(a),
@@ -82,10 +82,10 @@ impl<T> Clone for Ref<'_, T> {
     }
 }
 
-impl<T> std::ops::Deref for Ref<'_, T> {
-    type Target = T;
+impl<P: std::ops::Deref> std::ops::Deref for Ref<'_, P> {
+    type Target = P::Target;
     #[inline]
-    fn deref(&self) -> &T {
+    fn deref(&self) -> &P::Target {
         self.arc()
     }
 }
@@ -93,8 +93,8 @@ impl<T> std::ops::Deref for Ref<'_, T> {
 /// A position of a walk: a mount and a dentry in it.
 #[derive(Clone)]
 pub(crate) struct Pos<'a> {
-    pub(crate) mnt: Ref<'a, Mount>,
-    pub(crate) dentry: Ref<'a, Dentry>,
+    pub(crate) mnt: Ref<'a, MountRef>,
+    pub(crate) dentry: Ref<'a, Arc<Dentry>>,
 }
 
 impl<'a> Pos<'a> {
@@ -120,7 +120,7 @@ impl<'a> Pos<'a> {
 
     #[inline]
     pub(crate) fn same(&self, other: &Pos<'_>) -> bool {
-        Arc::ptr_eq(self.mnt.arc(), other.mnt.arc())
+        MountRef::ptr_eq(self.mnt.arc(), other.mnt.arc())
             && Arc::ptr_eq(self.dentry.arc(), other.dentry.arc())
     }
 

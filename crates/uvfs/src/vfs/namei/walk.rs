@@ -12,6 +12,7 @@ use crate::vfs::atime::touch_atime_at;
 use crate::vfs::cred::Cred;
 use crate::vfs::dcache::{hash_component_checked, hash_len, hash_seed};
 use crate::vfs::dentry::{Cached, Dentry};
+use crate::vfs::mount::MountRef;
 use crate::vfs::mount::{MntFlags, MountNamespace};
 use crate::vfs::permission::may_lookup;
 
@@ -329,7 +330,7 @@ impl<'a> Walker<'a> {
 
     /// Finds a child: cached and lock-free when possible, else locked.
     #[inline]
-    pub(crate) fn lookup_one(&self, dir: &Pos<'a>, name: &[u8]) -> Result<Ref<'a, Dentry>> {
+    pub(crate) fn lookup_one(&self, dir: &Pos<'a>, name: &[u8]) -> Result<Ref<'a, Arc<Dentry>>> {
         if name.len() > NAME_MAX {
             // Never cached: Linux finds the name too long only in the filesystem's lookup,
             // after `__lookup_slow()` refused a removed directory, and a `RESOLVE_CACHED`
@@ -433,7 +434,7 @@ impl<'a> Walker<'a> {
             return Err(Errno::EXDEV);
         }
         if self.resolve.contains(ResolveFlags::NO_XDEV)
-            && (!self.root_set || !Arc::ptr_eq(from.mnt.arc(), self.root.mnt.arc()))
+            && (!self.root_set || !MountRef::ptr_eq(from.mnt.arc(), self.root.mnt.arc()))
         {
             return Err(Errno::EXDEV);
         }
