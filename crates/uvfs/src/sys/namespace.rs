@@ -228,7 +228,7 @@ impl Task {
                 }
                 may_linkat(cred, &inode)?;
                 may_create(cred, dir, parent.dentry.is_dead())?;
-                if !Arc::ptr_eq(dir.sb(), inode.sb()) {
+                if !crate::vfs::super_block::SbRef::ptr_eq(dir.sb(), inode.sb()) {
                     return Err(Errno::EXDEV);
                 }
                 if inode.is_dir() {

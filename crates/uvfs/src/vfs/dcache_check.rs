@@ -40,7 +40,7 @@ use super::inode::{Inode, InodeInit};
 use super::namei::fast::walk_cached;
 use super::namei::FollowLast;
 use super::ops::{FileOps, InodeOps, SuperOps};
-use super::super_block::SuperBlock;
+use super::super_block::{SbRef, SuperBlock};
 use crate::abi::{Errno, FileType, OpenFlags, Result, StatFs};
 use crate::sync::atomic::Ordering;
 use crate::sync::model::{check, thread, AtomicBool};
@@ -73,7 +73,7 @@ impl InodeOps for NoOps {
 }
 
 struct Fixture {
-    sb: Arc<SuperBlock>,
+    sb: SbRef,
 }
 
 impl Fixture {

@@ -6,7 +6,7 @@ use std::sync::Arc;
 use parking_lot::{Mutex, RwLock};
 
 use super::ops::InodeOps;
-use super::super_block::SuperBlock;
+use super::super_block::SbRef;
 use super::time::{coarse_now, fine_now};
 use crate::abi::{FileType, Timespec, S_IALLUGO};
 use crate::sync::atomic::{AtomicI64, AtomicU32, AtomicU64, Ordering};
@@ -97,7 +97,7 @@ pub struct Inode {
     file_type: FileType,
     rdev: u64,
     btime: Timespec,
-    sb: Arc<SuperBlock>,
+    sb: SbRef,
     /// Guards the attribute group below for lock-free readers.
     /// Writers hold `attr_lock`.
     attr_seq: SeqCount,
@@ -124,7 +124,7 @@ pub struct Inode {
 impl Inode {
     /// Creates an inode of `sb` with the given identity and the filesystem's operations; all
     /// four timestamps are "now".
-    pub fn new(sb: &Arc<SuperBlock>, init: InodeInit, ops: Box<dyn InodeOps>) -> Arc<Inode> {
+    pub fn new(sb: &SbRef, init: InodeInit, ops: Box<dyn InodeOps>) -> Arc<Inode> {
         let now = coarse_now();
         Arc::new(Inode {
             ino: init.ino,
@@ -174,7 +174,7 @@ impl Inode {
     }
     /// The superblock.
     #[inline]
-    pub fn sb(&self) -> &Arc<SuperBlock> {
+    pub fn sb(&self) -> &SbRef {
         &self.sb
     }
     /// The filesystem's operations (its private inode).

@@ -9,7 +9,7 @@ use parking_lot::Mutex;
 
 use super::dentry::Dentry;
 use super::inode::InodeHold;
-use super::super_block::SuperBlock;
+use super::super_block::SbRef;
 use crate::sync::dist_counter::DistCounter;
 use crate::sync::pcpu_ref::PcpuRef;
 use bitflags::bitflags;
@@ -52,7 +52,7 @@ static NEXT_MNT_ID: AtomicU64 = AtomicU64::new(1);
 #[repr(align(128))]
 pub struct Mount {
     id: u64,
-    sb: Arc<SuperBlock>,
+    sb: SbRef,
     root: Arc<Dentry>,
     _root_hold: InodeHold,
     flags: AtomicU32,
@@ -67,6 +67,16 @@ pub struct Mount {
     /// Protects: where this mount is attached (parent mount and mountpoint dentry).
     /// Order: innermost.
     parent: Mutex<Option<Attachment>>,
+}
+
+impl Drop for Mount {
+    /// The filesystem's last mount lets its superblock go: from now on the superblock is
+    /// freed by its last reference (an inode's).
+    fn drop(&mut self) {
+        if self.sb.mount_gone() {
+            self.sb.kill();
+        }
+    }
 }
 
 /// A counted reference to a mount: spread over per-thread slots while the mount is in its
@@ -84,8 +94,9 @@ struct Attachment {
 
 impl Mount {
     /// A detached mount of `root` in `sb`.
-    pub fn new(sb: Arc<SuperBlock>, root: Arc<Dentry>, flags: MntFlags) -> MountRef {
+    pub fn new(sb: SbRef, root: Arc<Dentry>, flags: MntFlags) -> MountRef {
         let root_hold = InodeHold::of(&root);
+        sb.mount_added();
         PcpuRef::new(Mount {
             id: NEXT_MNT_ID.fetch_add(1, Ordering::Relaxed),
             sb,
@@ -105,7 +116,7 @@ impl Mount {
     }
     /// The filesystem.
     #[inline]
-    pub fn sb(&self) -> &Arc<SuperBlock> {
+    pub fn sb(&self) -> &SbRef {
         &self.sb
     }
     /// The root of the mounted subtree.
@@ -384,7 +395,7 @@ mod tests {
     /// A namespace with a root mount and one mount on it; `hold` keeps a reference to the
     /// child past the namespace. Returns the superblocks' counts' drops: at the namespace's
     /// end, and after the held reference goes.
-    fn drops_at_namespace_end(hold: bool) -> ((usize, usize), (usize, usize)) {
+    fn drops_at_namespace_end(hold: bool) -> ((i64, i64), (i64, i64)) {
         let (sb, root) = Tmpfs::new_instance(&TmpfsOptions::default(), 0, 0).expect("tmpfs");
         let (sb2, root2) = Tmpfs::new_instance(&TmpfsOptions::default(), 0, 0).expect("tmpfs");
         let ns = MountNamespace::new(Mount::new(sb.clone(), root.clone(), MntFlags::empty()));
@@ -397,7 +408,7 @@ mod tests {
         drop(point);
         let held = hold.then(|| child.clone());
         drop(child);
-        let counts = || (Arc::strong_count(&sb), Arc::strong_count(&sb2));
+        let counts = || (sb.count(), sb2.count());
         let before = counts();
         drop(ns);
         let at_end = counts();
@@ -410,7 +421,7 @@ mod tests {
     }
 
     /// The namespace's end lets its mounts go: mounts nobody else holds are freed with it
-    /// (each gives back its `Arc<SuperBlock>`); a mount an open file, cwd or root holds lives
+    /// (each gives back its `SbRef`); a mount an open file, cwd or root holds lives
     /// until that goes, and keeps the mount it is attached to (Linux: `mnt_parent`).
     #[test]
     fn a_namespace_frees_its_mounts_when_it_goes() {

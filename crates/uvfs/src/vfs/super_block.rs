@@ -2,12 +2,12 @@
 
 use std::cell::Cell;
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
-use std::sync::Arc;
 
 use parking_lot::Mutex;
 
 use super::ops::SuperOps;
 use crate::sync::dist_counter::DistCounter;
+use crate::sync::pcpu_ref::PcpuRef;
 
 /// Superblock flag: the filesystem is read-only (`SB_RDONLY`).
 pub const SB_RDONLY: u32 = 1;
@@ -26,6 +26,12 @@ thread_local! {
     static INO_CACHE: Cell<(u64, u64, u64)> = const { Cell::new((0, 0, 0)) };
 }
 
+/// A counted reference to a superblock: every inode holds one, so it is spread over
+/// per-thread slots while the filesystem is mounted (creates and frees of inodes on different
+/// threads write different lines), and counted centrally once its last mount is gone (Linux:
+/// an inode's `i_sb` is a plain pointer, the superblock kept by `s_active`).
+pub type SbRef = PcpuRef<SuperBlock>;
+
 /// A filesystem instance. Aligned to a cache-line pair, which puts the fields every open and
 /// create reads (flags, device) on other lines than the `Arc`'s counts in front of them,
 /// which every inode made or freed writes.
@@ -37,6 +43,9 @@ pub struct SuperBlock {
     /// Open files that may write (Linux: the mounts' writer counts, summed for
     /// `sb_prepare_remount_readonly()`), spread over cache lines as the mount's.
     writers: DistCounter,
+    /// Mounts of this filesystem (Linux: `s_active`): the last one's end kills the
+    /// superblock's spread count.
+    mounts: AtomicU64,
     /// Serialises cross-directory renames so that the ancestor check stays true while the
     /// rename runs (Linux: `s_vfs_rename_mutex`).
     /// Order: first of every namespace lock; before any inode lock.
@@ -47,12 +56,13 @@ pub struct SuperBlock {
 impl SuperBlock {
     /// Creates a superblock with a fresh anonymous device number (major 0, as Linux's
     /// `get_anon_bdev()` hands to tmpfs).
-    pub fn new(ops: Box<dyn SuperOps>) -> Arc<SuperBlock> {
-        Arc::new(SuperBlock {
+    pub fn new(ops: Box<dyn SuperOps>) -> SbRef {
+        PcpuRef::new(SuperBlock {
             dev: NEXT_DEV.fetch_add(1, Ordering::Relaxed) + 0x40,
             next_ino: AtomicU64::new(1),
             flags: AtomicU32::new(0),
             writers: DistCounter::new(),
+            mounts: AtomicU64::new(0),
             rename_lock: Mutex::new(()),
             ops,
         })
@@ -90,6 +100,16 @@ impl SuperBlock {
     #[inline]
     pub fn is_rdonly(&self) -> bool {
         self.flags.load(Ordering::Relaxed) & SB_RDONLY != 0
+    }
+
+    /// Counts a new mount of this filesystem.
+    pub(crate) fn mount_added(&self) {
+        self.mounts.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// Uncounts a mount that went; true if it was the last.
+    pub(crate) fn mount_gone(&self) -> bool {
+        self.mounts.fetch_sub(1, Ordering::AcqRel) == 1
     }
 
     /// Counts an open file that may write.

@@ -6,7 +6,7 @@ use std::sync::{Arc, OnceLock};
 
 use parking_lot::RwLock;
 
-use super::{Counters, Node};
+use super::{Counters, CountersRef, Node};
 use crate::abi::{Errno, FallocFlags, Result, Whence, BLOCK_UNIT, MAX_LFS_FILESIZE, PAGE_SIZE};
 use crate::vfs::inode::Inode;
 use crate::vfs::ops::{generic_llseek, FileOps, WritePos};
@@ -43,7 +43,7 @@ impl Pages {
 pub(crate) struct RegData {
     /// The instance's space accounting, reached from here so that I/O on an open file
     /// touches nothing shared with other files (an `Arc` clone per open would be).
-    counters: Arc<Counters>,
+    counters: CountersRef,
     /// Protects: the page map and, with the attribute lock, `size` and `blocks` of the inode
     /// (Linux: `i_rwsem` of a shmem file). Shared for reads, exclusive for writes and resizes.
     /// Order: after the inode lock and `FileDescription::pos`; before the attribute lock.
@@ -51,7 +51,7 @@ pub(crate) struct RegData {
 }
 
 impl RegData {
-    pub(crate) fn new(counters: Arc<Counters>) -> RegData {
+    pub(crate) fn new(counters: CountersRef) -> RegData {
         RegData {
             counters,
             pages: RwLock::default(),

@@ -24,8 +24,10 @@ use crate::abi::{
     TMPFS_MAGIC,
 };
 use crate::sync::budget::Budget;
+use crate::sync::pcpu_ref::PcpuRef;
 use crate::vfs::inode::{Inode, InodeHold, InodeInit, SetAttr, Stamp};
 use crate::vfs::ops::{FileOps, InodeOps, NewInode, SuperOps};
+use crate::vfs::super_block::SbRef;
 use crate::vfs::{Dentry, SuperBlock};
 
 use dir::DirData;
@@ -100,14 +102,28 @@ impl Counters {
     }
 }
 
+/// A counted reference to an instance's accounting: every inode's tmpfs part holds one, so
+/// it is spread over per-thread slots (creates and frees on different threads write different
+/// lines) until the instance's superblock goes and `Tmpfs`'s drop kills it.
+pub(crate) type CountersRef = PcpuRef<Counters>;
+
+impl Drop for Tmpfs {
+    fn drop(&mut self) {
+        self.counters.kill();
+    }
+}
+
 /// The tmpfs superblock operations.
 pub struct Tmpfs {
-    counters: Arc<Counters>,
+    counters: CountersRef,
 }
 
 impl Tmpfs {
     /// Creates a tmpfs instance with `options` and returns its superblock and root dentry.
     /// The root belongs to `uid`/`gid` and has mode 1777 unless the options say otherwise.
+    /// The instance is freed after its last mount (`Mount::new`) and its last inode are gone;
+    /// one never mounted is kept until the process ends (its superblock's count is spread
+    /// until a last mount ends it: `SbRef`).
     ///
     /// # Errors
     /// `EINVAL` for bad options.
@@ -115,9 +131,9 @@ impl Tmpfs {
         options: &TmpfsOptions,
         uid: u32,
         gid: u32,
-    ) -> Result<(Arc<SuperBlock>, Arc<Dentry>)> {
+    ) -> Result<(SbRef, Arc<Dentry>)> {
         let ram_pages = total_ram_bytes() / PAGE_SIZE;
-        let counters = Arc::new(Counters::new(
+        let counters = CountersRef::new(Counters::new(
             options.max_blocks.unwrap_or(ram_pages / 2),
             options.max_inodes.unwrap_or(ram_pages / 2),
         ));
@@ -218,7 +234,7 @@ pub(crate) enum Kind {
 
 /// The private part of every tmpfs inode.
 pub(crate) struct Node {
-    counters: Arc<Counters>,
+    counters: CountersRef,
     /// Holders of this inode: open file descriptions (`O_PATH` ones too) and the VFS's
     /// [`InodeOps::hold`]s (cwds, roots, mounts). An unlinked inode keeps its space while any
     /// is left (Linux: the inode's reference count, `i_count`).
@@ -249,7 +265,7 @@ struct Extra {
 }
 
 impl Node {
-    fn new(counters: Arc<Counters>, kind: Kind) -> Node {
+    fn new(counters: CountersRef, kind: Kind) -> Node {
         Node {
             counters,
             holds: AtomicU32::new(0),
