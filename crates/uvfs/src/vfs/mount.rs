@@ -93,7 +93,9 @@ struct Attachment {
 }
 
 impl Mount {
-    /// A detached mount of `root` in `sb`.
+    /// A detached mount of `root` in `sb`. Its count is spread until killed: attach it
+    /// (`MountNamespace::attach`; the tree kills it when it lets it go) or kill it
+    /// (`MountRef::kill`), or it is never freed.
     pub fn new(sb: SbRef, root: Arc<Dentry>, flags: MntFlags) -> MountRef {
         let root_hold = InodeHold::of(&root);
         sb.mount_added();
@@ -391,6 +393,7 @@ pub(crate) enum Detach {
 mod tests {
     use super::*;
     use crate::fs::tmpfs::{Tmpfs, TmpfsOptions};
+    use crate::vfs::super_block::SuperBlock;
 
     /// A namespace with a root mount and one mount on it; `hold` keeps a reference to the
     /// child past the namespace. Returns the superblocks' counts' drops: at the namespace's
@@ -427,5 +430,77 @@ mod tests {
     fn a_namespace_frees_its_mounts_when_it_goes() {
         assert_eq!(drops_at_namespace_end(false), ((1, 1), (0, 0)));
         assert_eq!(drops_at_namespace_end(true), ((0, 0), (1, 1)));
+    }
+
+    /// A filesystem that records its superblock's end.
+    struct DropFs(Arc<std::sync::atomic::AtomicBool>);
+
+    impl crate::vfs::ops::SuperOps for DropFs {
+        fn fs_name(&self) -> &'static str {
+            "dropfs"
+        }
+        fn statfs(&self, _sb: &SuperBlock) -> crate::abi::Result<crate::abi::StatFs> {
+            Err(crate::abi::Errno::EOPNOTSUPP)
+        }
+        fn as_any(&self) -> &dyn std::any::Any {
+            self
+        }
+    }
+
+    impl Drop for DropFs {
+        fn drop(&mut self) {
+            self.0.store(true, Ordering::SeqCst);
+        }
+    }
+
+    struct NoOps;
+
+    impl crate::vfs::ops::InodeOps for NoOps {
+        fn as_any(&self) -> &dyn std::any::Any {
+            self
+        }
+        fn open(
+            &self,
+            _inode: &Arc<crate::vfs::inode::Inode>,
+            _flags: crate::abi::OpenFlags,
+        ) -> crate::abi::Result<Box<dyn crate::vfs::ops::FileOps>> {
+            Err(crate::abi::Errno::ENXIO)
+        }
+    }
+
+    /// A superblock is freed once its last mount and its last inode are gone, and not
+    /// before: its spread count is ended by the last mount (`SuperBlock::mounts`).
+    #[test]
+    fn a_superblock_goes_with_its_last_mount_and_inode() {
+        let gone = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let sb = SuperBlock::new(Box::new(DropFs(gone.clone())));
+        let init = crate::vfs::inode::InodeInit {
+            ino: sb.alloc_ino(),
+            file_type: crate::abi::FileType::Directory,
+            perm: 0o755,
+            uid: 0,
+            gid: 0,
+            rdev: 0,
+            nlink: 2,
+        };
+        let root = Dentry::new_root(crate::vfs::inode::Inode::new(&sb, init, Box::new(NoOps)));
+        let a = Mount::new(sb.clone(), root.clone(), MntFlags::empty());
+        let b = Mount::new(sb.clone(), root.clone(), MntFlags::empty());
+        drop(sb);
+        // Never attached: no tree kills them, so the test does, as a tree would.
+        a.kill();
+        b.kill();
+        drop(a);
+        assert!(!gone.load(Ordering::SeqCst), "freed with a mount left");
+        drop(b);
+        assert!(
+            !gone.load(Ordering::SeqCst),
+            "freed with its root inode left"
+        );
+        drop(root);
+        assert!(
+            gone.load(Ordering::SeqCst),
+            "not freed after its last mount and inode"
+        );
     }
 }
