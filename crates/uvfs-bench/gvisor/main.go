@@ -19,6 +19,9 @@
 //	    creates --files empty files in --dirs directories and prints one line
 //	    with the growth of this process's memory over the creation (memory.go).
 //
+// With --workload find (find.go), --files and --dirs give each walker's tree,
+// and an operation is one whole walk of it.
+//
 // Any error is printed on stderr and the process exits with status 1.
 package main
 
@@ -58,6 +61,8 @@ type config struct {
 	threads  int
 	depth    int
 	shared   bool
+	// tree is each walker's tree (find).
+	tree memorySize
 }
 
 // wallClock is the realtime clock tmpfs stamps inodes with: the host's
@@ -206,9 +211,11 @@ type worker struct {
 	// fd is the open description of write1 and read1.
 	fd *vfs.FileDescription
 	// path is what open-read-close opens, stat-walk stats and create-unlink
-	// creates.
+	// creates, and the root of find's tree.
 	path string
 	buf  []byte
+	// tree is the size of find's tree.
+	tree memorySize
 	op   func(w *worker) error
 }
 
@@ -344,6 +351,17 @@ func setup(s *sentry, c config) ([]*worker, error) {
 			}
 			w.path = dir + "/n" + strconv.Itoa(i)
 			w.op = opCreateUnlink
+		case "find":
+			w.path = "w" + strconv.Itoa(i)
+			w.tree = c.tree
+			if err := buildTree(ctx, s, w.path, c.tree); err != nil {
+				return nil, err
+			}
+			w.op = opFind
+			// The warm-up walk, checked.
+			if err := opFind(w); err != nil {
+				return nil, fmt.Errorf("warm-up walk: %w", err)
+			}
 		default:
 			return nil, fmt.Errorf("unknown workload %q", c.workload)
 		}
@@ -423,16 +441,16 @@ func run() error {
 	var sharing string
 	var ops, rounds uint64
 	var serveMode bool
-	flag.StringVar(&c.workload, "workload", "", "write1, read1, open-read-close, stat-walk, create-unlink or memory")
+	flag.StringVar(&c.workload, "workload", "", "write1, read1, open-read-close, stat-walk, create-unlink, find or memory")
 	flag.IntVar(&c.threads, "threads", 1, "goroutines running the workload at once")
 	flag.IntVar(&c.depth, "depth", 1, "path depth (stat-walk)")
 	flag.StringVar(&sharing, "sharing", "shared", "shared or per-thread")
-	flag.Uint64Var(&ops, "ops", 100000, "operations per goroutine and round")
+	flag.Uint64Var(&ops, "ops", 100000, "operations per goroutine and round (find: walks)")
 	flag.Uint64Var(&rounds, "rounds", 1, "rounds to run")
 	flag.BoolVar(&serveMode, "serve", false, "read operation counts from stdin, one round per line")
 	var size memorySize
-	flag.Uint64Var(&size.files, "files", 1000000, "empty files to create (memory)")
-	flag.Uint64Var(&size.dirs, "dirs", 1000, "directories to create them in (memory)")
+	flag.Uint64Var(&size.files, "files", 1000000, "empty files to create (memory; find: per walker)")
+	flag.Uint64Var(&size.dirs, "dirs", 1000, "directories to create them in (memory, find)")
 	flag.Parse()
 	if flag.NArg() != 0 {
 		return fmt.Errorf("unexpected argument %q", flag.Arg(0))
@@ -447,6 +465,10 @@ func run() error {
 	if c.threads < 1 || c.depth < 1 {
 		return fmt.Errorf("--threads and --depth must be at least 1")
 	}
+	if size.files == 0 || size.dirs == 0 || size.dirs > size.files {
+		return fmt.Errorf("--files and --dirs take positive counts with no more directories than files")
+	}
+	c.tree = size
 	if runtime.GOMAXPROCS(0) < c.threads {
 		runtime.GOMAXPROCS(c.threads)
 	}

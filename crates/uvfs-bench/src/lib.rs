@@ -4,6 +4,7 @@
 
 pub mod column;
 pub mod columns;
+pub mod find;
 pub mod machine;
 pub mod memory;
 pub mod params;

@@ -2,6 +2,8 @@
 
 use serde::Serialize;
 
+use crate::find::{Tree, WALKERS};
+
 /// A workload of the suite.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, PartialOrd, Ord)]
 #[serde(rename_all = "kebab-case")]
@@ -16,16 +18,20 @@ pub enum Workload {
     StatWalk,
     /// create and unlink a file in a directory.
     CreateUnlink,
+    /// A warm walk of a tree per walker, `getdents64` then `fstatat` of every entry
+    /// ([`crate::find`]).
+    Find,
 }
 
 impl Workload {
     /// Every workload, in suite order.
-    pub const ALL: [Workload; 5] = [
+    pub const ALL: [Workload; 6] = [
         Workload::Write1,
         Workload::Read1,
         Workload::OpenReadClose,
         Workload::StatWalk,
         Workload::CreateUnlink,
+        Workload::Find,
     ];
 
     /// The name used on the command line and in output.
@@ -36,6 +42,7 @@ impl Workload {
             Workload::OpenReadClose => "open-read-close",
             Workload::StatWalk => "stat-walk",
             Workload::CreateUnlink => "create-unlink",
+            Workload::Find => "find",
         }
     }
 
@@ -66,6 +73,8 @@ pub struct Params {
     pub depth: usize,
     /// Same object or one per thread (multi-thread workloads).
     pub sharing: Sharing,
+    /// Each walker's tree (`find`); `None` otherwise.
+    pub tree: Option<Tree>,
 }
 
 impl Params {
@@ -79,6 +88,9 @@ impl Params {
             }
             return s;
         }
+        if self.workload == Workload::Find {
+            return format!("walkers={}", self.threads);
+        }
         s.push_str(&format!("threads={}", self.threads));
         if self.threads > 1 {
             s.push_str(match self.sharing {
@@ -88,18 +100,35 @@ impl Params {
         }
         s
     }
+
+    /// The operation counts a sample may take are multiples of this: the entries of one
+    /// walk for `find` (a sample walks whole trees), 1 otherwise.
+    pub fn ops_granule(&self) -> u64 {
+        self.tree.map_or(1, |t| t.entries())
+    }
+
+    /// The tree of a `find` configuration.
+    ///
+    /// # Errors
+    /// The configuration has none (a column bug).
+    pub fn find_tree(&self) -> anyhow::Result<Tree> {
+        self.tree
+            .ok_or_else(|| anyhow::anyhow!("{:?} has no find tree", self.workload))
+    }
 }
 
 /// Stat-walk depths of the suite.
 pub const DEPTHS: [usize; 5] = [1, 2, 4, 8, 16];
 
-/// The parameter grid of `workload` for the given thread counts.
-pub fn grid(workload: Workload, threads: &[usize]) -> Vec<Params> {
+/// The parameter grid of `workload` for the given thread counts; `find` walks `find_tree`
+/// with [`WALKERS`] walkers, a tree each.
+pub fn grid(workload: Workload, threads: &[usize], find_tree: Tree) -> Vec<Params> {
     let one = |t, depth, sharing| Params {
         workload,
         threads: t,
         depth,
         sharing,
+        tree: None,
     };
     let mut v = Vec::new();
     match workload {
@@ -117,6 +146,14 @@ pub fn grid(workload: Workload, threads: &[usize]) -> Vec<Params> {
                     v.push(one(t, 1, Sharing::Shared));
                     v.push(one(t, 1, Sharing::PerThread));
                 }
+            }
+        }
+        Workload::Find => {
+            for walkers in WALKERS {
+                v.push(Params {
+                    tree: Some(find_tree),
+                    ..one(walkers, 1, Sharing::PerThread)
+                });
             }
         }
     }

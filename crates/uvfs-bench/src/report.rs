@@ -6,6 +6,7 @@ use comfy_table::presets::UTF8_FULL_CONDENSED;
 use comfy_table::{Cell, CellAlignment, Table};
 
 use crate::machine::LineSample;
+use crate::params::Workload;
 use crate::runner::{ConfigResult, RunResult};
 use crate::stats::Summary;
 
@@ -67,6 +68,52 @@ pub fn workload_table(names: &[&'static str], configs: &[ConfigResult]) -> Table
     t
 }
 
+/// Entries per second summed over the walkers (walkers × 10⁹ / mean ns per entry per
+/// walker) for each configuration of a multi-walker workload, and in parentheses the speed-up
+/// over the one-walker configuration of the same column.
+pub fn aggregate_table(names: &[&'static str], configs: &[ConfigResult]) -> Table {
+    let mut t = Table::new();
+    t.load_preset(UTF8_FULL_CONDENSED);
+    let mut h = vec!["entries/s (all walkers)".to_string()];
+    h.extend(names.iter().map(|s| s.to_string()));
+    t.set_header(h);
+    let rate = |cr: &ConfigResult, ci: usize| {
+        cr.columns[ci]
+            .summary
+            .as_ref()
+            .map(|s| cr.params.threads as f64 * 1e9 / s.amean)
+    };
+    let one = configs.iter().find(|c| c.params.threads == 1);
+    for cr in configs {
+        let mut row = vec![Cell::new(cr.params.label())];
+        for ci in 0..cr.columns.len() {
+            let text = match (rate(cr, ci), one.and_then(|o| rate(o, ci))) {
+                (Some(r), Some(r1)) if cr.params.threads > 1 => {
+                    format!("{} ({:.2}x)", si(r), r / r1)
+                }
+                (Some(r), _) => si(r),
+                (None, _) => "-".to_string(),
+            };
+            row.push(Cell::new(text).set_alignment(CellAlignment::Right));
+        }
+        t.add_row(row);
+    }
+    t
+}
+
+/// `1234567.0` as `1.23M`.
+fn si(x: f64) -> String {
+    if x >= 1e9 {
+        format!("{:.2}G", x / 1e9)
+    } else if x >= 1e6 {
+        format!("{:.2}M", x / 1e6)
+    } else if x >= 1e3 {
+        format!("{:.2}k", x / 1e3)
+    } else {
+        format!("{x:.1}")
+    }
+}
+
 /// Prints every table, the Duration table, the machine record and the column notes.
 pub fn print(r: &RunResult) {
     println!(
@@ -76,7 +123,18 @@ pub fn print(r: &RunResult) {
     println!();
     for (w, configs) in &r.workloads {
         println!("{}", w.name());
+        if *w == Workload::Find {
+            if let Some(t) = configs.first().and_then(|c| c.params.tree) {
+                println!(
+                    "a warm walk of {} files in {} directories per walker (getdents64, then fstatat(AT_SYMLINK_NOFOLLOW) of every entry); ns/op is ns per entry per walker",
+                    t.files, t.dirs
+                );
+            }
+        }
         println!("{}", workload_table(&r.column_names, configs));
+        if *w == Workload::Find {
+            println!("{}", aggregate_table(&r.column_names, configs));
+        }
         if configs.iter().any(|c| c.params.threads > 1) {
             println!("{}", line_state_line(r));
         }

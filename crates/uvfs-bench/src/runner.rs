@@ -9,6 +9,7 @@ use serde::Serialize;
 use serde_json::json;
 
 use crate::column::{Column, Support};
+use crate::find::Tree;
 use crate::machine::{cache_line_round_trip, LineSample, Machine};
 use crate::params::{grid, Params, Workload};
 use crate::stats::Summary;
@@ -140,7 +141,7 @@ pub fn run(
     let configs: Vec<Params> = opts
         .workloads
         .iter()
-        .flat_map(|&w| grid(w, &opts.threads))
+        .flat_map(|&w| grid(w, &opts.threads, Tree::default_for(opts.quick)))
         .collect();
     let steps = configs.len() as u64 * columns.len() as u64 * (opts.iterations as u64 + 1);
     progress.set_length(steps);
@@ -271,14 +272,16 @@ pub fn run(
     Ok(result)
 }
 
-/// Picks an operation count that makes one sample last about `target`.
+/// Picks an operation count that makes one sample last about `target`: a multiple of
+/// [`Params::ops_granule`] (whole walks for `find`), at least one granule.
 fn calibrate(c: &mut dyn Column, p: &Params, target: Duration) -> anyhow::Result<u64> {
-    let mut ops = 16u64;
+    let granule = p.ops_granule();
+    let mut ops = 16u64.next_multiple_of(granule);
     loop {
         let d = c.run(p, ops)?;
         if d >= target / 4 || ops >= 1 << 26 {
             let scaled = (ops as f64 * target.as_secs_f64() / d.as_secs_f64().max(1e-9)) as u64;
-            return Ok(scaled.clamp(8, 1 << 28));
+            return Ok(scaled.clamp(8, 1 << 28).next_multiple_of(granule));
         }
         ops *= 8;
     }

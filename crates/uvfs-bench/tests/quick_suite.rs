@@ -48,8 +48,9 @@ fn quick_run_covers_every_workload_and_writes_outputs() {
             }
         }
     }
-    // write1, read1, orc (1 + 2x2), stat-walk x5, create-unlink (1 + 2x2): 13 configurations.
-    assert_eq!(uvfs_samples, 13 * 2);
+    // write1, read1, orc (1 + 2x2), stat-walk x5, create-unlink (1 + 2x2), find (1 and 2
+    // walkers): 15 configurations.
+    assert_eq!(uvfs_samples, 15 * 2);
     let text = String::from_utf8(json).expect("utf-8");
     assert!(text
         .lines()
@@ -59,7 +60,7 @@ fn quick_run_covers_every_workload_and_writes_outputs() {
         text.lines()
             .filter(|l| l.contains("\"type\":\"sample\""))
             .count()
-            >= 13 * 2 * 2
+            >= 15 * 2 * 2
     );
     for (_, configs) in &r.workloads {
         let t = report::workload_table(&r.column_names, configs).to_string();

@@ -55,7 +55,7 @@ struct BenchArgs {
     #[command(subcommand)]
     group: Option<BenchGroup>,
     /// Workloads to run (default: all, then the scale testcases): write1, read1,
-    /// open-read-close, stat-walk, create-unlink.
+    /// open-read-close, stat-walk, create-unlink, find.
     workloads: Vec<String>,
     /// Tiny counts: a smoke pass of every workload (seconds, not a measurement).
     #[arg(long)]
@@ -63,7 +63,8 @@ struct BenchArgs {
     /// Samples per configuration and column (default 10; 2 with --quick).
     #[arg(long)]
     iterations: Option<usize>,
-    /// Thread counts of the multi-thread workloads, comma-separated (default: 1 and the CPUs).
+    /// Thread counts of the multi-thread workloads, comma-separated (default: 1 and the CPUs;
+    /// find always runs 1 and 2 walkers).
     #[arg(long, value_delimiter = ',')]
     threads: Option<Vec<usize>>,
     /// Write every sample as JSON lines to FILE.

@@ -254,3 +254,97 @@ fn memory_refuses_bad_input_with_a_message() {
         "the probe stays hidden: {help}"
     );
 }
+
+/// Oracle: the shape of the find report and of its JSON; every column that is not skipped
+/// reports a positive time per entry for one and two walkers, over whole walks of the quick
+/// tree (2,000 files in 10 directories: 2,010 entries), and none failed (a walker that
+/// stat'ed fewer entries than the tree has fails its column). No timing.
+#[test]
+fn find_quick_reports_ns_per_entry_for_one_and_two_walkers() {
+    let json = std::env::temp_dir().join(format!("uvfs-cli-find-{}.json", std::process::id()));
+    let o = uvfs(&[
+        "bench",
+        "find",
+        "--quick",
+        "--iterations",
+        "1",
+        "--json",
+        json.to_str().expect("utf-8 temp path"),
+    ]);
+    let out = text(&o.stdout);
+    assert!(o.status.success(), "{out}\n{}", text(&o.stderr));
+    for want in [
+        "a warm walk of 2000 files in 10 directories per walker",
+        "ns per entry per walker",
+        "Amean walkers=1",
+        "Amean walkers=2",
+        "entries/s (all walkers)",
+    ] {
+        assert!(out.contains(want), "missing {want:?} in:\n{out}");
+    }
+    assert!(!out.contains("FAILED"), "{out}");
+    let j = std::fs::read_to_string(&json).expect("json written");
+    std::fs::remove_file(&json).expect("cleanup");
+    let lines: Vec<serde_json::Value> = j
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("every line is JSON"))
+        .collect();
+    let summary = lines
+        .iter()
+        .find(|l| l["type"] == "summary")
+        .expect("a summary line");
+    let r = &summary["result"];
+    assert_eq!(r["failed"], false, "{r}");
+    let workloads = r["workloads"].as_array().expect("workloads");
+    assert_eq!(workloads.len(), 1, "{r}");
+    assert_eq!(workloads[0][0], "find");
+    let configs = workloads[0][1].as_array().expect("configurations");
+    let walkers: Vec<u64> = configs
+        .iter()
+        .map(|c| c["params"]["threads"].as_u64().expect("a count"))
+        .collect();
+    assert_eq!(walkers, [1, 2]);
+    let mut measured = 0;
+    for c in configs {
+        assert_eq!(c["params"]["tree"]["files"], 2000);
+        assert_eq!(c["params"]["tree"]["dirs"], 10);
+        let names: Vec<&str> = c["columns"]
+            .as_array()
+            .expect("columns")
+            .iter()
+            .map(|k| k["column"].as_str().expect("a name"))
+            .collect();
+        assert_eq!(
+            names,
+            ["host", "uvfs", "uvfs-vanilla", "vfs-crate", "gvisor"]
+        );
+        for k in c["columns"].as_array().expect("columns") {
+            let name = k["column"].as_str().expect("a name");
+            assert!(k["error"].is_null(), "{name} failed: {}", k["error"]);
+            if let Some(why) = k["skipped"].as_str() {
+                assert!(
+                    name == "host" || name == "gvisor",
+                    "only host (root) and gvisor (go) may be skipped: {name}: {why}"
+                );
+                assert!(why.starts_with("skipped: "), "{why}");
+                eprintln!("{name} {why}");
+                continue;
+            }
+            let ops = k["ops"].as_u64().expect("ops per sample");
+            assert!(
+                ops > 0 && ops % 2010 == 0,
+                "{name}: {ops} is not whole walks"
+            );
+            let ns = num(&k["summary"]["amean"], name);
+            assert!(ns > 0.0, "{name}: {ns} ns per entry");
+            assert_eq!(k["samples"].as_array().map(Vec::len), Some(1), "{name}");
+            measured += 1;
+        }
+    }
+    assert!(
+        measured >= 6,
+        "uvfs, uvfs-vanilla and vfs-crate always measure"
+    );
+    let samples = lines.iter().filter(|l| l["type"] == "sample").count();
+    assert_eq!(samples, measured, "{j}");
+}

@@ -9,6 +9,11 @@
 //! never timed, and the process stays warm across the runner's iterations like the in-process
 //! columns do.
 //!
+//! For `find` the driver builds a tree per walker (`--files`, `--dirs`), walks each once before
+//! `ready`, and a count on stdin is whole walks per walker (the runner's entries divided by the
+//! tree's; `gvisor/find.go`); the driver checks every walk's entry count itself and exits with
+//! the counts if one is short.
+//!
 //! `uvfs bench memory` starts the same driver in its `--workload memory` mode
 //! (`gvisor/memory.go`, `memory/runner.rs`).
 //!
@@ -159,6 +164,15 @@ impl Session {
             Sharing::Shared => "shared",
             Sharing::PerThread => "per-thread",
         };
+        let tree_args = match p.tree {
+            Some(t) => vec![
+                "--files".to_string(),
+                t.files.to_string(),
+                "--dirs".to_string(),
+                t.dirs.to_string(),
+            ],
+            None => Vec::new(),
+        };
         let mut child = Command::new(driver)
             .args([
                 "--workload",
@@ -173,6 +187,7 @@ impl Session {
                 "--depth",
                 &p.depth.to_string(),
             ])
+            .args(tree_args)
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
@@ -210,7 +225,12 @@ impl Session {
 
     /// Runs `ops` operations per thread and returns the driver's measured wall time.
     fn round(&mut self, ops: u64) -> anyhow::Result<Duration> {
-        writeln!(self.stdin, "{ops}")
+        // The driver counts `find` in whole walks.
+        let count = match self.params.tree {
+            Some(tree) => tree.walks(ops)?,
+            None => ops,
+        };
+        writeln!(self.stdin, "{count}")
             .and_then(|()| self.stdin.flush())
             .map_err(|e| self.failure(&format!("writing to the driver: {e}")))?;
         let line = self.read_line()?;
@@ -377,6 +397,7 @@ mod tests {
             threads: 1,
             depth,
             sharing: Sharing::Shared,
+            tree: None,
         }
     }
 
@@ -404,6 +425,32 @@ mod tests {
             assert!(d > Duration::ZERO, "{}: zero duration", p.label());
             g.teardown();
         }
+    }
+
+    /// Oracle: the driver's own entry-count check (it exits on a short walk) and clock.
+    #[test]
+    fn driver_walks_find_trees_in_whole_walks() {
+        let mut g = Gvisor::prepare(&mut |s| eprintln!("gvisor: {s}"));
+        if let Support::No(why) = g.supports(&params(Workload::Find, 1)) {
+            eprintln!("{why}");
+            return;
+        }
+        let tree = crate::find::Tree::default_for(true);
+        let p = Params {
+            threads: 2,
+            sharing: Sharing::PerThread,
+            tree: Some(tree),
+            ..params(Workload::Find, 1)
+        };
+        g.setup(&p).expect("driver setup");
+        let d = g.run(&p, 2 * tree.entries()).expect("two whole walks");
+        assert!(d > Duration::ZERO);
+        let e = g.run(&p, tree.entries() + 1).expect_err("not a whole walk");
+        assert!(
+            format!("{e}").contains("not a whole number of walks"),
+            "{e}"
+        );
+        g.teardown();
     }
 
     #[test]

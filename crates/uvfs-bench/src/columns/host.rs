@@ -1,15 +1,19 @@
 //! The host kernel: the same work through real system calls on a private tmpfs.
 
-use std::ffi::CString;
-use std::os::fd::{AsFd, OwnedFd};
+use std::ffi::{CStr, CString};
+use std::mem::MaybeUninit;
+use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 use std::sync::Barrier;
 use std::time::{Duration, Instant};
 
 use anyhow::anyhow;
-use rustix::fs::{openat, statat, unlinkat, AtFlags, Mode, OFlags};
+use rustix::fs::{mkdirat, openat, statat, unlinkat, AtFlags, Mode, OFlags, RawDir};
 use rustix::io::{pread, pwrite, read};
 
 use crate::column::{Column, Support};
+use crate::find::{
+    EntryKind, Tree, TreePath, WalkCount, DIR_PERMISSIONS, FILE_PERMISSIONS, GETDENTS_BUF_BYTES,
+};
 use crate::params::{walk_components, Params, Sharing, Workload};
 use crate::private_tmpfs::PrivateTmpfs;
 
@@ -91,6 +95,75 @@ pub fn timed_threads(
     })
 }
 
+/// Builds walker `walker`'s `find` tree under `dir`.
+fn build_tree(dir: BorrowedFd<'_>, tree: &Tree, walker: usize) -> anyhow::Result<()> {
+    let root = Tree::root(walker);
+    mkdirat(dir, root.as_str(), Mode::from_raw_mode(DIR_PERMISSIONS))?;
+    let root = openat(
+        dir,
+        root.as_str(),
+        OFlags::RDONLY | OFlags::DIRECTORY,
+        Mode::empty(),
+    )?;
+    for p in tree.paths() {
+        match p {
+            TreePath::Dir(d) => mkdirat(&root, d.as_str(), Mode::from_raw_mode(DIR_PERMISSIONS))?,
+            TreePath::File(f) => drop(openat(
+                &root,
+                f.as_str(),
+                OFlags::CREATE | OFlags::EXCL | OFlags::WRONLY,
+                Mode::from_raw_mode(FILE_PERMISSIONS),
+            )?),
+        }
+    }
+    Ok(())
+}
+
+/// `find`'s walk of directory `name` of `parent` (see [`crate::find`]): `getdents64` into
+/// `buf`, `fstatat(AT_SYMLINK_NOFOLLOW)` of each entry, then the subdirectories; each stat
+/// counted in `count`.
+fn host_walk(
+    parent: BorrowedFd<'_>,
+    name: &CStr,
+    buf: &mut [MaybeUninit<u8>],
+    count: &mut WalkCount,
+) -> anyhow::Result<()> {
+    let fd = openat(
+        parent,
+        name,
+        OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC,
+        Mode::empty(),
+    )?;
+    let mut subdirs: Vec<CString> = Vec::new();
+    let mut listing = RawDir::new(fd.as_fd(), buf);
+    while let Some(entry) = listing.next() {
+        let entry = entry?;
+        let name = entry.file_name();
+        if name == c"." || name == c".." {
+            continue;
+        }
+        let st = statat(&fd, name, AtFlags::SYMLINK_NOFOLLOW)?;
+        if count.add_mode(st.st_mode) == EntryKind::Directory {
+            subdirs.push(name.to_owned());
+        }
+    }
+    for d in &subdirs {
+        host_walk(fd.as_fd(), d, buf, count)?;
+    }
+    Ok(())
+}
+
+/// `walks` walks of walker `walker`'s tree under `dir`, checked.
+fn host_find(dir: BorrowedFd<'_>, tree: &Tree, walker: usize, walks: u64) -> anyhow::Result<()> {
+    let root = cstr(&Tree::root(walker));
+    let mut buf = vec![MaybeUninit::<u8>::uninit(); GETDENTS_BUF_BYTES];
+    let mut count = WalkCount::default();
+    for _ in 0..walks {
+        host_walk(dir, &root, &mut buf, &mut count)?;
+    }
+    count.check(tree, walks, walker)
+}
+
 impl Column for Host {
     fn name(&self) -> &'static str {
         "host"
@@ -153,6 +226,14 @@ impl Column for Host {
                         rustix::fs::mkdirat(&dir, &d[..d.len() - 1], Mode::from_raw_mode(0o755))?;
                     }
                     self.names.push(cstr(&format!("{d}t{i}")));
+                }
+            }
+            Workload::Find => {
+                let tree = p.find_tree()?;
+                for walker in 0..p.threads {
+                    build_tree(dir.as_fd(), &tree, walker)?;
+                    // The warm-up walk, checked.
+                    host_find(dir.as_fd(), &tree, walker, 1)?;
                 }
             }
         }
@@ -221,6 +302,11 @@ impl Column for Host {
                     Ok(())
                 })
             }
+            Workload::Find => {
+                let tree = p.find_tree()?;
+                let walks = tree.walks(ops)?;
+                timed_threads(p.threads, |walker| host_find(dir, &tree, walker, walks))
+            }
         }
     }
 
@@ -229,6 +315,45 @@ impl Column for Host {
     }
 
     fn note(&self) -> &'static str {
-        "host: real system calls on a private tmpfs (paths relative to its directory fd); threads share the process's fd table"
+        "host: real system calls on a private tmpfs (paths relative to its directory fd); threads (find: walkers) share the process's fd table"
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The host walks two trees whole; a file removed behind one walker's back makes the
+    /// next sample an error naming that walker and its count (oracle: the tree as built).
+    #[test]
+    fn find_walks_whole_trees_and_fails_on_a_short_walk() {
+        let p = Params {
+            workload: Workload::Find,
+            threads: 2,
+            depth: 1,
+            sharing: Sharing::PerThread,
+            tree: Some(Tree::default_for(true)),
+        };
+        let tree = p.find_tree().expect("a find configuration");
+        let mut host = Host::new();
+        if let Support::No(why) = host.supports(&p) {
+            eprintln!("{why}");
+            return;
+        }
+        host.setup(&p).expect("setup");
+        let d = host.run(&p, 2 * tree.entries()).expect("two whole walks");
+        assert!(d > Duration::ZERO);
+        unlinkat(
+            host.tmpfs.dir().expect("mounted"),
+            "w1/d0/f0",
+            AtFlags::empty(),
+        )
+        .expect("unlink");
+        let e = host.run(&p, tree.entries()).expect_err("walker 1 is short");
+        assert!(
+            format!("{e:#}").contains("walker 1 stat'ed 1999 files, 10 directories"),
+            "{e:#}"
+        );
+        host.teardown();
     }
 }

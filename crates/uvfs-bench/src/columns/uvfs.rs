@@ -9,6 +9,10 @@ use uvfs::{Cred, Task, Vfs};
 
 use super::host::{timed_threads, READ_BYTES, SMALL_FILE_BYTES};
 use crate::column::{Column, Support};
+use crate::find::{
+    dirent64_names, EntryKind, Tree, TreePath, WalkCount, DIR_PERMISSIONS, FILE_PERMISSIONS,
+    GETDENTS_BUF_BYTES,
+};
 use crate::params::{walk_components, Params, Sharing, Workload};
 
 /// Which uvfs design a column runs.
@@ -61,6 +65,92 @@ impl Uvfs {
 
 fn errno(e: uvfs::Errno) -> anyhow::Error {
     anyhow!("uvfs: {e:?} ({e})")
+}
+
+/// Builds walker `walker`'s `find` tree under `/`.
+fn build_tree(t: &Task, tree: &Tree, walker: usize) -> anyhow::Result<()> {
+    let root = format!("/{}", Tree::root(walker));
+    t.mkdirat(AT_FDCWD, &root, DIR_PERMISSIONS).map_err(errno)?;
+    let root_fd = t
+        .openat(AT_FDCWD, &root, OpenFlags::RDONLY | OpenFlags::DIRECTORY, 0)
+        .map_err(errno)?;
+    let built = tree.paths().try_for_each(|p| match p {
+        TreePath::Dir(d) => t.mkdirat(root_fd, &d, DIR_PERMISSIONS),
+        TreePath::File(f) => t
+            .openat(
+                root_fd,
+                &f,
+                OpenFlags::CREAT | OpenFlags::EXCL | OpenFlags::WRONLY,
+                FILE_PERMISSIONS,
+            )
+            .and_then(|fd| t.close(fd)),
+    });
+    t.close(root_fd).map_err(errno)?;
+    built.map_err(errno)
+}
+
+/// `find`'s walk of directory `name` of `parent` (see [`crate::find`]): `getdents64` into
+/// `buf`, `fstatat(AT_SYMLINK_NOFOLLOW)` of each entry, then the subdirectories; each stat
+/// counted in `count`.
+fn uvfs_walk(
+    t: &Task,
+    parent: i32,
+    name: &[u8],
+    buf: &mut [u8],
+    count: &mut WalkCount,
+) -> uvfs::Result<()> {
+    let fd = t.openat(parent, name, OpenFlags::RDONLY | OpenFlags::DIRECTORY, 0)?;
+    let listed = (|| {
+        let mut subdirs: Vec<Vec<u8>> = Vec::new();
+        loop {
+            let n = t.getdents64(fd, buf)?;
+            if n == 0 {
+                break;
+            }
+            for name in dirent64_names(&buf[..n]) {
+                let st = t.fstatat(fd, name, AtFlags::SYMLINK_NOFOLLOW)?;
+                if count.add_mode(st.mode) == EntryKind::Directory {
+                    subdirs.push(name.to_vec());
+                }
+            }
+        }
+        subdirs
+            .iter()
+            .try_for_each(|d| uvfs_walk(t, fd, d, buf, count))
+    })();
+    let closed = t.close(fd);
+    listed.and(closed)
+}
+
+/// `walks` walks of walker `walker`'s tree under `/`, checked.
+fn uvfs_find(t: &Task, tree: &Tree, walker: usize, walks: u64) -> anyhow::Result<()> {
+    let root = format!("/{}", Tree::root(walker));
+    let mut buf = vec![0u8; GETDENTS_BUF_BYTES];
+    let mut count = WalkCount::default();
+    for _ in 0..walks {
+        uvfs_walk(t, AT_FDCWD, root.as_bytes(), &mut buf, &mut count).map_err(errno)?;
+    }
+    count.check(tree, walks, walker)
+}
+
+impl Uvfs {
+    /// `find`: each walker its own task (`Task::fork`: its own fd table), forked before the
+    /// clock starts.
+    fn run_find(&self, p: &Params, ops: u64) -> anyhow::Result<Duration> {
+        let tree = p.find_tree()?;
+        let walks = tree.walks(ops)?;
+        let tasks: Vec<std::sync::Mutex<Option<Task>>> = (0..p.threads)
+            .map(|_| std::sync::Mutex::new(Some(self.task.fork())))
+            .collect();
+        timed_threads(p.threads, |walker| {
+            let t = tasks[walker]
+                .lock()
+                .expect("not poisoned")
+                .take()
+                .expect("one task per walker");
+            uvfs_find(&t, &tree, walker, walks)
+        })
+    }
 }
 
 impl Column for Uvfs {
@@ -142,11 +232,22 @@ impl Column for Uvfs {
                     self.names.push(format!("{d}/t{i}"));
                 }
             }
+            Workload::Find => {
+                let tree = p.find_tree()?;
+                for walker in 0..p.threads {
+                    build_tree(t, &tree, walker)?;
+                    // The warm-up walk, checked.
+                    uvfs_find(t, &tree, walker, 1)?;
+                }
+            }
         }
         Ok(())
     }
 
     fn run(&mut self, p: &Params, ops: u64) -> anyhow::Result<Duration> {
+        if p.workload == Workload::Find {
+            return self.run_find(p, ops);
+        }
         let threads = p.threads;
         // Thread 0 uses the main task; the others clones sharing its fd table (built before
         // the clock starts, moved into their threads).
@@ -198,6 +299,7 @@ impl Column for Uvfs {
                             t.fstatat(AT_FDCWD, name, AtFlags::empty()).map_err(errno)?;
                         }
                     }
+                    Workload::Find => return Err(anyhow!("find is run by run_find")),
                     Workload::CreateUnlink => {
                         let name = &names[i];
                         for _ in 0..ops {
@@ -237,11 +339,51 @@ impl Column for Uvfs {
     fn note(&self) -> &'static str {
         match self.design {
             Design::Current => {
-                "uvfs: in process, no syscall boundary or user copies; threads are tasks sharing one fd table, as the host's threads do"
+                "uvfs: in process, no syscall boundary or user copies; threads are tasks sharing one fd table, as the host's threads do (find: each walker its own task, Task::fork)"
             }
             Design::Vanilla => {
                 "uvfs-vanilla: uvfs with the replaced design — locked walk with a reference per component (ref-walk); write1/read1 through a shared fd table"
             }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn find_params(walkers: usize) -> Params {
+        Params {
+            workload: Workload::Find,
+            threads: walkers,
+            depth: 1,
+            sharing: Sharing::PerThread,
+            tree: Some(Tree::default_for(true)),
+        }
+    }
+
+    /// Both designs walk two trees whole; a file removed behind one walker's back makes the
+    /// next sample an error naming that walker and its count (oracle: the tree as built).
+    #[test]
+    fn find_walks_whole_trees_and_fails_on_a_short_walk() {
+        for design in [Design::Current, Design::Vanilla] {
+            let p = find_params(2);
+            let tree = p.find_tree().expect("a find configuration");
+            let mut col = Uvfs::new(design);
+            col.setup(&p).expect("setup");
+            let d = col.run(&p, 2 * tree.entries()).expect("two whole walks");
+            assert!(d > Duration::ZERO);
+            col.task
+                .unlinkat(AT_FDCWD, "/w1/d0/f0", AtFlags::empty())
+                .expect("unlink");
+            let e = col.run(&p, tree.entries()).expect_err("walker 1 is short");
+            assert!(
+                format!("{e:#}").contains("walker 1 stat'ed 1999 files, 10 directories"),
+                "{design:?}: {e:#}"
+            );
+            col.run(&p, tree.entries() - 1)
+                .expect_err("not a whole walk");
+            col.teardown();
         }
     }
 }

@@ -44,6 +44,13 @@
 //!   lock three times. `create_file` truncates an existing file instead of failing (no `O_EXCL`).
 //!   `shared`: one directory `/d0` for all threads; `per-thread`: a directory `/dN` each; both
 //!   live in the one global map.
+//! - `find` (`getdents64` of each directory, `fstatat` of every entry): `read_dir(dir)`, then
+//!   `metadata("dir/name")` per name, then the subdirectories. `read_dir` returns **names
+//!   without attributes**, and it is one pass over the whole map under the read lock, keeping
+//!   the paths that start with `dir/` and have no further `/` (a `String` per name): each
+//!   directory listed costs a scan of every path in the file system, both walkers' trees
+//!   included (they live in the one map). `metadata` builds no path, but the walker formats
+//!   one `String` per entry to call it. No modes: the entry count checks types only.
 
 use std::hint::black_box;
 use std::io::{Read, Seek, SeekFrom, Write};
@@ -51,9 +58,10 @@ use std::sync::{Arc, Barrier};
 use std::time::{Duration, Instant};
 
 use anyhow::{bail, ensure, Context};
-use vfs::{FileSystem, MemoryFS, SeekAndWrite};
+use vfs::{FileSystem, MemoryFS, SeekAndWrite, VfsFileType};
 
 use crate::column::{Column, Support};
+use crate::find::{EntryKind, Tree, TreePath, WalkCount};
 use crate::params::{walk_components, Params, Sharing, Workload};
 
 /// Size of the file of `write1`, `read1` and `open-read-close` (as in the host column).
@@ -98,6 +106,8 @@ enum Plan {
     StatWalk { path: String },
     /// One name per thread to create and remove.
     CreateUnlink { paths: Vec<String> },
+    /// A tree per walker, under `/w<walker>`.
+    Find { tree: Tree },
 }
 
 impl VfsCrate {
@@ -122,6 +132,54 @@ fn create_with(fs: &MemoryFS, path: &str, content: &[u8]) -> anyhow::Result<()> 
         .with_context(|| format!("write {path}"))?;
     f.flush().with_context(|| format!("flush {path}"))?;
     Ok(())
+}
+
+/// Builds walker `walker`'s `find` tree.
+fn build_tree(fs: &MemoryFS, tree: &Tree, walker: usize) -> anyhow::Result<()> {
+    let root = format!("/{}", Tree::root(walker));
+    fs.create_dir(&root)
+        .with_context(|| format!("create_dir {root}"))?;
+    for p in tree.paths() {
+        match p {
+            TreePath::Dir(d) => fs
+                .create_dir(&format!("{root}/{d}"))
+                .with_context(|| format!("create_dir {root}/{d}"))?,
+            TreePath::File(f) => drop(
+                fs.create_file(&format!("{root}/{f}"))
+                    .with_context(|| format!("create_file {root}/{f}"))?,
+            ),
+        }
+    }
+    Ok(())
+}
+
+/// `find`'s walk of `path` (see the module doc): `read_dir`, `metadata` of each name, then the
+/// subdirectories; each `metadata` counted in `count`.
+fn vfs_walk(fs: &MemoryFS, path: &str, count: &mut WalkCount) -> anyhow::Result<()> {
+    let mut subdirs = Vec::new();
+    for name in fs
+        .read_dir(path)
+        .with_context(|| format!("read_dir {path}"))?
+    {
+        let child = format!("{path}/{name}");
+        let m = fs
+            .metadata(&child)
+            .with_context(|| format!("metadata {child}"))?;
+        if count.add_type(m.file_type == VfsFileType::Directory) == EntryKind::Directory {
+            subdirs.push(child);
+        }
+    }
+    for d in &subdirs {
+        vfs_walk(fs, d, count)?;
+    }
+    Ok(())
+}
+
+/// One walk of walker `walker`'s tree, checked.
+fn vfs_find(fs: &MemoryFS, tree: &Tree, walker: usize) -> anyhow::Result<()> {
+    let mut count = WalkCount::default();
+    vfs_walk(fs, &format!("/{}", Tree::root(walker)), &mut count)?;
+    count.check(tree, 1, walker)
 }
 
 /// Builds the file system and the per-thread objects `p` needs.
@@ -187,6 +245,15 @@ fn build(p: &Params) -> anyhow::Result<(Arc<MemoryFS>, Plan)> {
                 });
             }
             Plan::CreateUnlink { paths }
+        }
+        Workload::Find => {
+            let tree = p.find_tree()?;
+            for walker in 0..p.threads {
+                build_tree(&fs, &tree, walker)?;
+                // The warm-up walk, checked.
+                vfs_find(&fs, &tree, walker)?;
+            }
+            Plan::Find { tree }
         }
     };
     Ok((fs, plan))
@@ -318,6 +385,14 @@ impl Column for VfsCrate {
                     Ok(())
                 })
             }
+            Plan::Find { tree } => {
+                let tree = *tree;
+                let walks = tree.walks(ops)?;
+                let per_thread = (0..t).map(|walker| (Arc::clone(fs), walker)).collect();
+                run_threads(per_thread, walks, |(fs, walker)| {
+                    vfs_find(fs, &tree, *walker)
+                })
+            }
         }
     }
 
@@ -330,7 +405,8 @@ impl Column for VfsCrate {
     fn note(&self) -> &'static str {
         "vfs 0.12 MemoryFS: one global RwLock over a map of whole paths (no path walk, one hash \
          lookup per call); no permissions, symlinks or fds; open takes the write lock (atime); a \
-         write handle publishes a whole-file copy on flush (no pwrite)"
+         write handle publishes a whole-file copy on flush (no pwrite); find: read_dir returns \
+         names without attributes (a scan of every path per directory), then metadata per name"
     }
 }
 
@@ -352,13 +428,14 @@ mod tests {
                             threads,
                             depth,
                             sharing,
+                            tree: (workload == Workload::Find).then(|| Tree::default_for(true)),
                         };
                         assert_eq!(col.supports(&p), Support::Yes);
                         col.setup(&p)
                             .unwrap_or_else(|e| panic!("setup {workload:?} {p:?}: {e:#}"));
                         for _ in 0..2 {
                             let d = col
-                                .run(&p, 5)
+                                .run(&p, 5u64.next_multiple_of(p.ops_granule()))
                                 .unwrap_or_else(|e| panic!("run {p:?}: {e:#}"));
                             assert!(d > Duration::ZERO, "{p:?}: zero duration");
                         }
@@ -378,6 +455,7 @@ mod tests {
             threads: 1,
             depth: 1,
             sharing: Sharing::Shared,
+            tree: None,
         };
         let mut col = VfsCrate::new();
         col.setup(&p).unwrap();
@@ -399,6 +477,7 @@ mod tests {
             threads: 2,
             depth: 1,
             sharing: Sharing::PerThread,
+            tree: None,
         };
         let mut col = VfsCrate::new();
         col.setup(&p).unwrap();
@@ -408,6 +487,32 @@ mod tests {
         assert!(!fs.exists("/d1/t1").unwrap());
     }
 
+    /// A walker that sees fewer entries than the tree has is an error: one file removed
+    /// behind the walker's back fails the run with the counts.
+    #[test]
+    fn find_fails_on_a_short_walk() {
+        let tree = Tree::default_for(true);
+        let p = Params {
+            workload: Workload::Find,
+            threads: 2,
+            depth: 1,
+            sharing: Sharing::PerThread,
+            tree: Some(tree),
+        };
+        let mut col = VfsCrate::new();
+        col.setup(&p).unwrap();
+        col.run(&p, 2 * tree.entries()).unwrap();
+        let fs = Arc::clone(&col.state.as_ref().unwrap().fs);
+        fs.remove_file("/w1/d0/f0").unwrap();
+        let e = col.run(&p, tree.entries()).expect_err("a file is missing");
+        assert!(
+            format!("{e:#}").contains("walker 1 stat'ed 1999 files, 10 directories"),
+            "{e:#}"
+        );
+        col.run(&p, tree.entries() + 1)
+            .expect_err("not a whole walk");
+    }
+
     #[test]
     fn run_without_setup_fails() {
         let p = Params {
@@ -415,6 +520,7 @@ mod tests {
             threads: 1,
             depth: 1,
             sharing: Sharing::Shared,
+            tree: None,
         };
         assert!(VfsCrate::new().run(&p, 1).is_err());
     }

@@ -40,7 +40,8 @@ pub fn malloc_in_use_bytes() -> Option<i64> {
 mod tests {
     use super::*;
 
-    /// Oracle: a 64 MiB allocation touched page by page is resident and in use.
+    /// Oracle: a 64 MiB allocation touched page by page is resident and in use. Both figures
+    /// are process-wide and other tests allocate and free at the same time, hence the margin.
     #[test]
     fn a_touched_allocation_shows_in_both() {
         let rss0 = rss_bytes().expect("statm");
@@ -51,7 +52,7 @@ mod tests {
         std::hint::black_box(&v);
         assert!(rss1 - rss0 >= 60 << 20, "{rss0} -> {rss1}");
         if let (Some(h0), Some(h1)) = (heap0, heap1) {
-            assert!(h1 - h0 >= 64 << 20, "{h0} -> {h1}");
+            assert!(h1 - h0 >= 60 << 20, "{h0} -> {h1}");
         }
     }
 }
