@@ -198,6 +198,22 @@ fn init_owner(cred: &Cred, dir: &Inode, mut mode: u32) -> (u32, u32, u32) {
 /// # Errors
 /// `ENOENT` if `dir` was removed; `ENAMETOOLONG`; what the filesystem returns.
 pub(crate) fn lookup_locked(dir: &Arc<Dentry>, name: &[u8]) -> Result<Arc<Dentry>> {
+    match lookup_locked_for_create(dir, name)? {
+        Some(d) => Ok(d),
+        None => Ok(dir.d_add(name, None)),
+    }
+}
+
+/// As [`lookup_locked`], for a caller about to create the name if it is missing: a name the
+/// filesystem does not have is answered `None`, with no negative dentry cached (the create
+/// caches the new one; a negative one would be made and retired at once).
+///
+/// # Errors
+/// As [`lookup_locked`].
+pub(crate) fn lookup_locked_for_create(
+    dir: &Arc<Dentry>,
+    name: &[u8],
+) -> Result<Option<Arc<Dentry>>> {
     // A removed directory says ENOENT before its filesystem's lookup could find the name
     // too long (Linux: `lookup_one_qstr_excl()` tests `IS_DEADDIR` before `->lookup()`,
     // and shmem's `simple_lookup()` is where `NAME_MAX` is enforced).
@@ -205,12 +221,14 @@ pub(crate) fn lookup_locked(dir: &Arc<Dentry>, name: &[u8]) -> Result<Arc<Dentry
         return Err(Errno::ENOENT);
     }
     if let Some(d) = dir.cached_child(name) {
-        return Ok(d);
+        return Ok(Some(d));
     }
     if name.len() > crate::abi::NAME_MAX {
         return Err(Errno::ENAMETOOLONG);
     }
     let inode = dir.inode().ok_or(Errno::ENOENT)?;
-    let found = inode.ops().lookup(inode, name)?;
-    Ok(dir.d_add(name, found))
+    Ok(inode
+        .ops()
+        .lookup(inode, name)?
+        .map(|found| dir.d_add(name, Some(found))))
 }

@@ -4,7 +4,7 @@
 use std::borrow::Cow;
 use std::sync::Arc;
 
-use super::{lookup_locked, new_inode, prepare_mode, EmptyPath};
+use super::{lookup_locked_for_create, new_inode, prepare_mode, EmptyPath};
 use crate::abi::{
     Access, AccessMode, Errno, FileType, OpenFlags, OpenHow, ResolveFlags, Result, S_IALLUGO,
     S_IFMT,
@@ -324,8 +324,9 @@ fn open_last<'w>(
         let dinode = dir.inode().ok_or(Errno::ENOENT)?.clone();
         let name: Cow<'_, [u8]> = last.name.clone();
         let _lock = dinode.lock.write();
-        let child = lookup_locked(&dir, &name)?;
-        match child.inode() {
+        // A missing name is not cached as a negative dentry: the create caches the new one.
+        let found = lookup_locked_for_create(&dir, &name)?.filter(|c| c.inode().is_some());
+        match found {
             None => {
                 // Linux computes the creation error (EROFS, EACCES) before it knows whether the
                 // name exists, and reports it only for a missing name.
@@ -349,7 +350,7 @@ fn open_last<'w>(
                     found_in: None,
                 });
             }
-            Some(_) => {
+            Some(child) => {
                 let found_in = DirAttrs {
                     mode: dinode.mode(),
                     uid: dinode.uid(),
