@@ -114,36 +114,44 @@ fn num(x: &serde_json::Value, what: &str) -> f64 {
         .unwrap_or_else(|| panic!("{what} is not a number: {x}"))
 }
 
+/// Runs `uvfs ARGS --json FILE`, asserts it succeeded and printed every one of `wants`, and
+/// returns what it printed and the JSON lines it wrote.
+fn run_with_json(args: &[&str], tag: &str, wants: &[&str]) -> (String, Vec<serde_json::Value>) {
+    let json = std::env::temp_dir().join(format!("uvfs-cli-{tag}-{}.json", std::process::id()));
+    let mut all = args.to_vec();
+    all.extend(["--json", json.to_str().expect("utf-8 temp path")]);
+    let o = uvfs(&all);
+    let out = text(&o.stdout);
+    assert!(o.status.success(), "{out}\n{}", text(&o.stderr));
+    for want in wants {
+        assert!(out.contains(want), "missing {want:?} in:\n{out}");
+    }
+    let j = std::fs::read_to_string(&json).expect("json written");
+    std::fs::remove_file(&json).expect("cleanup");
+    let lines = j
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("every line is JSON"))
+        .collect();
+    (out, lines)
+}
+
 /// Oracle: the shape of the memory report and of its JSON, and plausibility: an empty file
 /// costs more than 100 bytes and less than 100 KB wherever it is measured (the issue's
 /// measurements: about 1 KB for uvfs and Linux, 200 B for the `vfs` crate). No timing.
 #[test]
 fn memory_quick_reports_bytes_per_file() {
-    let json = std::env::temp_dir().join(format!("uvfs-cli-memory-{}.json", std::process::id()));
-    let o = uvfs(&[
-        "bench",
+    let (out, lines) = run_with_json(
+        &["bench", "memory", "--quick"],
         "memory",
-        "--quick",
-        "--json",
-        json.to_str().expect("utf-8 temp path"),
-    ]);
-    let out = text(&o.stdout);
-    assert!(o.status.success(), "{out}\n{}", text(&o.stderr));
-    for want in [
-        "memory: 20000 empty files in 20 directories",
-        "B/file",
-        "x host",
-        "RSS growth",
-        "slab objects growth",
-    ] {
-        assert!(out.contains(want), "missing {want:?} in:\n{out}");
-    }
-    let j = std::fs::read_to_string(&json).expect("json written");
-    std::fs::remove_file(&json).expect("cleanup");
-    let lines: Vec<serde_json::Value> = j
-        .lines()
-        .map(|l| serde_json::from_str(l).expect("every line is JSON"))
-        .collect();
+        &[
+            "memory: 20000 empty files in 20 directories",
+            "B/file",
+            "x host",
+            "RSS growth",
+            "slab objects growth",
+        ],
+    );
+    let j = format!("{lines:?}");
     assert_eq!(
         lines
             .iter()
@@ -261,34 +269,18 @@ fn memory_refuses_bad_input_with_a_message() {
 /// stat'ed fewer entries than the tree has fails its column). No timing.
 #[test]
 fn find_quick_reports_ns_per_entry_for_one_and_two_walkers() {
-    let json = std::env::temp_dir().join(format!("uvfs-cli-find-{}.json", std::process::id()));
-    let o = uvfs(&[
-        "bench",
+    let (out, lines) = run_with_json(
+        &["bench", "find", "--quick", "--iterations", "1"],
         "find",
-        "--quick",
-        "--iterations",
-        "1",
-        "--json",
-        json.to_str().expect("utf-8 temp path"),
-    ]);
-    let out = text(&o.stdout);
-    assert!(o.status.success(), "{out}\n{}", text(&o.stderr));
-    for want in [
-        "a warm walk of 2000 files in 10 directories per walker",
-        "ns per entry per walker",
-        "Amean walkers=1",
-        "Amean walkers=2",
-        "entries/s (all walkers)",
-    ] {
-        assert!(out.contains(want), "missing {want:?} in:\n{out}");
-    }
+        &[
+            "a warm walk of 2000 files in 10 directories per walker",
+            "ns per entry per walker",
+            "Amean walkers=1",
+            "Amean walkers=2",
+            "entries/s (all walkers)",
+        ],
+    );
     assert!(!out.contains("FAILED"), "{out}");
-    let j = std::fs::read_to_string(&json).expect("json written");
-    std::fs::remove_file(&json).expect("cleanup");
-    let lines: Vec<serde_json::Value> = j
-        .lines()
-        .map(|l| serde_json::from_str(l).expect("every line is JSON"))
-        .collect();
     let summary = lines
         .iter()
         .find(|l| l["type"] == "summary")
@@ -346,5 +338,5 @@ fn find_quick_reports_ns_per_entry_for_one_and_two_walkers() {
         "uvfs, uvfs-vanilla and vfs-crate always measure"
     );
     let samples = lines.iter().filter(|l| l["type"] == "sample").count();
-    assert_eq!(samples, measured, "{j}");
+    assert_eq!(samples, measured, "{lines:?}");
 }

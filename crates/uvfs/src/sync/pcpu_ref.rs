@@ -195,14 +195,17 @@ mod tests {
     use super::*;
 
     /// Counts the drops of the values it is attached to.
+    #[cfg(not(any(loom, feature = "shuttle")))]
     struct Tracked(std::sync::Arc<std::sync::atomic::AtomicUsize>);
 
+    #[cfg(not(any(loom, feature = "shuttle")))]
     impl Drop for Tracked {
         fn drop(&mut self) {
             self.0.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
         }
     }
 
+    #[cfg(not(any(loom, feature = "shuttle")))]
     fn tracked() -> (Tracked, std::sync::Arc<std::sync::atomic::AtomicUsize>) {
         let n = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
         (Tracked(n.clone()), n)
@@ -276,6 +279,17 @@ mod tests {
         assert_eq!(frees, ROUNDS);
     }
 
+    /// Fails the model if dropped twice.
+    #[cfg(any(loom, feature = "shuttle"))]
+    struct Flagged(std::sync::Arc<crate::sync::model::AtomicBool>);
+
+    #[cfg(any(loom, feature = "shuttle"))]
+    impl Drop for Flagged {
+        fn drop(&mut self) {
+            assert!(!self.0.swap(true, Ordering::SeqCst), "freed twice");
+        }
+    }
+
     /// A clone and a drop on another thread race with `kill`: the value is freed exactly
     /// once, by the last drop, in every execution.
     #[cfg(any(loom, feature = "shuttle"))]
@@ -283,12 +297,6 @@ mod tests {
     fn pcpu_ref_check_kill_against_clone_and_drop() {
         use crate::sync::model::{check, thread, AtomicBool};
         use std::sync::Arc;
-        struct Flagged(Arc<AtomicBool>);
-        impl Drop for Flagged {
-            fn drop(&mut self) {
-                assert!(!self.0.swap(true, Ordering::SeqCst), "freed twice");
-            }
-        }
         check(|| {
             let freed = Arc::new(AtomicBool::new(false));
             let owner = PcpuRef::new(Flagged(freed.clone()));
@@ -317,12 +325,6 @@ mod tests {
     fn pcpu_ref_check_last_drops_race_kill() {
         use crate::sync::model::{check, thread, AtomicBool};
         use std::sync::Arc;
-        struct Flagged(Arc<AtomicBool>);
-        impl Drop for Flagged {
-            fn drop(&mut self) {
-                assert!(!self.0.swap(true, Ordering::SeqCst), "freed twice");
-            }
-        }
         check(|| {
             let freed = Arc::new(AtomicBool::new(false));
             let a = PcpuRef::new(Flagged(freed.clone()));
