@@ -5,7 +5,9 @@
 
 use std::sync::Arc;
 
-use super::{check_path, lookup_locked, new_inode, prepare_mode, EmptyPath};
+use super::{
+    check_path, lookup_locked, lookup_locked_for_create, new_inode, prepare_mode, EmptyPath,
+};
 use crate::abi::{
     Access, AtFlags, Errno, FileType, RenameFlags, ResolveFlags, Result, AT_FDCWD, S_IALLUGO,
     S_IFMT, S_ISGID, S_ISUID, S_ISVTX, S_IXGRP,
@@ -70,8 +72,9 @@ impl Task {
         let rofs = p.path.mnt.is_rdonly();
         let dir = p.path.dentry.inode().ok_or(Errno::ENOENT)?.clone();
         let _lock = dir.lock.write();
-        let child = lookup_locked(&p.path.dentry, &p.name)?;
-        if child.inode().is_some() {
+        // A missing name is not cached as a negative dentry: the create caches the new one.
+        let child = lookup_locked_for_create(&p.path.dentry, &p.name)?;
+        if child.is_some_and(|c| c.inode().is_some()) {
             return Err(Errno::EEXIST);
         }
         if p.trailing_slash && want == WantDir::No {
