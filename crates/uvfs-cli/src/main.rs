@@ -135,7 +135,16 @@ struct ScaleArgs {
     json: Option<PathBuf>,
 }
 
+/// The `uvfs` binary allocates with mimalloc, not glibc's malloc: with two or more threads
+/// creating and removing files, glibc's arenas make a free on one thread of memory allocated
+/// on another slow (and `fallocate1`'s page churn sometimes collapses), and its 8-byte chunk
+/// headers cost memory. The library forces no allocator; README ("Allocator") says what an
+/// embedder gains by choosing the same.
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 fn main() -> anyhow::Result<()> {
+    uvfs_bench::memory::heap::set_global_allocator_is_system(false);
     match Cli::parse().command {
         Command::Bench(BenchArgs {
             group: Some(BenchGroup::Scale(s)),

@@ -201,9 +201,10 @@ fn memory_quick_reports_bytes_per_file() {
         let p = &c["probe"];
         match name {
             "uvfs" | "vfs-crate" => {
-                // RSS is the headline; glibc's heap in use moves with it.
+                // RSS is the headline. The binary allocates with mimalloc, so glibc's heap
+                // figure describes nothing and is not reported.
                 assert_eq!(b, num(&p["rss_delta_bytes"], name) / 20_000.0);
-                plausible(name, num(&p["heap_delta_bytes"], name) / 20_000.0, 10.0);
+                assert!(p["heap_delta_bytes"].is_null(), "{p}");
             }
             "host" => {
                 // One inode and one dentry per file at least.

@@ -15,6 +15,18 @@ pub fn rss_bytes() -> anyhow::Result<i64> {
     Ok(pages * rustix::param::page_size() as i64)
 }
 
+/// False once the program said its global allocator is not the system's (`uvfs` installs
+/// mimalloc): glibc's statistics then describe almost nothing the program allocates.
+static SYSTEM_ALLOCATOR: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(true);
+
+/// Says whether the program's global allocator is the system's malloc (the default: yes).
+/// A program that installs another (`#[global_allocator]`) calls this with `false` before
+/// measuring, so that [`malloc_in_use_bytes`] answers `None` instead of a figure that does
+/// not move.
+pub fn set_global_allocator_is_system(yes: bool) {
+    SYSTEM_ALLOCATOR.store(yes, std::sync::atomic::Ordering::Relaxed);
+}
+
 /// glibc malloc's bytes in use, over every arena: `mallinfo2()`'s `uordblks` (chunks in use,
 /// headers included) plus `hblkhd` (chunks served by their own `mmap`). `None` where malloc is
 /// not glibc's.
@@ -24,6 +36,9 @@ pub fn rss_bytes() -> anyhow::Result<i64> {
 #[cfg(all(target_os = "linux", target_env = "gnu"))]
 #[allow(unsafe_code)] // Reason: mallinfo2 is a foreign function.
 pub fn malloc_in_use_bytes() -> Option<i64> {
+    if !SYSTEM_ALLOCATOR.load(std::sync::atomic::Ordering::Relaxed) {
+        return None;
+    }
     // SAFETY: mallinfo2 takes no arguments, returns a struct by value and only reads malloc's
     // own statistics under its arena locks; it is safe to call from any thread at any time.
     let m = unsafe { libc::mallinfo2() };

@@ -158,7 +158,7 @@ impl MemoryColumn {
                 "host: growth of /proc/slabinfo active objects x object size of the caches named above, on a private tmpfs, around the creation only (other activity on the machine adds noise); slab pages: the same caches' slabs, which undercount when free objects in existing slabs absorb the growth"
             }
             MemoryColumn::Uvfs => {
-                "uvfs: growth of a fresh process's RSS over the creation through the public API (Vfs::new, task, mkdirat, openat(O_CREAT|O_WRONLY), close); heap: glibc malloc's bytes in use (mallinfo2 uordblks + hblkhd)"
+                "uvfs: growth of a fresh process's RSS over the creation through the public API (Vfs::new, task, mkdirat, openat(O_CREAT|O_WRONLY), close); heap: glibc malloc's bytes in use (mallinfo2 uordblks + hblkhd), shown only where the program allocates with glibc's malloc (the uvfs binary uses mimalloc)"
             }
             MemoryColumn::VfsCrate => {
                 "vfs-crate: MemoryFS create_dir, create_file + drop: whole paths as keys of one map, no inode metadata; RSS and glibc heap as for uvfs"
