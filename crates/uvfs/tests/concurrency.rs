@@ -1004,3 +1004,147 @@ fn renamed_or_unlinked_names_stay_gone_for_racing_lookups() {
     assert_eq!(writer_checks, CHECKS_PER_ROUND * ROUNDS, "writer checks");
     assert!(looker_rounds > 0, "the lookers ran");
 }
+
+/// One task remounts a bind mount and then its filesystem read-only and back, over and over,
+/// while two others open a file there for writing. Linux (`mnt_get_write_access()` against
+/// `mnt_make_readonly()` and `sb_prepare_remount_readonly()`): an open for writing either
+/// fails with EROFS or is counted before any remount read-only can succeed, so while a file
+/// is open for writing through the mount, neither the mount nor the filesystem is read-only
+/// (`fstatfs` of the open file never says `ST_RDONLY`), and a remount read-only meanwhile says
+/// EBUSY.
+#[test]
+#[cfg_attr(
+    any(loom, feature = "shuttle"),
+    ignore = "skipped: uvfs built with loom/shuttle primitives, which work only inside a model"
+)]
+fn an_open_for_writing_and_a_remount_read_only_never_both_succeed() {
+    use uvfs::abi::{st_flags, MountFlags};
+    const ROUNDS: u64 = 40_000;
+    /// Opens each writer tries at least, while the remounts go on.
+    const MIN_TRIES: u64 = 20_000;
+    /// Most remounts, in case the two outcomes never meet (the assertions then fail).
+    const MAX_ROUNDS: u64 = 2_000_000;
+    const WRITERS: u64 = 2;
+    let seed = seed();
+    let (remounts, counts) = run(move |crew| {
+        let vfs = Vfs::new();
+        let setup = vfs.task(Cred::root());
+        mkdir(&setup, "/d");
+        mkdir(&setup, "/m");
+        setup
+            .mount(None, "/d", Some("tmpfs"), MountFlags::empty(), None)
+            .expect("mount a tmpfs on /d");
+        let fd = setup
+            .openat(
+                AT_FDCWD,
+                "/d/f",
+                OpenFlags::CREAT | OpenFlags::WRONLY,
+                0o600,
+            )
+            .expect("create /d/f");
+        setup.close(fd).expect("close");
+        setup
+            .mount(Some(b"/d".as_slice()), "/m", None, MountFlags::BIND, None)
+            .expect("bind /d on /m");
+        let done = AtomicBool::new(false);
+        let refused = std::sync::atomic::AtomicU64::new(0);
+        let tries: Vec<std::sync::atomic::AtomicU64> = (0..WRITERS)
+            .map(|_| std::sync::atomic::AtomicU64::new(0))
+            .collect();
+        let remounter = vfs.task(Cred::root());
+        let writers: Vec<Task> = (0..WRITERS).map(|_| vfs.task(Cred::root())).collect();
+        thread::scope(|s| {
+            let (done, tries, refused) = (&done, &tries, &refused);
+            let r = s.spawn(move || {
+                let _g = crew.enlist();
+                let t = remounter;
+                // (remounts that made it read-only, remounts refused with EBUSY)
+                let (mut made, mut busy) = (0u64, 0u64);
+                if !crew.start_line(1 + WRITERS) {
+                    return (made, busy);
+                }
+                // At least ROUNDS remounts, and on until every writer has tried enough opens,
+                // a remount has made the mount read-only and an open has met that.
+                let mut i = 0u64;
+                while i < MAX_ROUNDS
+                    && (i < ROUNDS
+                        || made == 0
+                        || refused.load(Ordering::SeqCst) == 0
+                        || tries.iter().any(|n| n.load(Ordering::SeqCst) < MIN_TRIES))
+                {
+                    if crew.stopped() {
+                        break;
+                    }
+                    let (ro, rw) = if i.is_multiple_of(2) {
+                        (
+                            MountFlags::REMOUNT | MountFlags::BIND | MountFlags::RDONLY,
+                            MountFlags::REMOUNT | MountFlags::BIND,
+                        )
+                    } else {
+                        (
+                            MountFlags::REMOUNT | MountFlags::RDONLY,
+                            MountFlags::REMOUNT,
+                        )
+                    };
+                    match t.mount(None, "/m", None, ro, None) {
+                        Ok(()) => {
+                            made += 1;
+                            t.mount(None, "/m", None, rw, None).unwrap_or_else(|e| {
+                                panic!("seed {seed}: remount #{i} writable: {e:?}")
+                            });
+                        }
+                        Err(Errno::EBUSY) => busy += 1,
+                        Err(e) => panic!("seed {seed}: remount #{i} read-only: {e:?}"),
+                    }
+                    i += 1;
+                }
+                done.store(true, Ordering::SeqCst);
+                (made, busy)
+            });
+            let ws: Vec<_> = writers
+                .into_iter()
+                .zip(tries.iter())
+                .map(|(t, tried)| {
+                    s.spawn(move || {
+                        let _g = crew.enlist();
+                        // (opens checked while open, opens refused with EROFS)
+                        let (mut open, mut erofs) = (0u64, 0u64);
+                        crew.start_line(1 + WRITERS);
+                        while !done.load(Ordering::SeqCst) && !crew.stopped() {
+                            tried.fetch_add(1, Ordering::SeqCst);
+                            match t.openat(AT_FDCWD, "/m/f", OpenFlags::WRONLY, 0) {
+                                Ok(fd) => {
+                                    let st = t.fstatfs(fd).expect("fstatfs of an open file");
+                                    assert_eq!(
+                                        st.flags & st_flags::RDONLY,
+                                        0,
+                                        "seed {seed}: a file open for writing on a read-only mount"
+                                    );
+                                    t.close(fd).expect("close");
+                                    open += 1;
+                                }
+                                Err(Errno::EROFS) => {
+                                    erofs += 1;
+                                    refused.fetch_add(1, Ordering::SeqCst);
+                                }
+                                Err(e) => panic!("seed {seed}: open for writing: {e:?}"),
+                            }
+                        }
+                        (open, erofs)
+                    })
+                })
+                .collect();
+            (join(r), ws.into_iter().map(join).collect::<Vec<_>>())
+        })
+    });
+    println!("an_open_for_writing_and_a_remount: remounts (read-only, busy) {remounts:?}, writers (open, erofs) {counts:?}");
+    assert!(remounts.0 + remounts.1 >= ROUNDS, "remount rounds checked");
+    assert!(remounts.0 > 0, "no remount read-only succeeded");
+    for (open, erofs) in &counts {
+        assert!(open + erofs >= MIN_TRIES, "opens tried by a writer");
+    }
+    let (opened, refused) = counts.iter().fold((0, 0), |a, c| (a.0 + c.0, a.1 + c.1));
+    assert!(opened > 0, "no open for writing was checked");
+    // Opens met the read-only state: the race was run, not just its two sides apart.
+    assert!(refused > 0, "no open met a read-only mount");
+}

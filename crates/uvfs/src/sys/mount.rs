@@ -139,22 +139,28 @@ impl Task {
             }
             let sb = target.mnt.sb();
             if flags.contains(MountFlags::BIND) {
-                // Linux: `mnt_make_readonly()` refuses while files write through the mount.
-                if mf.contains(MntFlags::RDONLY)
-                    && !target.mnt.flags().contains(MntFlags::RDONLY)
-                    && target.mnt.writers() > 0
-                {
-                    return Err(Errno::EBUSY);
+                // Linux: `mnt_make_readonly()` refuses while files write through the mount,
+                // holding new writers off while it decides.
+                if mf.contains(MntFlags::RDONLY) && !target.mnt.flags().contains(MntFlags::RDONLY) {
+                    return if target.mnt.make_readonly(mf) {
+                        Ok(())
+                    } else {
+                        Err(Errno::EBUSY)
+                    };
                 }
             } else {
                 // Linux: `sb_prepare_remount_readonly()` refuses while files are open for
-                // writing or unlinked files are still open.
-                if flags.contains(MountFlags::RDONLY) && !sb.is_rdonly() && readonly_busy(sb) {
-                    return Err(Errno::EBUSY);
-                }
-                sb.ops().remount(sb, data)?;
-                sb.set_rdonly(flags.contains(MountFlags::RDONLY));
-                sb.set_synchronous(flags.contains(MountFlags::SYNCHRONOUS));
+                // writing or unlinked files are still open, holding new writers off.
+                let to_rdonly = flags.contains(MountFlags::RDONLY) && !sb.is_rdonly();
+                sb.with_writes_held(|| {
+                    if to_rdonly && readonly_busy(sb) {
+                        return Err(Errno::EBUSY);
+                    }
+                    sb.ops().remount(sb, data)?;
+                    sb.set_rdonly(flags.contains(MountFlags::RDONLY));
+                    sb.set_synchronous(flags.contains(MountFlags::SYNCHRONOUS));
+                    Ok(())
+                })?;
             }
             target.mnt.set_flags(mf);
             return Ok(());

@@ -408,13 +408,7 @@ fn finish_open(
             return Err(Errno::ENOTDIR);
         }
         let ops = inode.ops().open_path(&inode);
-        return Ok(FileDescription::new(
-            path,
-            inode,
-            req.file_flags,
-            ops,
-            cred_id,
-        ));
+        return FileDescription::new(path, inode, req.file_flags, ops, cred_id);
     }
     if req.flags.contains(OpenFlags::CREAT) {
         if req.flags.contains(OpenFlags::EXCL) && !created {
@@ -481,7 +475,7 @@ fn finish_open(
         return Err(Errno::EINVAL);
     }
     let ops = inode.ops().open(&inode, req.file_flags)?;
-    let file = FileDescription::new(path, inode.clone(), req.file_flags, ops, cred_id);
+    let file = FileDescription::new(path, inode.clone(), req.file_flags, ops, cred_id)?;
     // Only files that can do direct I/O open with `O_DIRECT`: on tmpfs, regular files
     // (Linux: `do_dentry_open()`, `FMODE_CAN_ODIRECT`, checked after the file's open). The
     // file is released as it drops, giving back what its open took (an inode hold).

@@ -56,7 +56,7 @@ impl FileDescription {
         flags: OpenFlags,
         ops: Box<dyn FileOps>,
         opener_cred: u64,
-    ) -> Arc<Self> {
+    ) -> crate::abi::Result<Arc<Self>> {
         let path_only = flags.contains(OpenFlags::PATH);
         let (read, write) = if path_only {
             (false, false)
@@ -75,9 +75,6 @@ impl FileDescription {
                 inode.file_type(),
                 FileType::Regular | FileType::Directory | FileType::Symlink
             );
-        if counted_writer {
-            path.mnt.get_write();
-        }
         let kept = flags.bits()
             & !(OpenFlags::CREAT
                 | OpenFlags::EXCL
@@ -85,7 +82,7 @@ impl FileDescription {
                 | OpenFlags::TRUNC
                 | OpenFlags::CLOEXEC)
                 .bits();
-        Arc::new(FileDescription {
+        let mut file = FileDescription {
             path,
             inode,
             fmode: FMode {
@@ -93,13 +90,22 @@ impl FileDescription {
                 write,
                 path_only,
             },
-            counted_writer,
+            counted_writer: false,
             opener_cred,
             flags: AtomicU32::new(kept),
             pos: Mutex::new(0),
             ops,
             kept_dir: None,
-        })
+        };
+        // Counted only if the mount and filesystem are still writable once counted (a
+        // remount read-only that raced with this open either sees the count or is seen):
+        // refused, the file is released as it drops (Linux: `mnt_get_write_access()` in
+        // `do_dentry_open()`).
+        if counted_writer {
+            file.path.mnt.get_write()?;
+            file.counted_writer = true;
+        }
+        Ok(Arc::new(file))
     }
 
     /// Keeps `dir` until this file's release, after the filesystem's `release`. Only for a

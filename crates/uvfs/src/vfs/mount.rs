@@ -1,7 +1,7 @@
 //! Mounts and the mount namespace. Linux: `struct mount`, `struct vfsmount`, fs/namespace.c.
 
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
+use std::sync::atomic::{fence, AtomicBool, AtomicU32, AtomicU64, Ordering};
 use std::sync::Arc;
 
 use arc_swap::ArcSwap;
@@ -60,6 +60,9 @@ pub struct Mount {
     /// spread over cache lines, so opens and closes for writing of different files on
     /// different threads write different lines.
     writers: DistCounter,
+    /// Set while a remount read-only decides (Linux: `MNT_WRITE_HOLD`): a new writer waits
+    /// until it is cleared, then looks at the flags again.
+    write_hold: AtomicBool,
     /// Still part of its namespace's tree (Linux: `check_mnt()`); cleared by a detach.
     attached: AtomicBool,
     /// Marked by a first `umount2(MNT_EXPIRE)`.
@@ -106,6 +109,7 @@ impl Mount {
             _root_hold: root_hold,
             flags: AtomicU32::new(flags.bits()),
             writers: DistCounter::new(),
+            write_hold: AtomicBool::new(false),
             attached: AtomicBool::new(true),
             expiry_mark: AtomicBool::new(false),
             parent: Mutex::new(None),
@@ -140,10 +144,39 @@ impl Mount {
     pub fn is_rdonly(&self) -> bool {
         self.flags().contains(MntFlags::RDONLY) || self.sb.is_rdonly()
     }
-    /// Counts an open file that may write through this mount and its filesystem.
-    pub(crate) fn get_write(&self) {
+    /// Counts an open file that may write through this mount and its filesystem, unless
+    /// either is read-only once counted (Linux: `mnt_get_write_access()`): the count comes
+    /// first, then a full fence, then the look at the flags, and a remount read-only does the
+    /// reverse ([`Mount::make_readonly`], `SuperBlock::make_readonly`), so one of the two
+    /// always sees the other.
+    ///
+    /// # Errors
+    /// `EROFS`.
+    pub(crate) fn get_write(&self) -> crate::abi::Result<()> {
         self.writers.add(1);
         self.sb.get_write();
+        fence(Ordering::SeqCst);
+        while self.write_hold.load(Ordering::Acquire) || self.sb.write_held() {
+            std::hint::spin_loop();
+        }
+        if self.is_rdonly() {
+            self.put_write();
+            return Err(crate::abi::Errno::EROFS);
+        }
+        Ok(())
+    }
+
+    /// Makes the mount read-only unless a file may write through it (Linux:
+    /// `mnt_make_readonly()`); true if it did. Writers arriving meanwhile wait.
+    pub(crate) fn make_readonly(&self, flags: MntFlags) -> bool {
+        self.write_hold.store(true, Ordering::Relaxed);
+        fence(Ordering::SeqCst);
+        let busy = self.writers() > 0;
+        if !busy {
+            self.set_flags(flags);
+        }
+        self.write_hold.store(false, Ordering::Release);
+        !busy
     }
 
     /// Uncounts an open file that may write.

@@ -46,6 +46,9 @@ pub struct SuperBlock {
     /// Mounts of this filesystem (Linux: `s_active`): the last one's end kills the
     /// superblock's spread count.
     mounts: AtomicU64,
+    /// Set while a remount read-only decides (Linux: `sb_prepare_remount_readonly()` sets
+    /// `MNT_WRITE_HOLD` on every mount): new writers wait.
+    write_hold: std::sync::atomic::AtomicBool,
     /// Serialises cross-directory renames so that the ancestor check stays true while the
     /// rename runs (Linux: `s_vfs_rename_mutex`).
     /// Order: first of every namespace lock; before any inode lock.
@@ -63,6 +66,7 @@ impl SuperBlock {
             flags: AtomicU32::new(0),
             writers: DistCounter::new(),
             mounts: AtomicU64::new(0),
+            write_hold: std::sync::atomic::AtomicBool::new(false),
             rename_lock: Mutex::new(()),
             ops,
         })
@@ -100,6 +104,24 @@ impl SuperBlock {
     #[inline]
     pub fn is_rdonly(&self) -> bool {
         self.flags.load(Ordering::Relaxed) & SB_RDONLY != 0
+    }
+
+    /// True while a remount read-only decides.
+    #[inline]
+    pub(crate) fn write_held(&self) -> bool {
+        self.write_hold.load(Ordering::Acquire)
+    }
+
+    /// Runs `decide` (a remount) with new writers held off, after a full fence, so that it
+    /// sees every writer counted before and no writer counts itself without then seeing what
+    /// it decided (Linux: `sb_prepare_remount_readonly()`; the other side is
+    /// `Mount::get_write`).
+    pub(crate) fn with_writes_held<R>(&self, decide: impl FnOnce() -> R) -> R {
+        self.write_hold.store(true, Ordering::Relaxed);
+        std::sync::atomic::fence(Ordering::SeqCst);
+        let r = decide();
+        self.write_hold.store(false, Ordering::Release);
+        r
     }
 
     /// Counts a new mount of this filesystem.
