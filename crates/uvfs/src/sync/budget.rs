@@ -22,25 +22,19 @@
 //! else runs).
 
 use super::atomic::{AtomicU64, Ordering};
-use super::dist_counter::slot_index;
+use super::dist_counter::{own_slot, Slot, SLOTS};
 use super::lock::Mutex;
-
-/// Slots per budget (as `DistCounter`'s).
-const SLOTS: usize = 16;
 
 /// The most units a slot takes at a time.
 const MAX_CHUNK: u64 = 64;
-
-/// One slot's reserve, alone in its cache-line pair.
-#[repr(align(128))]
-struct Slot(AtomicU64);
 
 /// A count of units in use under a limit (0: no limit, and nothing is counted).
 pub(crate) struct Budget {
     max: AtomicU64,
     /// Units taken from the limit: those in use plus the slots' reserves.
     taken: AtomicU64,
-    slots: Box<[Slot]>,
+    /// Each thread's reserve, alone in its cache-line pair.
+    slots: Box<[Slot<AtomicU64>]>,
     /// The size of a charge's unit, to size chunks in units of what callers charge (a tmpfs
     /// inode is 1024 bytes of inode space): a chunk is at most [`MAX_CHUNK`] of these.
     unit: u64,
@@ -73,7 +67,7 @@ impl Budget {
     }
 
     fn slot(&self) -> &AtomicU64 {
-        &self.slots[slot_index() % SLOTS].0
+        own_slot(&self.slots)
     }
 
     /// Charges `n` units; `false` (nothing charged) if the limit does not leave them.

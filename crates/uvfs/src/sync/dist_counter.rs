@@ -24,16 +24,23 @@
 
 use super::atomic::{AtomicI64, Ordering};
 
-/// Slots per counter: a power of two, more than the CPUs of the machines uvfs is measured on.
-const SLOTS: usize = 16;
+/// Slots per spread structure (this counter, `Budget`, `PcpuRef`): a power of two, more than
+/// the CPUs of the machines uvfs is measured on.
+pub(crate) const SLOTS: usize = 16;
 
 /// One slot, alone in its cache-line pair (x86's adjacent-line prefetch pairs lines).
 #[repr(align(128))]
-struct Slot(AtomicI64);
+pub(crate) struct Slot<T>(pub(crate) T);
+
+/// The calling thread's slot of `slots`.
+#[inline]
+pub(crate) fn own_slot<T>(slots: &[Slot<T>]) -> &T {
+    &slots[slot_index() % slots.len()].0
+}
 
 /// A signed count spread over [`SLOTS`] cache lines.
 pub(crate) struct DistCounter {
-    slots: Box<[Slot]>,
+    slots: Box<[Slot<AtomicI64>]>,
 }
 
 impl DistCounter {
@@ -47,9 +54,7 @@ impl DistCounter {
     /// Adds `n` (negative to take away) in the calling thread's slot.
     #[inline]
     pub(crate) fn add(&self, n: i64) {
-        self.slots[slot_index() % SLOTS]
-            .0
-            .fetch_add(n, Ordering::SeqCst);
+        own_slot(&self.slots).fetch_add(n, Ordering::SeqCst);
     }
 
     /// The sum of every slot (see the module docs for what it means while the count

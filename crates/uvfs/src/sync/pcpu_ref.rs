@@ -34,10 +34,7 @@ use std::ops::Deref;
 use std::ptr::NonNull;
 
 use super::atomic::{AtomicI64, AtomicU32, Ordering};
-use super::dist_counter::slot_index;
-
-/// Slots per reference (as `DistCounter`'s).
-const SLOTS: usize = 16;
+use super::dist_counter::{own_slot, Slot, SLOTS};
 
 /// What `kill` leaves in a slot. Live slots stay within a few million of zero.
 const KILLED: i64 = i64::MIN / 2;
@@ -49,11 +46,8 @@ fn is_killed(v: i64) -> bool {
     v < KILLED / 2
 }
 
-#[repr(align(128))]
-struct Slot(AtomicI64);
-
 struct Inner<T> {
-    slots: [Slot; SLOTS],
+    slots: [Slot<AtomicI64>; SLOTS],
     central: AtomicI64,
     /// 1 once `kill` started.
     killed: AtomicU32,
@@ -96,7 +90,7 @@ impl<T> PcpuRef<T> {
 
     #[inline]
     fn slot(&self) -> &AtomicI64 {
-        &self.inner().slots[slot_index() % SLOTS].0
+        own_slot(&self.inner().slots)
     }
 
     /// Ends spread counting: from now on the reference is freed when its count reaches zero.
