@@ -1148,3 +1148,147 @@ fn an_open_for_writing_and_a_remount_read_only_never_both_succeed() {
     // Opens met the read-only state: the race was run, not just its two sides apart.
     assert!(refused > 0, "no open met a read-only mount");
 }
+
+/// Two threads of one task (a shared fd table, so `FdTable::get` without the lock and the
+/// epoch-deferred weak references): the writer replaces and closes fd 10 (dup2 of a new open
+/// of `/b` or `/c`, close), and duplicates `/a`'s fd to fds that grow the table; the reader
+/// reads through `/a`'s fd, open throughout (always `a`), through fd 10 (`b`, `c` or `EBADF`,
+/// never another file's byte) and through the grown fd (`a` or `EBADF`). Closes free their
+/// weak references in reclamation batches while the reader runs, so a reference freed too
+/// early reads freed memory. At each checkpoint fd 10 is exactly what the writer left.
+#[test]
+#[cfg_attr(
+    any(loom, feature = "shuttle"),
+    ignore = "skipped: uvfs built with loom/shuttle primitives, which work only inside a model"
+)]
+fn fds_of_a_shared_table_name_their_files_while_another_thread_closes_and_grows() {
+    const OPS: u64 = 200_000;
+    const CHECKPOINTS: u64 = 200;
+    const X: i32 = 10;
+    let seed = seed();
+    let counts = run(move |crew| {
+        let vfs = Vfs::new();
+        let setup = vfs.task(Cred::root());
+        for (path, byte) in [("/a", b"a"), ("/b", b"b"), ("/c", b"c")] {
+            let fd = setup
+                .openat(AT_FDCWD, path, OpenFlags::CREAT | OpenFlags::WRONLY, 0o644)
+                .expect("create");
+            assert_eq!(setup.write(fd, byte), Ok(1));
+            setup.close(fd).expect("close");
+        }
+        let writer = vfs.task(Cred::root());
+        let fd_a = writer
+            .openat(AT_FDCWD, "/a", OpenFlags::RDONLY, 0)
+            .expect("open /a");
+        let reader = writer.clone_thread();
+        // What fd X holds at a checkpoint: None (closed) or its file's byte.
+        let points: Checkpoints<Option<u8>> = Checkpoints::new(1, None);
+        let done = AtomicBool::new(false);
+        // The fd the writer last grew the table with (the reader reads it too).
+        let grown = std::sync::atomic::AtomicI32::new(-1);
+        thread::scope(|s| {
+            let (points, done, grown) = (&points, &done, &grown);
+            let w = s.spawn(move || {
+                let _g = crew.enlist();
+                let t = writer;
+                let mut rng = Rng::new(seed);
+                let mut x: Option<u8> = None;
+                let mut growths = 0u64;
+                let per_checkpoint = OPS / CHECKPOINTS;
+                for i in 0..OPS {
+                    if crew.stopped() {
+                        break;
+                    }
+                    match rng.next() % 4 {
+                        0 | 1 => {
+                            let (path, byte) = if rng.next().is_multiple_of(2) {
+                                ("/b", b'b')
+                            } else {
+                                ("/c", b'c')
+                            };
+                            let fd = t
+                                .openat(AT_FDCWD, path, OpenFlags::RDONLY, 0)
+                                .expect("open");
+                            assert_eq!(t.dup2(fd, X), Ok(X));
+                            t.close(fd).expect("close the opened fd");
+                            x = Some(byte);
+                        }
+                        2 => {
+                            let r = t.close(X);
+                            assert_eq!(r.is_ok(), x.is_some(), "seed {seed}: close of fd {X}");
+                            x = None;
+                        }
+                        _ => {
+                            // An fd at 64, 128, 256 or 512: the first dup past each grows the
+                            // published array; later ones replace its slot.
+                            let min = 64 << (rng.next() % 4);
+                            let old = grown.swap(-1, Ordering::SeqCst);
+                            if old >= 0 {
+                                t.close(old).expect("close the grown fd");
+                            }
+                            let fd = t
+                                .fcntl(fd_a, uvfs::abi::FcntlCmd::DupFd(min))
+                                .expect("dup to a high fd");
+                            grown.store(fd, Ordering::SeqCst);
+                            growths += 1;
+                        }
+                    }
+                    if (i + 1) % per_checkpoint == 0 && !points.hold(crew, x) {
+                        break;
+                    }
+                }
+                done.store(true, Ordering::SeqCst);
+                growths
+            });
+            let r = s.spawn(move || {
+                let _g = crew.enlist();
+                let t = reader;
+                let mut counts = Counts::default();
+                let mut seen = 0u64;
+                let mut buf = [0u8; 1];
+                let mut byte_of = |fd: i32| t.pread(fd, &mut buf, 0).map(|_| buf[0]);
+                while !done.load(Ordering::SeqCst) && !crew.stopped() {
+                    counts.round();
+                    assert_eq!(byte_of(fd_a), Ok(b'a'), "seed {seed}: fd of /a");
+                    let got = byte_of(X);
+                    assert!(
+                        matches!(got, Ok(b'b' | b'c') | Err(Errno::EBADF)),
+                        "seed {seed}: fd {X} read {got:?}"
+                    );
+                    let g = grown.load(Ordering::SeqCst);
+                    if g >= 0 {
+                        let got = byte_of(g);
+                        assert!(
+                            matches!(got, Ok(b'a') | Err(Errno::EBADF)),
+                            "seed {seed}: grown fd {g} read {got:?}"
+                        );
+                    }
+                    if let Some(want) = points.pending(&mut seen) {
+                        let got = byte_of(X);
+                        match want {
+                            Some(b) => {
+                                assert_eq!(got, Ok(b), "seed {seed}: fd {X} at checkpoint {seen}")
+                            }
+                            None => assert_eq!(
+                                got,
+                                Err(Errno::EBADF),
+                                "seed {seed}: fd {X} at checkpoint {seen}"
+                            ),
+                        }
+                        counts.exact += 1;
+                        points.ack();
+                    }
+                }
+                counts
+            });
+            (join(w), join(r))
+        })
+    });
+    let (growths, reader) = counts;
+    println!("fds_of_a_shared_table: growing dups {growths}, reader {reader:?}");
+    assert_eq!(reader.exact, CHECKPOINTS, "every checkpoint checked");
+    assert!(
+        reader.rounds > 0 && growths > 0,
+        "the reader read and the table grew"
+    );
+}

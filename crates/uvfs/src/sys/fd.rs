@@ -10,8 +10,7 @@ impl Task {
     /// # Errors
     /// `EBADF`, `EMFILE`.
     pub fn dup(&self, fd: i32) -> Result<i32> {
-        let file = self.files.get(fd)?;
-        self.files.install(file, false, 0)
+        self.files.dup(fd)
     }
 
     /// `dup2(2)`: `newfd` becomes a copy of `oldfd`, closing what was there.

@@ -72,18 +72,18 @@ impl InodeOps for NoOps {
     }
 }
 
-struct Fixture {
-    sb: SbRef,
+pub(super) struct Fixture {
+    pub(super) sb: SbRef,
 }
 
 impl Fixture {
-    fn new() -> Fixture {
+    pub(super) fn new() -> Fixture {
         Fixture {
             sb: SuperBlock::new(Box::new(NoFs)),
         }
     }
 
-    fn inode(&self, file_type: FileType) -> Arc<Inode> {
+    pub(super) fn inode(&self, file_type: FileType) -> Arc<Inode> {
         let init = InodeInit {
             ino: self.sb.alloc_ino(),
             file_type,
@@ -96,7 +96,7 @@ impl Fixture {
         Inode::new(&self.sb, init, Box::new(NoOps))
     }
 
-    fn root(&self) -> Arc<Dentry> {
+    pub(super) fn root(&self) -> Arc<Dentry> {
         Dentry::new_root(self.inode(FileType::Directory))
     }
 }

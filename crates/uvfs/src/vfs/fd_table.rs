@@ -1,14 +1,48 @@
 //! The file descriptor table. Linux: `struct files_struct`, fs/file.c.
+//!
+//! # Locking
+//! `inner` (a mutex) holds the table: each open fd's file and close-on-exec flag, the lowest
+//! fd that may be free, the limit. Every change takes it. `published` lets [`FdTable::get`]
+//! find the file of an fd without the lock and without writing anything another fd's `get`
+//! writes (Linux: `fdget()` reads `files->fdt` under RCU and takes a reference with
+//! `get_file_rcu()`): an array of pointers, one per fd, each null or owning a weak reference
+//! (`Weak<FileDescription>`) to the file open at that fd. Only holders of `inner` write it.
+//!
+//! Publication is lazy: an fd's pointer is set by the first `get` of the fd, which finds it
+//! null and takes the lock (`get_slow`); closing or replacing the fd sets it back to null. So
+//! a file opened and closed without a `get` (an open and a close, a dup and a close) costs the
+//! table nothing more than the lock, and a `get` after the first is lock-free: it loads the
+//! array and the fd's pointer under an epoch guard (`sync::rcu`) and upgrades the weak
+//! reference, which fails once the file's last strong reference is gone (a racing close). The
+//! table's strong references live in `inner` only, so a close still releases the file at once
+//! (what Linux's `close()` does when no call is using the file). A replaced pointer's weak
+//! reference, and a replaced array with all of its weak references, are retired to the epoch
+//! collector, so that a `get` that loaded one before the change upgrades or fails on memory
+//! that is still allocated; when no other task shares the table no `get` can be running, and
+//! a replaced pointer's reference is given back at once.
+#![allow(unsafe_code)] // Reason: the published array holds weak references as raw pointers.
 
-use std::sync::Arc;
-
-use parking_lot::Mutex;
+use std::mem::ManuallyDrop;
+use std::sync::{Arc, Weak};
 
 use super::file::FileDescription;
 use crate::abi::{Errno, Result, DEFAULT_NOFILE};
+use crate::sync::atomic::{AtomicPtr, Ordering};
+use crate::sync::dist_counter::Slot;
+use crate::sync::lock::Mutex;
+use crate::sync::rcu;
 
 /// Hard ceiling of the per-table limit (Linux: `fs.nr_open` default).
 pub const NR_OPEN: u32 = 1 << 20;
+
+/// Fds of the first published array (Linux: `NR_OPEN_DEFAULT`, the fds of the table embedded
+/// in `files_struct`); it doubles as it fills. Two under a model checker, whose scenarios grow
+/// it in one step (`fd_table_check`), since every slot is a modelled atomic.
+const FIRST_PUBLISHED: usize = if cfg!(any(loom, feature = "shuttle")) {
+    2
+} else {
+    64
+};
 
 #[derive(Clone)]
 struct Entry {
@@ -23,24 +57,101 @@ struct Inner {
     limit: u32,
 }
 
+/// The lock-free mirror of the open files: one pointer per fd, null or from
+/// `Weak::into_raw`, owning that weak reference.
+struct Published {
+    slots: Box<[AtomicPtr<FileDescription>]>,
+}
+
+impl Published {
+    /// An array of `len` fds holding what `old` holds (each pointer with a weak reference of
+    /// its own).
+    fn grown(old: Option<&Published>, len: usize) -> Box<Published> {
+        let mut v: Vec<AtomicPtr<FileDescription>> = Vec::with_capacity(len);
+        for s in old.map_or(&[][..], |t| &t.slots[..]) {
+            let p = s.load(Ordering::Relaxed);
+            let copy = if p.is_null() {
+                p
+            } else {
+                // SAFETY: `p` owns a weak reference, kept while the caller holds the lock.
+                let w = ManuallyDrop::new(unsafe { Weak::from_raw(p.cast_const()) });
+                Weak::into_raw(Weak::clone(&w)).cast_mut()
+            };
+            v.push(AtomicPtr::new(copy));
+        }
+        v.resize_with(len, || AtomicPtr::new(std::ptr::null_mut()));
+        Box::new(Published {
+            slots: v.into_boxed_slice(),
+        })
+    }
+}
+
+impl Drop for Published {
+    fn drop(&mut self) {
+        for s in &self.slots {
+            drop_weak(s.load(Ordering::Relaxed));
+        }
+    }
+}
+
+/// A pointer owning a new weak reference to `file`, or null.
+fn weak_ptr(file: Option<&Arc<FileDescription>>) -> *mut FileDescription {
+    file.map_or(std::ptr::null_mut(), |f| {
+        Weak::into_raw(Arc::downgrade(f)).cast_mut()
+    })
+}
+
+/// Gives back the weak reference `p` owns (null: nothing).
+fn drop_weak(p: *mut FileDescription) {
+    if !p.is_null() {
+        // SAFETY: a non-null published pointer came from `Weak::into_raw` and owns one weak
+        // reference; the caller gives it up (it is unreachable, or its array is dropped).
+        drop(unsafe { Weak::from_raw(p.cast_const()) });
+    }
+}
+
+/// Reclaimer of a retired slot pointer.
+///
+/// # Safety
+/// `p` is a slot pointer no reader can load any more, retired once.
+unsafe fn reclaim_weak(p: *mut FileDescription, _: &rcu::Collector) {
+    drop_weak(p);
+}
+
 /// A table of open fds, shared by tasks cloned with shared files. Aligned to a cache-line
 /// pair so that two tasks' tables never share a line (tables made one after the other by
-/// one thread sit side by side in the allocator).
+/// one thread sit side by side in the allocator); `inner` has a line pair of its own, so
+/// that a change of the table does not evict `published` from the readers' caches more than
+/// the change itself requires.
 #[repr(align(128))]
 pub struct FdTable {
-    /// Protects: every slot, the limit.
+    /// The open files, read by `get` without the lock (module docs). Written under `inner`.
+    published: AtomicPtr<Published>,
+    /// Protects: every slot, the limit, and the writes of `published` and its slots.
     /// Order: innermost except for dropping closed files, which happens after release.
-    inner: Mutex<Inner>,
+    inner: Slot<Mutex<Inner>>,
 }
 
 impl Default for FdTable {
     fn default() -> Self {
         FdTable {
-            inner: Mutex::new(Inner {
+            published: AtomicPtr::new(std::ptr::null_mut()),
+            inner: Slot(Mutex::new(Inner {
                 slots: Vec::new(),
                 first_free: 0,
                 limit: DEFAULT_NOFILE,
-            }),
+            })),
+        }
+    }
+}
+
+impl Drop for FdTable {
+    fn drop(&mut self) {
+        let p = self.published.load(Ordering::Acquire);
+        if !p.is_null() {
+            // SAFETY: `published` came from `Box::into_raw`; with `&mut self` no `get` is
+            // running on this table, and nothing else owns the array.
+            drop(unsafe { Box::from_raw(p) });
         }
     }
 }
@@ -53,14 +164,106 @@ impl FdTable {
 
     /// The file at `fd`.
     ///
+    /// # Fast path
+    /// Takes no lock and writes no location another fd's `get` writes: an epoch guard, two
+    /// protected loads (the array, the fd's pointer) and the upgrade of a weak reference,
+    /// which writes only the file's own reference count.
+    /// Falls back when: the fd's pointer is null (its first `get`, or the fd is not open) or
+    /// past the array: `get_slow` takes the lock and publishes the file. A racing close makes
+    /// the upgrade fail (`EBADF`, as if the close came first).
+    /// Checked by: `fd_table_check` (loom and shuttle) and `tests/concurrency.rs`; the
+    /// fallback by every first `get` of an fd (`fd_table_check` gets before and after it).
+    ///
     /// # Errors
     /// `EBADF` if `fd` is not open.
+    #[inline]
     pub fn get(&self, fd: i32) -> Result<Arc<FileDescription>> {
         let i = usize::try_from(fd).map_err(|_| Errno::EBADF)?;
-        let g = self.inner.lock();
-        match g.slots.get(i) {
-            Some(Some(e)) => Ok(e.file.clone()),
-            _ => Err(Errno::EBADF),
+        {
+            let guard = rcu::read();
+            let table = rcu::protect(&guard, &self.published, Ordering::Acquire);
+            // SAFETY: a published array is retired only after it is replaced, and freed after
+            // every guard that could have loaded it, this one included, has ended.
+            if let Some(slot) = unsafe { table.as_ref() }.and_then(|t| t.slots.get(i)) {
+                let p = rcu::protect(&guard, slot, Ordering::Acquire);
+                if !p.is_null() {
+                    // SAFETY: `p` came from `Weak::into_raw`; the weak reference it owns is
+                    // given back only after it is unpublished and every guard that could have
+                    // loaded it has ended, so the allocation is live; `ManuallyDrop` leaves
+                    // that reference to its owner.
+                    let weak = ManuallyDrop::new(unsafe { Weak::from_raw(p.cast_const()) });
+                    return weak.upgrade().ok_or(Errno::EBADF);
+                }
+            }
+        }
+        self.get_slow(i)
+    }
+
+    /// `get` of an fd whose file is not published: under the lock, the file, published for
+    /// the next `get`.
+    #[cold]
+    fn get_slow(&self, i: usize) -> Result<Arc<FileDescription>> {
+        let g = self.inner.0.lock();
+        let file = match g.slots.get(i) {
+            Some(Some(e)) => e.file.clone(),
+            _ => return Err(Errno::EBADF),
+        };
+        let mut cur = self.published.load(Ordering::Acquire);
+        // SAFETY: only holders of `inner` (this call) replace or free the array.
+        let old = unsafe { cur.as_ref() };
+        let len = old.map_or(0, |t| t.slots.len());
+        if i >= len {
+            let grown = (i + 1)
+                .next_power_of_two()
+                .max(FIRST_PUBLISHED)
+                .max(len * 2);
+            let new = Box::into_raw(Published::grown(old, grown));
+            self.published.store(new, Ordering::Release);
+            if !cur.is_null() {
+                // SAFETY: `cur` is unpublished, and retired once: only the holder of `inner`
+                // that replaced it retires it.
+                unsafe { rcu::retire(cur, rcu::reclaim_boxed) };
+            }
+            cur = new;
+        }
+        // SAFETY: as above; `i` is inside the array now.
+        let slot = unsafe { &(*cur).slots[i] };
+        if slot.load(Ordering::Relaxed).is_null() {
+            slot.store(weak_ptr(Some(&file)), Ordering::Release);
+        }
+        Ok(file)
+    }
+
+    /// True if no other task shares this table, so that no `get` can be running on it: a
+    /// replaced weak reference may then be given back at once instead of retired (the file's
+    /// memory is then reused while it is still in cache). The acquire fence orders the `get`s
+    /// of the tasks that shared the table before their release of it.
+    fn alone(this: &Arc<Self>) -> bool {
+        if Arc::strong_count(this) == 1 {
+            std::sync::atomic::fence(std::sync::atomic::Ordering::Acquire);
+            true
+        } else {
+            false
+        }
+    }
+
+    /// Sets fd `i`'s published pointer back to null (it was closed or replaced, under the
+    /// lock): retires the weak reference it held, or gives it back at once if `alone`.
+    fn unpublish(&self, i: usize, alone: bool) {
+        let cur = self.published.load(Ordering::Acquire);
+        // SAFETY: only holders of `inner` (the caller) replace or free the array.
+        let Some(slot) = unsafe { cur.as_ref() }.and_then(|t| t.slots.get(i)) else {
+            return;
+        };
+        if slot.load(Ordering::Relaxed).is_null() {
+            return;
+        }
+        let old = slot.swap(std::ptr::null_mut(), Ordering::AcqRel);
+        if alone {
+            drop_weak(old);
+        } else {
+            // SAFETY: `old` is unpublished, and retired once: the swap took it.
+            unsafe { rcu::retire(old, reclaim_weak) };
         }
     }
 
@@ -69,7 +272,31 @@ impl FdTable {
     /// # Errors
     /// `EMFILE` when no fd below the limit is free; `EINVAL` if `min` is at or past the limit.
     pub fn install(&self, file: Arc<FileDescription>, cloexec: bool, min: i32) -> Result<i32> {
-        let mut g = self.inner.lock();
+        let mut g = self.inner.0.lock();
+        Self::install_locked(&mut g, file, cloexec, min)
+    }
+
+    /// `dup(2)`: installs the file of `fd` at the lowest free fd, `FD_CLOEXEC` clear, under
+    /// one hold of the lock.
+    ///
+    /// # Errors
+    /// `EBADF` if `fd` is not open; `EMFILE` when no fd below the limit is free.
+    pub fn dup(&self, fd: i32) -> Result<i32> {
+        let i = usize::try_from(fd).map_err(|_| Errno::EBADF)?;
+        let mut g = self.inner.0.lock();
+        let file = match g.slots.get(i) {
+            Some(Some(e)) => e.file.clone(),
+            _ => return Err(Errno::EBADF),
+        };
+        Self::install_locked(&mut g, file, false, 0)
+    }
+
+    fn install_locked(
+        g: &mut Inner,
+        file: Arc<FileDescription>,
+        cloexec: bool,
+        min: i32,
+    ) -> Result<i32> {
         let min = usize::try_from(min).map_err(|_| Errno::EINVAL)?;
         let limit = g.limit as usize;
         if min >= limit {
@@ -102,13 +329,13 @@ impl FdTable {
     /// # Errors
     /// `EBADF` if `fd` is negative or at/past the limit.
     pub fn install_at(
-        &self,
+        self: &Arc<Self>,
         fd: i32,
         file: Arc<FileDescription>,
         cloexec: bool,
     ) -> Result<Option<Arc<FileDescription>>> {
         let i = usize::try_from(fd).map_err(|_| Errno::EBADF)?;
-        let mut g = self.inner.lock();
+        let mut g = self.inner.0.lock();
         if i >= g.limit as usize {
             return Err(Errno::EBADF);
         }
@@ -116,6 +343,7 @@ impl FdTable {
             g.slots.resize(i + 1, None);
         }
         let old = g.slots[i].replace(Entry { file, cloexec });
+        self.unpublish(i, Self::alone(self));
         Ok(old.map(|e| e.file))
     }
 
@@ -123,9 +351,9 @@ impl FdTable {
     ///
     /// # Errors
     /// `EBADF` if `fd` is not open.
-    pub fn remove(&self, fd: i32) -> Result<Arc<FileDescription>> {
+    pub fn remove(self: &Arc<Self>, fd: i32) -> Result<Arc<FileDescription>> {
         let i = usize::try_from(fd).map_err(|_| Errno::EBADF)?;
-        let mut g = self.inner.lock();
+        let mut g = self.inner.0.lock();
         let e = g
             .slots
             .get_mut(i)
@@ -134,6 +362,7 @@ impl FdTable {
         if i < g.first_free {
             g.first_free = i;
         }
+        self.unpublish(i, Self::alone(self));
         Ok(e.file)
     }
 
@@ -143,7 +372,7 @@ impl FdTable {
     /// `EBADF` if `fd` is not open.
     pub fn cloexec(&self, fd: i32) -> Result<bool> {
         let i = usize::try_from(fd).map_err(|_| Errno::EBADF)?;
-        let g = self.inner.lock();
+        let g = self.inner.0.lock();
         match g.slots.get(i) {
             Some(Some(e)) => Ok(e.cloexec),
             _ => Err(Errno::EBADF),
@@ -156,7 +385,7 @@ impl FdTable {
     /// `EBADF` if `fd` is not open.
     pub fn set_cloexec(&self, fd: i32, on: bool) -> Result<()> {
         let i = usize::try_from(fd).map_err(|_| Errno::EBADF)?;
-        let mut g = self.inner.lock();
+        let mut g = self.inner.0.lock();
         match g.slots.get_mut(i) {
             Some(Some(e)) => {
                 e.cloexec = on;
@@ -168,7 +397,7 @@ impl FdTable {
 
     /// True if some fd below the limit is free (open reserves one before it walks).
     pub fn has_free(&self) -> bool {
-        let g = self.inner.lock();
+        let g = self.inner.0.lock();
         let limit = g.limit as usize;
         let mut i = g.first_free;
         while i < g.slots.len() && g.slots[i].is_some() {
@@ -179,7 +408,7 @@ impl FdTable {
 
     /// The open-file limit (Linux: `RLIMIT_NOFILE`).
     pub fn limit(&self) -> u32 {
-        self.inner.lock().limit
+        self.inner.0.lock().limit
     }
 
     /// Sets the open-file limit; fds at or past it stay open, as with `setrlimit`.
@@ -190,18 +419,18 @@ impl FdTable {
         if limit > NR_OPEN {
             return Err(Errno::EPERM);
         }
-        self.inner.lock().limit = limit;
+        self.inner.0.lock().limit = limit;
         Ok(())
     }
 
     /// Removes every close-on-exec fd (exec), returning the files to drop.
-    pub fn close_on_exec(&self) -> Vec<Arc<FileDescription>> {
-        let mut g = self.inner.lock();
+    pub fn close_on_exec(self: &Arc<Self>) -> Vec<Arc<FileDescription>> {
+        let mut g = self.inner.0.lock();
         let mut out = Vec::new();
-        for (i, s) in g.slots.iter_mut().enumerate() {
-            if s.as_ref().is_some_and(|e| e.cloexec) {
-                out.extend(s.take().map(|e| e.file));
-                let _ = i;
+        for i in 0..g.slots.len() {
+            if g.slots[i].as_ref().is_some_and(|e| e.cloexec) {
+                out.extend(g.slots[i].take().map(|e| e.file));
+                self.unpublish(i, Self::alone(self));
             }
         }
         g.first_free = 0;
@@ -210,13 +439,14 @@ impl FdTable {
 
     /// A copy of the table (fork without shared files).
     pub fn duplicate(&self) -> FdTable {
-        let g = self.inner.lock();
+        let g = self.inner.0.lock();
         FdTable {
-            inner: Mutex::new(Inner {
+            published: AtomicPtr::new(std::ptr::null_mut()),
+            inner: Slot(Mutex::new(Inner {
                 slots: g.slots.clone(),
                 first_free: 0,
                 limit: g.limit,
-            }),
+            })),
         }
     }
 }

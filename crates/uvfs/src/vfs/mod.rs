@@ -7,6 +7,8 @@ pub(crate) mod dcache;
 mod dcache_check;
 pub mod dentry;
 pub mod fd_table;
+#[cfg(all(test, any(loom, feature = "shuttle")))]
+mod fd_table_check;
 pub mod file;
 pub(crate) mod fs_struct;
 pub mod inode;
