@@ -119,29 +119,39 @@ impl Task {
         )
     }
 
-    /// `fstatat` of a cached path from the root or the cwd: [`walk_cached`] under one epoch
-    /// guard, then the stat from the inode. `None` sends the call through the general walk.
+    /// `fstatat` of a cached path from the root, the cwd or `dirfd`: [`walk_cached`] under one
+    /// epoch guard, then the stat from the inode. `None` sends the call through the general
+    /// walk.
     ///
     /// # Fast path
-    /// No walker, no position values, no lock, no reference count; the path is checked for
-    /// length here and for NUL bytes during the scan.
+    /// No walker, no position values, no lock, no reference count (`dirfd`'s file comes from
+    /// `Task::fget`: the task's fd cache, or the fd table's lock-free `get`); the path is
+    /// checked for length here and for NUL bytes during the scan. This is the `fstatat(dirfd,
+    /// name)` of `find`, `du` and `ls -l` after `getdents64`.
+    /// Falls back when: ref-walk mode, a path of `PATH_MAX` bytes or more, a bad `dirfd`, and
+    /// whatever [`walk_cached`] gives up on.
     #[inline]
     fn stat_cached(&self, dirfd: i32, path: &[u8], follow: FollowLast) -> Option<Stat> {
-        if self.walk_mode.get() == crate::vfs::WalkMode::Ref
-            || (dirfd != crate::abi::AT_FDCWD && path.first() != Some(&b'/'))
-            || path.len() >= crate::abi::PATH_MAX
+        if self.walk_mode.get() == crate::vfs::WalkMode::Ref || path.len() >= crate::abi::PATH_MAX
         {
             return None;
         }
+        let dir_file;
         let guard = rcu_read();
         let cred = self.cred.borrow();
         let fs = self.fs.borrow();
+        let start = if dirfd != crate::abi::AT_FDCWD && path.first() != Some(&b'/') {
+            dir_file = self.fget(dirfd).ok()?;
+            &dir_file.path().dentry
+        } else {
+            &fs.cwd.dentry
+        };
         let d = walk_cached(
             &guard,
             &cred,
             hash_seed(),
             &fs.root.dentry,
-            &fs.cwd.dentry,
+            start,
             path,
             follow,
         )?;
