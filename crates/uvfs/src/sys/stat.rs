@@ -132,8 +132,7 @@ impl Task {
     /// whatever [`walk_cached`] gives up on.
     #[inline]
     fn stat_cached(&self, dirfd: i32, path: &[u8], follow: FollowLast) -> Option<Stat> {
-        if self.walk_mode.get() == crate::vfs::WalkMode::Ref || path.len() >= crate::abi::PATH_MAX
-        {
+        if self.walk_mode.get() == crate::vfs::WalkMode::Ref || path.len() >= crate::abi::PATH_MAX {
             return None;
         }
         let dir_file;

@@ -79,6 +79,11 @@ impl Counters {
         self.blocks.refund(n);
     }
     /// The block limit (0: none) and the blocks free under it now.
+    /// The block limit (0: none). Reads one word, where `block_room` reads every slot of
+    /// the budget, lines the other threads charging write.
+    pub(crate) fn block_max(&self) -> u64 {
+        self.blocks.max()
+    }
     pub(crate) fn block_room(&self) -> (u64, u64) {
         let max = self.blocks.max();
         (max, max.saturating_sub(self.blocks.used()))
