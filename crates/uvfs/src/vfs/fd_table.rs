@@ -35,6 +35,10 @@ use crate::sync::rcu;
 /// Hard ceiling of the per-table limit (Linux: `fs.nr_open` default).
 pub const NR_OPEN: u32 = 1 << 20;
 
+/// Fds a table has room for before its slots grow (Linux: `NR_OPEN_DEFAULT`, the fd array
+/// embedded in `files_struct`).
+const FIRST_SLOTS: usize = 64;
+
 /// Fds of the first published array (Linux: `NR_OPEN_DEFAULT`, the fds of the table embedded
 /// in `files_struct`); it doubles as it fills. Two under a model checker, whose scenarios grow
 /// it in one step (`fd_table_check`), since every slot is a modelled atomic.
@@ -51,6 +55,10 @@ struct Entry {
 }
 
 struct Inner {
+    /// Made with room for [`FIRST_SLOTS`] fds, so that the slots a task writes most (its
+    /// low fds) do not share a cache line with another table's: the slots of two tables
+    /// made one after the other, small, would sit side by side in the allocator, and every
+    /// open and close writes them (`open1` in processes mode, issue 7).
     slots: Vec<Option<Entry>>,
     /// Lowest index that may be free.
     first_free: usize,
@@ -137,7 +145,7 @@ impl Default for FdTable {
         FdTable {
             published: AtomicPtr::new(std::ptr::null_mut()),
             inner: Slot(Mutex::new(Inner {
-                slots: Vec::new(),
+                slots: Vec::with_capacity(FIRST_SLOTS),
                 first_free: 0,
                 limit: DEFAULT_NOFILE,
             })),
@@ -443,7 +451,11 @@ impl FdTable {
         FdTable {
             published: AtomicPtr::new(std::ptr::null_mut()),
             inner: Slot(Mutex::new(Inner {
-                slots: g.slots.clone(),
+                slots: {
+                    let mut v = Vec::with_capacity(g.slots.len().max(FIRST_SLOTS));
+                    v.extend(g.slots.iter().cloned());
+                    v
+                },
                 first_free: 0,
                 limit: g.limit,
             })),
