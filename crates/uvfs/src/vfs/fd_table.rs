@@ -27,9 +27,9 @@ use std::sync::{Arc, Weak};
 
 use super::file::FileDescription;
 use crate::abi::{Errno, Result, DEFAULT_NOFILE};
-use crate::sync::atomic::{AtomicPtr, Ordering};
+use crate::sync::atomic::{AtomicPtr, AtomicU32, AtomicU64, Ordering};
 use crate::sync::dist_counter::Slot;
-use crate::sync::lock::Mutex;
+use crate::sync::lock::{Mutex, MutexGuard};
 use crate::sync::rcu;
 
 /// Hard ceiling of the per-table limit (Linux: `fs.nr_open` default).
@@ -60,7 +60,7 @@ struct Inner {
     /// made one after the other, small, would sit side by side in the allocator, and every
     /// open and close writes them (`open1` in processes mode, issue 7).
     slots: Vec<Option<Entry>>,
-    /// Lowest index that may be free.
+    /// Lowest free index (exact).
     first_free: usize,
     limit: u32,
 }
@@ -102,6 +102,15 @@ impl Drop for Published {
     }
 }
 
+/// The lowest free index of `slots` at or after `from` (its length if none before it).
+fn next_free(slots: &[Option<Entry>], from: usize) -> usize {
+    let mut i = from;
+    while i < slots.len() && slots[i].is_some() {
+        i += 1;
+    }
+    i
+}
+
 /// A pointer owning a new weak reference to `file`, or null.
 fn weak_ptr(file: Option<&Arc<FileDescription>>) -> *mut FileDescription {
     file.map_or(std::ptr::null_mut(), |f| {
@@ -135,20 +144,36 @@ unsafe fn reclaim_weak(p: *mut FileDescription, _: &rcu::Collector) {
 pub struct FdTable {
     /// The open files, read by `get` without the lock (module docs). Written under `inner`.
     published: AtomicPtr<Published>,
-    /// Protects: every slot, the limit, and the writes of `published` and its slots.
+    inner: Slot<Locked>,
+}
+
+/// The table's lock and the two figures `has_free` and `limit` read without it.
+struct Locked {
+    /// Protects: every slot, the limit, and the writes of `published`, its slots and the
+    /// two mirrors below.
     /// Order: innermost except for dropping closed files, which happens after release.
-    inner: Slot<Mutex<Inner>>,
+    lock: Mutex<Inner>,
+    /// `Inner::first_free` and `Inner::limit`, stored under the lock at each change, so that
+    /// the check an open makes before its walk (`has_free`) and `limit` take no lock: one
+    /// lock less per open (Linux's `alloc_fd()` and `close()` take `file_lock`, `fd_install()`
+    /// does not).
+    first_free: AtomicU64,
+    limit: AtomicU32,
 }
 
 impl Default for FdTable {
     fn default() -> Self {
         FdTable {
             published: AtomicPtr::new(std::ptr::null_mut()),
-            inner: Slot(Mutex::new(Inner {
-                slots: Vec::with_capacity(FIRST_SLOTS),
-                first_free: 0,
-                limit: DEFAULT_NOFILE,
-            })),
+            inner: Slot(Locked {
+                lock: Mutex::new(Inner {
+                    slots: Vec::with_capacity(FIRST_SLOTS),
+                    first_free: 0,
+                    limit: DEFAULT_NOFILE,
+                }),
+                first_free: AtomicU64::new(0),
+                limit: AtomicU32::new(DEFAULT_NOFILE),
+            }),
         }
     }
 }
@@ -168,6 +193,19 @@ impl FdTable {
     /// An empty table with the default limit.
     pub fn new() -> Self {
         Self::default()
+    }
+
+    fn lock(&self) -> MutexGuard<'_, Inner> {
+        self.inner.0.lock.lock()
+    }
+
+    /// Stores `g`'s lowest free fd and limit in their mirrors (caller holds the lock).
+    fn mirror(&self, g: &Inner) {
+        self.inner
+            .0
+            .first_free
+            .store(g.first_free as u64, Ordering::Relaxed);
+        self.inner.0.limit.store(g.limit, Ordering::Relaxed);
     }
 
     /// The file at `fd`.
@@ -211,7 +249,7 @@ impl FdTable {
     /// the next `get`.
     #[cold]
     fn get_slow(&self, i: usize) -> Result<Arc<FileDescription>> {
-        let g = self.inner.0.lock();
+        let g = self.lock();
         let file = match g.slots.get(i) {
             Some(Some(e)) => e.file.clone(),
             _ => return Err(Errno::EBADF),
@@ -280,8 +318,10 @@ impl FdTable {
     /// # Errors
     /// `EMFILE` when no fd below the limit is free; `EINVAL` if `min` is at or past the limit.
     pub fn install(&self, file: Arc<FileDescription>, cloexec: bool, min: i32) -> Result<i32> {
-        let mut g = self.inner.0.lock();
-        Self::install_locked(&mut g, file, cloexec, min)
+        let mut g = self.lock();
+        let r = Self::install_locked(&mut g, file, cloexec, min);
+        self.mirror(&g);
+        r
     }
 
     /// `dup(2)`: installs the file of `fd` at the lowest free fd, `FD_CLOEXEC` clear, under
@@ -291,12 +331,14 @@ impl FdTable {
     /// `EBADF` if `fd` is not open; `EMFILE` when no fd below the limit is free.
     pub fn dup(&self, fd: i32) -> Result<i32> {
         let i = usize::try_from(fd).map_err(|_| Errno::EBADF)?;
-        let mut g = self.inner.0.lock();
+        let mut g = self.lock();
         let file = match g.slots.get(i) {
             Some(Some(e)) => e.file.clone(),
             _ => return Err(Errno::EBADF),
         };
-        Self::install_locked(&mut g, file, false, 0)
+        let r = Self::install_locked(&mut g, file, false, 0);
+        self.mirror(&g);
+        r
     }
 
     fn install_locked(
@@ -327,7 +369,7 @@ impl FdTable {
         }
         g.slots[i] = Some(Entry { file, cloexec });
         if start == g.first_free {
-            g.first_free = i + 1;
+            g.first_free = next_free(&g.slots, i + 1);
         }
         Ok(i as i32)
     }
@@ -343,7 +385,7 @@ impl FdTable {
         cloexec: bool,
     ) -> Result<Option<Arc<FileDescription>>> {
         let i = usize::try_from(fd).map_err(|_| Errno::EBADF)?;
-        let mut g = self.inner.0.lock();
+        let mut g = self.lock();
         if i >= g.limit as usize {
             return Err(Errno::EBADF);
         }
@@ -351,6 +393,10 @@ impl FdTable {
             g.slots.resize(i + 1, None);
         }
         let old = g.slots[i].replace(Entry { file, cloexec });
+        if i == g.first_free {
+            g.first_free = next_free(&g.slots, i + 1);
+            self.mirror(&g);
+        }
         self.unpublish(i, Self::alone(self));
         Ok(old.map(|e| e.file))
     }
@@ -361,7 +407,7 @@ impl FdTable {
     /// `EBADF` if `fd` is not open.
     pub fn remove(self: &Arc<Self>, fd: i32) -> Result<Arc<FileDescription>> {
         let i = usize::try_from(fd).map_err(|_| Errno::EBADF)?;
-        let mut g = self.inner.0.lock();
+        let mut g = self.lock();
         let e = g
             .slots
             .get_mut(i)
@@ -369,6 +415,7 @@ impl FdTable {
             .ok_or(Errno::EBADF)?;
         if i < g.first_free {
             g.first_free = i;
+            self.mirror(&g);
         }
         self.unpublish(i, Self::alone(self));
         Ok(e.file)
@@ -380,7 +427,7 @@ impl FdTable {
     /// `EBADF` if `fd` is not open.
     pub fn cloexec(&self, fd: i32) -> Result<bool> {
         let i = usize::try_from(fd).map_err(|_| Errno::EBADF)?;
-        let g = self.inner.0.lock();
+        let g = self.lock();
         match g.slots.get(i) {
             Some(Some(e)) => Ok(e.cloexec),
             _ => Err(Errno::EBADF),
@@ -393,7 +440,7 @@ impl FdTable {
     /// `EBADF` if `fd` is not open.
     pub fn set_cloexec(&self, fd: i32, on: bool) -> Result<()> {
         let i = usize::try_from(fd).map_err(|_| Errno::EBADF)?;
-        let mut g = self.inner.0.lock();
+        let mut g = self.lock();
         match g.slots.get_mut(i) {
             Some(Some(e)) => {
                 e.cloexec = on;
@@ -403,20 +450,16 @@ impl FdTable {
         }
     }
 
-    /// True if some fd below the limit is free (open reserves one before it walks).
+    /// True if some fd below the limit is free (open checks before it walks, where Linux
+    /// reserves one). Takes no lock: exact unless another task changes the table meanwhile,
+    /// and the install that follows checks again under the lock.
     pub fn has_free(&self) -> bool {
-        let g = self.inner.0.lock();
-        let limit = g.limit as usize;
-        let mut i = g.first_free;
-        while i < g.slots.len() && g.slots[i].is_some() {
-            i += 1;
-        }
-        i < limit
+        self.inner.0.first_free.load(Ordering::Relaxed) < u64::from(self.limit())
     }
 
-    /// The open-file limit (Linux: `RLIMIT_NOFILE`).
+    /// The open-file limit (Linux: `RLIMIT_NOFILE`). Takes no lock.
     pub fn limit(&self) -> u32 {
-        self.inner.0.lock().limit
+        self.inner.0.limit.load(Ordering::Relaxed)
     }
 
     /// Sets the open-file limit; fds at or past it stay open, as with `setrlimit`.
@@ -427,13 +470,15 @@ impl FdTable {
         if limit > NR_OPEN {
             return Err(Errno::EPERM);
         }
-        self.inner.0.lock().limit = limit;
+        let mut g = self.lock();
+        g.limit = limit;
+        self.mirror(&g);
         Ok(())
     }
 
     /// Removes every close-on-exec fd (exec), returning the files to drop.
     pub fn close_on_exec(self: &Arc<Self>) -> Vec<Arc<FileDescription>> {
-        let mut g = self.inner.0.lock();
+        let mut g = self.lock();
         let mut out = Vec::new();
         for i in 0..g.slots.len() {
             if g.slots[i].as_ref().is_some_and(|e| e.cloexec) {
@@ -441,24 +486,29 @@ impl FdTable {
                 self.unpublish(i, Self::alone(self));
             }
         }
-        g.first_free = 0;
+        g.first_free = next_free(&g.slots, 0);
+        self.mirror(&g);
         out
     }
 
     /// A copy of the table (fork without shared files).
     pub fn duplicate(&self) -> FdTable {
-        let g = self.inner.0.lock();
+        let g = self.lock();
         FdTable {
             published: AtomicPtr::new(std::ptr::null_mut()),
-            inner: Slot(Mutex::new(Inner {
-                slots: {
-                    let mut v = Vec::with_capacity(g.slots.len().max(FIRST_SLOTS));
-                    v.extend(g.slots.iter().cloned());
-                    v
-                },
-                first_free: 0,
-                limit: g.limit,
-            })),
+            inner: Slot(Locked {
+                lock: Mutex::new(Inner {
+                    slots: {
+                        let mut v = Vec::with_capacity(g.slots.len().max(FIRST_SLOTS));
+                        v.extend(g.slots.iter().cloned());
+                        v
+                    },
+                    first_free: g.first_free,
+                    limit: g.limit,
+                }),
+                first_free: AtomicU64::new(g.first_free as u64),
+                limit: AtomicU32::new(g.limit),
+            }),
         }
     }
 }
