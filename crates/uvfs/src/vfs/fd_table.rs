@@ -211,20 +211,28 @@ impl FdTable {
     /// The file at `fd`.
     ///
     /// # Fast path
-    /// Takes no lock and writes no location another fd's `get` writes: an epoch guard, two
-    /// protected loads (the array, the fd's pointer) and the upgrade of a weak reference,
-    /// which writes only the file's own reference count.
+    /// On a table other tasks share: takes no lock and writes no location another fd's `get`
+    /// writes: an epoch guard, two protected loads (the array, the fd's pointer) and the
+    /// upgrade of a weak reference, which writes only the file's own reference count.
     /// Falls back when: the fd's pointer is null (its first `get`, or the fd is not open) or
     /// past the array: `get_slow` takes the lock and publishes the file. A racing close makes
-    /// the upgrade fail (`EBADF`, as if the close came first).
+    /// the upgrade fail (`EBADF`, as if the close came first). A table no other task shares
+    /// is read under its lock, which nobody else takes, and publishes nothing: publishing
+    /// would cost an open, read and close more than the lock (`uvfs bench open-read-close`).
     /// Checked by: `fd_table_check` (loom and shuttle) and `tests/concurrency.rs`; the
     /// fallback by every first `get` of an fd (`fd_table_check` gets before and after it).
     ///
     /// # Errors
     /// `EBADF` if `fd` is not open.
     #[inline]
-    pub fn get(&self, fd: i32) -> Result<Arc<FileDescription>> {
+    pub fn get(self: &Arc<Self>, fd: i32) -> Result<Arc<FileDescription>> {
         let i = usize::try_from(fd).map_err(|_| Errno::EBADF)?;
+        if Self::alone(self) {
+            return match self.lock().slots.get(i) {
+                Some(Some(e)) => Ok(e.file.clone()),
+                _ => Err(Errno::EBADF),
+            };
+        }
         {
             let guard = rcu::read();
             let table = rcu::protect(&guard, &self.published, Ordering::Acquire);

@@ -82,7 +82,7 @@ fn releases(r: &AtomicUsize) -> usize {
 /// gets `fd`: `(completed before the get, what the get returned)`.
 fn race(
     change: impl FnOnce() + Send + 'static,
-    table: &FdTable,
+    table: &Arc<FdTable>,
     fd: i32,
 ) -> (
     bool,
@@ -108,6 +108,8 @@ fn race(
 fn close_scenario(published: bool) {
     let files = Files::new();
     let table = Arc::new(FdTable::new());
+    // Shared from the start, as by a second task: `get` takes its lock-free path.
+    let _other_task = table.clone();
     let (a, released) = files.file();
     assert_eq!(table.install(a.clone(), false, 0), Ok(0));
     assert_eq!(table.install(a.clone(), false, 0), Ok(1));
@@ -147,6 +149,8 @@ fn close_scenario(published: bool) {
 fn last_close_scenario() {
     let files = Files::new();
     let table = Arc::new(FdTable::new());
+    // Shared from the start, as by a second task: `get` takes its lock-free path.
+    let _other_task = table.clone();
     let (a, released) = files.file();
     assert_eq!(table.install(a, false, 0), Ok(0));
     drop(table.get(0).expect("fd 0 is open"));
@@ -179,6 +183,8 @@ fn last_close_scenario() {
 fn replace_scenario() {
     let files = Files::new();
     let table = Arc::new(FdTable::new());
+    // Shared from the start, as by a second task: `get` takes its lock-free path.
+    let _other_task = table.clone();
     let (a, released_a) = files.file();
     let (b, released_b) = files.file();
     assert_eq!(table.install(a.clone(), false, 0), Ok(0));
@@ -218,6 +224,8 @@ fn replace_scenario() {
 fn grow_scenario() {
     let files = Files::new();
     let table = Arc::new(FdTable::new());
+    // Shared from the start, as by a second task: `get` takes its lock-free path.
+    let _other_task = table.clone();
     let (a, _) = files.file();
     let (b, _) = files.file();
     assert_eq!(table.install(a.clone(), false, 0), Ok(0));

@@ -28,10 +28,7 @@ pub(crate) const SETFL_MASK: u32 = OpenFlags::APPEND.bits()
     | OpenFlags::NOATIME.bits()
     | OpenFlags::DIRECT.bits();
 
-/// An open file description. Aligned to a cache-line pair (Linux: the `filp` cache is
-/// `SLAB_HWCACHE_ALIGN`): its position lock and flags are written by I/O through it, and two
-/// files opened one after the other would otherwise share a line.
-#[repr(align(128))]
+/// An open file description.
 pub struct FileDescription {
     path: VfsPath,
     inode: Arc<Inode>,
