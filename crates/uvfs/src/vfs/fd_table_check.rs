@@ -102,14 +102,36 @@ fn race(
     (completed, got, writer)
 }
 
+/// An empty table and a second handle on it, as a second task sharing it would hold (so
+/// `get` takes its lock-free path).
+fn shared_table() -> (Arc<FdTable>, Arc<FdTable>) {
+    let table = Arc::new(FdTable::new());
+    let other = table.clone();
+    (table, other)
+}
+
+/// Closes fd 0 of `table` on another thread while this one gets it (see [`race`]).
+fn race_close(
+    table: &Arc<FdTable>,
+) -> (
+    bool,
+    Result<Arc<FileDescription>, Errno>,
+    thread::JoinHandle<()>,
+) {
+    let closer = table.clone();
+    race(
+        move || drop(closer.remove(0).expect("fd 0 is open")),
+        table,
+        0,
+    )
+}
+
 /// close of a duplicated fd: a get racing `remove` returns the file or `EBADF`, `EBADF` once
 /// the close has completed although the file stays open at the other fd; closing that one too
 /// releases the file once, after the get's reference is gone.
 fn close_scenario(published: bool) {
     let files = Files::new();
-    let table = Arc::new(FdTable::new());
-    // Shared from the start, as by a second task: `get` takes its lock-free path.
-    let _other_task = table.clone();
+    let (table, _other_task) = shared_table();
     let (a, released) = files.file();
     assert_eq!(table.install(a.clone(), false, 0), Ok(0));
     assert_eq!(table.install(a.clone(), false, 0), Ok(1));
@@ -117,14 +139,7 @@ fn close_scenario(published: bool) {
     if published {
         drop(table.get(0).expect("fd 0 is open"));
     }
-    let (completed, got, writer) = race(
-        {
-            let table = table.clone();
-            move || drop(table.remove(0).expect("fd 0 is open"))
-        },
-        &table,
-        0,
-    );
+    let (completed, got, writer) = race_close(&table);
     match &got {
         Ok(_) => assert!(!completed, "a get after the close completed found the file"),
         Err(e) => assert_eq!(*e, Errno::EBADF),
@@ -148,20 +163,11 @@ fn close_scenario(published: bool) {
 /// close racing a get: the file is released once, never while the get holds it.
 fn last_close_scenario() {
     let files = Files::new();
-    let table = Arc::new(FdTable::new());
-    // Shared from the start, as by a second task: `get` takes its lock-free path.
-    let _other_task = table.clone();
+    let (table, _other_task) = shared_table();
     let (a, released) = files.file();
     assert_eq!(table.install(a, false, 0), Ok(0));
     drop(table.get(0).expect("fd 0 is open"));
-    let (completed, got, writer) = race(
-        {
-            let table = table.clone();
-            move || drop(table.remove(0).expect("fd 0 is open"))
-        },
-        &table,
-        0,
-    );
+    let (completed, got, writer) = race_close(&table);
     match &got {
         Ok(_) => {
             assert!(!completed, "a get after the close completed found the file");
@@ -182,9 +188,7 @@ fn last_close_scenario() {
 /// completed; the old file is released once.
 fn replace_scenario() {
     let files = Files::new();
-    let table = Arc::new(FdTable::new());
-    // Shared from the start, as by a second task: `get` takes its lock-free path.
-    let _other_task = table.clone();
+    let (table, _other_task) = shared_table();
     let (a, released_a) = files.file();
     let (b, released_b) = files.file();
     assert_eq!(table.install(a.clone(), false, 0), Ok(0));
@@ -223,9 +227,7 @@ fn replace_scenario() {
 /// through the old or the new array, and the new fd once the install has completed.
 fn grow_scenario() {
     let files = Files::new();
-    let table = Arc::new(FdTable::new());
-    // Shared from the start, as by a second task: `get` takes its lock-free path.
-    let _other_task = table.clone();
+    let (table, _other_task) = shared_table();
     let (a, _) = files.file();
     let (b, _) = files.file();
     assert_eq!(table.install(a.clone(), false, 0), Ok(0));
