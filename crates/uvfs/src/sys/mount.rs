@@ -290,7 +290,16 @@ impl Task {
     /// there, so that `umount2(".")` in a covered cwd unmounts the covering mount (Linux:
     /// `LOOKUP_MOUNTPOINT`, which `path_lookupat()` ends with `handle_lookup_down()`).
     fn umount_point(&self, path: &[u8], follow: FollowLast) -> Result<VfsPath> {
-        let mut p = self.mount_point(path, follow)?;
+        let mut p = self.with_path(
+            crate::abi::AT_FDCWD,
+            path,
+            EmptyPath::Reject,
+            ResolveFlags::empty(),
+            |w, s| {
+                w.touch_mounts = false;
+                Ok(w.lookup(s, path, follow)?.to_path())
+            },
+        )?;
         while let Some(top) = self.mounted_on(&p) {
             p = top;
         }

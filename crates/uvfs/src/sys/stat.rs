@@ -141,20 +141,25 @@ impl Task {
         let fs = self.fs.borrow();
         let start = if dirfd != crate::abi::AT_FDCWD && path.first() != Some(&b'/') {
             dir_file = self.fget(dirfd).ok()?;
-            &dir_file.path().dentry
+            dir_file.path()
+        } else if path.first() == Some(&b'/') {
+            &fs.root
         } else {
-            &fs.cwd.dentry
+            &fs.cwd
         };
         let d = walk_cached(
             &guard,
             &cred,
             hash_seed(),
             &fs.root.dentry,
-            start,
+            &start.dentry,
             path,
             follow,
         )?;
-        Some(d.inode()?.stat())
+        let st = d.inode()?.stat();
+        // The cached walk stays in the mount it starts in (it gives up at mountpoints).
+        start.mnt.touch();
+        Some(st)
     }
 
     /// `stat(2)`.

@@ -155,6 +155,8 @@ impl FileDescription {
 
 impl Drop for FileDescription {
     fn drop(&mut self) {
+        // The last close puts the file's path (Linux: `__fput()` → `mntput()`).
+        self.path.mnt.touch();
         self.ops.release(self);
         if self.counted_writer {
             self.path.mnt.put_write();

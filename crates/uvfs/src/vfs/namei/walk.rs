@@ -75,6 +75,11 @@ pub(crate) struct Walker<'a> {
     /// Whether the walk has fetched its root yet (Linux: `nameidata::root` set): at the start
     /// for a scoped or absolute path, else at the first `..` or absolute link.
     pub(crate) root_set: bool,
+    /// Whether the mounts where the walk ends count as used, clearing their `MNT_EXPIRE`
+    /// mark (Linux: the `mntput()` of the `path_put()` that ends a path call). `umount2`
+    /// turns it off for its target, as Linux's `path_umount()` puts it with
+    /// `mntput_no_expire()`.
+    pub(crate) touch_mounts: bool,
 }
 
 impl<'a> Walker<'a> {
@@ -96,7 +101,17 @@ impl<'a> Walker<'a> {
             links: 0,
             seed: hash_seed(),
             root_set: resolve.intersects(ResolveFlags::BENEATH | ResolveFlags::IN_ROOT),
+            touch_mounts: true,
         }
+    }
+
+    /// `pos`, its mount marked used (see `touch_mounts`).
+    #[inline]
+    fn touched(&self, pos: Pos<'a>) -> Pos<'a> {
+        if self.touch_mounts {
+            pos.mnt.touch();
+        }
+        pos
     }
 
     /// Resolves every component but the last (Linux: `link_path_walk()`), checking search
@@ -105,6 +120,15 @@ impl<'a> Walker<'a> {
     /// # Errors
     /// `ENOENT`, `ENOTDIR`, `EACCES`, `ENAMETOOLONG`, `ELOOP`, `EXDEV` (scoped resolution).
     pub(crate) fn walk_parent<'p>(
+        &mut self,
+        start: Pos<'a>,
+        path: &'p [u8],
+    ) -> Result<(Pos<'a>, Last<'p>)> {
+        let (pos, last) = self.walk_parent_untouched(start, path)?;
+        Ok((self.touched(pos), last))
+    }
+
+    fn walk_parent_untouched<'p>(
         &mut self,
         start: Pos<'a>,
         path: &'p [u8],
@@ -261,10 +285,10 @@ impl<'a> Walker<'a> {
             return Ok(start);
         }
         if let Some(d) = self.lookup_fast_path(&start, path, follow) {
-            return Ok(Pos {
+            return Ok(self.touched(Pos {
                 mnt: start.mnt,
                 dentry: Ref::B(d),
-            });
+            }));
         }
         let (parent, last) = self.walk_parent(start, path)?;
         self.resolve_last(parent, &last, follow)
@@ -301,7 +325,7 @@ impl<'a> Walker<'a> {
         if last.trailing_slash && !pos.is_dir() {
             return Err(Errno::ENOTDIR);
         }
-        Ok(pos)
+        Ok(self.touched(pos))
     }
 
     /// Steps from directory `parent` into its child `child`, found by the caller under the
