@@ -198,7 +198,9 @@ pub(crate) struct Node {
 /// What a node says: `name` (with its `hash_len`) in this directory is `dentry`.
 struct Entry {
     hash_len: u64,
-    name: Box<[u8]>,
+    /// The dentry's own name (`Dentry::name` at insertion): one copy per child, and a
+    /// resize copies the pointer, not the bytes.
+    name: Arc<[u8]>,
     dentry: Arc<Dentry>,
 }
 
@@ -342,7 +344,7 @@ impl TableWriter<'_> {
     }
 
     /// Publishes `dentry` under `name`; the caller checked the name is absent.
-    pub(crate) fn insert(&mut self, hash_len: u64, name: &[u8], dentry: Arc<Dentry>) {
+    pub(crate) fn insert(&mut self, hash_len: u64, name: Arc<[u8]>, dentry: Arc<Dentry>) {
         if dentry.inode().is_none() {
             self.state.negatives += 1;
         }
@@ -363,7 +365,7 @@ impl TableWriter<'_> {
         let node = Node::new(
             Entry {
                 hash_len,
-                name: name.into(),
+                name,
                 dentry,
             },
             slot.load(Ordering::Relaxed),

@@ -153,15 +153,16 @@ impl Dentry {
             return d.clone();
         }
         let negative = inode.is_none();
+        let shared: Arc<[u8]> = Arc::from(name);
         let d = Arc::new(Dentry::new(
-            Arc::from(name),
+            shared.clone(),
             Some(Arc::downgrade(self)),
             inode,
         ));
         if negative && (w.negatives() >= super::dcache::MAX_NEGATIVE_CHILDREN || self.is_dead()) {
             return d;
         }
-        w.insert(hl, name, d.clone());
+        w.insert(hl, shared, d.clone());
         d
     }
 
@@ -182,12 +183,13 @@ impl Dentry {
         if let Some(old) = w.find(hl, name).cloned() {
             Self::kill(&mut w, hl, name, &old);
         }
+        let shared: Arc<[u8]> = Arc::from(name);
         let d = Arc::new(Dentry::new(
-            Arc::from(name),
+            shared.clone(),
             Some(Arc::downgrade(self)),
             Some(inode),
         ));
-        w.insert(hl, name, d.clone());
+        w.insert(hl, shared, d.clone());
         d
     }
 
@@ -248,15 +250,16 @@ impl Dentry {
         }
         // Out of the old name before it is published under the new one: never under both. In between, lookups of either name miss and wait for the directory locks.
         self.children.writer().remove(old_hl, old_name, child);
+        let name: Arc<[u8]> = Arc::from(new_name);
         {
             let mut l = child.links.lock();
-            l.name = Arc::from(new_name);
+            l.name = name.clone();
             l.parent = Some(Arc::downgrade(new_parent));
         }
         new_parent
             .children
             .writer()
-            .insert(new_hl, new_name, child.clone());
+            .insert(new_hl, name, child.clone());
     }
 
     /// Swaps two cached children (`RENAME_EXCHANGE`).
@@ -286,8 +289,8 @@ impl Dentry {
             lb.name = Arc::from(a_name);
             lb.parent = Some(Arc::downgrade(self));
         }
-        b_parent.children.writer().insert(b_hl, b_name, a.clone());
-        self.children.writer().insert(a_hl, a_name, b.clone());
+        b_parent.children.writer().insert(b_hl, a.name(), a.clone());
+        self.children.writer().insert(a_hl, b.name(), b.clone());
     }
 
     /// True if `self` is `other` or one of its ancestors (within one filesystem).

@@ -26,7 +26,8 @@ const MAX_OFFSET: u64 = END_POS - 1;
 const FIRST_SLOT: u64 = 1 << 62;
 
 struct Entry {
-    name: Box<[u8]>,
+    /// Shared with the `by_name` key: one copy of the name per entry.
+    name: Arc<[u8]>,
     ino: u64,
     d_type: u8,
     /// Its offset: the `d_off` of the entry listed before it, and where an `lseek` to it
@@ -49,7 +50,7 @@ struct Reserved {
 /// offsets.
 #[derive(Default)]
 struct Entries {
-    by_name: HashMap<Box<[u8]>, (u64, Arc<Inode>)>,
+    by_name: HashMap<Arc<[u8]>, (u64, Arc<Inode>)>,
     /// The list, by slot: ascending slots are the listing order.
     list: BTreeMap<u64, Entry>,
     /// Offset to slot.
@@ -95,17 +96,18 @@ impl Entries {
 
     /// Puts `name` at the head of the list with offset `off`.
     fn insert(&mut self, name: &[u8], inode: Arc<Inode>, off: u64, slot: u64) {
+        let name: Arc<[u8]> = Arc::from(name);
         self.list.insert(
             slot,
             Entry {
-                name: name.into(),
+                name: name.clone(),
                 ino: inode.ino(),
                 d_type: inode.file_type().dirent_type(),
                 off,
             },
         );
         self.by_off.insert(off, slot);
-        self.by_name.insert(name.into(), (slot, inode));
+        self.by_name.insert(name, (slot, inode));
     }
 
     /// Takes `name` out of the list; returns its offset and inode.
