@@ -46,6 +46,9 @@ impl Task {
             ResolveFlags::empty(),
             |w, start| {
                 let (p, last) = w.walk_parent(start, path)?;
+                // The call holds the parent and puts it at its end (Linux: `path_put()` of
+                // `filename_parentat()`'s path): a use of its mount.
+                p.mnt.touch();
                 Ok(Parent {
                     path: p.to_path(),
                     name: last.name.into_owned(),

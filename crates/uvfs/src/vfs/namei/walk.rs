@@ -105,7 +105,10 @@ impl<'a> Walker<'a> {
         }
     }
 
-    /// `pos`, its mount marked used (see `touch_mounts`).
+    /// `pos`, its mount marked used (see `touch_mounts`): the end of a walk, where Linux's
+    /// path call ends with a reference to the final path that it then puts. The parent a
+    /// namespace call holds is marked by the call (`Task::parent_of`); a parent the walk only
+    /// passes through is not, as Linux's RCU walk takes no reference on it.
     #[inline]
     fn touched(&self, pos: Pos<'a>) -> Pos<'a> {
         if self.touch_mounts {
@@ -120,15 +123,6 @@ impl<'a> Walker<'a> {
     /// # Errors
     /// `ENOENT`, `ENOTDIR`, `EACCES`, `ENAMETOOLONG`, `ELOOP`, `EXDEV` (scoped resolution).
     pub(crate) fn walk_parent<'p>(
-        &mut self,
-        start: Pos<'a>,
-        path: &'p [u8],
-    ) -> Result<(Pos<'a>, Last<'p>)> {
-        let (pos, last) = self.walk_parent_untouched(start, path)?;
-        Ok((self.touched(pos), last))
-    }
-
-    fn walk_parent_untouched<'p>(
         &mut self,
         start: Pos<'a>,
         path: &'p [u8],
