@@ -20,7 +20,7 @@
 # the quick suites catch is not first put through the slow concurrency stress test (cargo runs
 # test targets in alphabetical order and stops at the first that fails): first the unit tests
 # and every integration test of both crates but the slow ones, then the slow ones
-# ($SLOW_TESTS, default "concurrency"). The tests run are the same as `--lib --tests`.
+# ($SLOW_TESTS, default "concurrency concurrency_files"). The tests run are the same as `--lib --tests`.
 set -u
 
 if [ -n "${UVFS_MUTANTS_AS_CARGO:-}" ]; then
@@ -29,7 +29,7 @@ if [ -n "${UVFS_MUTANTS_AS_CARGO:-}" ]; then
     for a in "$@"; do
       case $a in --lib | --tests) ;; *) args+=("$a") ;; esac
     done
-    slow=" ${SLOW_TESTS:-concurrency} "
+    slow=" ${SLOW_TESTS:-concurrency concurrency_files} "
     first=() last=()
     for f in crates/uvfs/tests/*.rs crates/uvfs-conformance/tests/*.rs; do
       t=$(basename "$f" .rs)

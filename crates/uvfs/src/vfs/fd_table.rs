@@ -219,7 +219,7 @@ impl FdTable {
     /// the upgrade fail (`EBADF`, as if the close came first). A table no other task shares
     /// is read under its lock, which nobody else takes, and publishes nothing: publishing
     /// would cost an open, read and close more than the lock (`uvfs bench open-read-close`).
-    /// Checked by: `fd_table_check` (loom and shuttle) and `tests/concurrency.rs`; the
+    /// Checked by: `fd_table_check` (loom and shuttle) and `tests/concurrency_files.rs`; the
     /// fallback by every first `get` of an fd (`fd_table_check` gets before and after it).
     ///
     /// # Errors

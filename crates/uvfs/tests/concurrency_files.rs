@@ -1,0 +1,306 @@
+//! Seeded, bounded concurrency tests of open files, through the public `sys` API: an open for
+//! writing against a remount read-only, and the fds of a table two tasks share against a
+//! thread that closes and grows it. The rules are those of `tests/concurrency.rs` (the same
+//! harness): every check counted and every count asserted, no sleeps, every loop bounded, a
+//! panic on any thread fails the test, a hang is declared after a deadline; seed
+//! `UVFS_STRESS_SEED`. Split from `tests/concurrency.rs` to keep files short.
+
+#[path = "concurrency/harness.rs"]
+#[allow(dead_code)]
+// Reason: the harness is shared with tests/concurrency.rs, which uses all of it.
+mod harness;
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::thread;
+
+use harness::*;
+use uvfs::abi::{Errno, OpenFlags, AT_FDCWD};
+use uvfs::{Cred, Task, Vfs};
+
+/// One task remounts a bind mount and then its filesystem read-only and back, over and over,
+/// while two others open a file there for writing. Linux (`mnt_get_write_access()` against
+/// `mnt_make_readonly()` and `sb_prepare_remount_readonly()`): an open for writing either
+/// fails with EROFS or is counted before any remount read-only can succeed, so while a file
+/// is open for writing through the mount, neither the mount nor the filesystem is read-only
+/// (`fstatfs` of the open file never says `ST_RDONLY`), and a remount read-only meanwhile says
+/// EBUSY.
+#[test]
+#[cfg_attr(
+    any(loom, feature = "shuttle"),
+    ignore = "skipped: uvfs built with loom/shuttle primitives, which work only inside a model"
+)]
+fn an_open_for_writing_and_a_remount_read_only_never_both_succeed() {
+    use uvfs::abi::{st_flags, MountFlags};
+    const ROUNDS: u64 = 40_000;
+    /// Opens each writer tries at least, while the remounts go on.
+    const MIN_TRIES: u64 = 20_000;
+    /// Most remounts, in case the two outcomes never meet (the assertions then fail).
+    const MAX_ROUNDS: u64 = 2_000_000;
+    const WRITERS: u64 = 2;
+    let seed = seed();
+    let (remounts, counts) = run(move |crew| {
+        let vfs = Vfs::new();
+        let setup = vfs.task(Cred::root());
+        mkdir(&setup, "/d");
+        mkdir(&setup, "/m");
+        setup
+            .mount(None, "/d", Some("tmpfs"), MountFlags::empty(), None)
+            .expect("mount a tmpfs on /d");
+        let fd = setup
+            .openat(
+                AT_FDCWD,
+                "/d/f",
+                OpenFlags::CREAT | OpenFlags::WRONLY,
+                0o600,
+            )
+            .expect("create /d/f");
+        setup.close(fd).expect("close");
+        setup
+            .mount(Some(b"/d".as_slice()), "/m", None, MountFlags::BIND, None)
+            .expect("bind /d on /m");
+        let done = AtomicBool::new(false);
+        let refused = std::sync::atomic::AtomicU64::new(0);
+        let tries: Vec<std::sync::atomic::AtomicU64> = (0..WRITERS)
+            .map(|_| std::sync::atomic::AtomicU64::new(0))
+            .collect();
+        let remounter = vfs.task(Cred::root());
+        let writers: Vec<Task> = (0..WRITERS).map(|_| vfs.task(Cred::root())).collect();
+        thread::scope(|s| {
+            let (done, tries, refused) = (&done, &tries, &refused);
+            let r = s.spawn(move || {
+                let _g = crew.enlist();
+                let t = remounter;
+                // (remounts that made it read-only, remounts refused with EBUSY)
+                let (mut made, mut busy) = (0u64, 0u64);
+                if !crew.start_line(1 + WRITERS) {
+                    return (made, busy);
+                }
+                // At least ROUNDS remounts, and on until every writer has tried enough opens,
+                // a remount has made the mount read-only and an open has met that.
+                let mut i = 0u64;
+                while i < MAX_ROUNDS
+                    && (i < ROUNDS
+                        || made == 0
+                        || refused.load(Ordering::SeqCst) == 0
+                        || tries.iter().any(|n| n.load(Ordering::SeqCst) < MIN_TRIES))
+                {
+                    if crew.stopped() {
+                        break;
+                    }
+                    let (ro, rw) = if i.is_multiple_of(2) {
+                        (
+                            MountFlags::REMOUNT | MountFlags::BIND | MountFlags::RDONLY,
+                            MountFlags::REMOUNT | MountFlags::BIND,
+                        )
+                    } else {
+                        (
+                            MountFlags::REMOUNT | MountFlags::RDONLY,
+                            MountFlags::REMOUNT,
+                        )
+                    };
+                    match t.mount(None, "/m", None, ro, None) {
+                        Ok(()) => {
+                            made += 1;
+                            t.mount(None, "/m", None, rw, None).unwrap_or_else(|e| {
+                                panic!("seed {seed}: remount #{i} writable: {e:?}")
+                            });
+                        }
+                        Err(Errno::EBUSY) => busy += 1,
+                        Err(e) => panic!("seed {seed}: remount #{i} read-only: {e:?}"),
+                    }
+                    i += 1;
+                }
+                done.store(true, Ordering::SeqCst);
+                (made, busy)
+            });
+            let ws: Vec<_> = writers
+                .into_iter()
+                .zip(tries.iter())
+                .map(|(t, tried)| {
+                    s.spawn(move || {
+                        let _g = crew.enlist();
+                        // (opens checked while open, opens refused with EROFS)
+                        let (mut open, mut erofs) = (0u64, 0u64);
+                        crew.start_line(1 + WRITERS);
+                        while !done.load(Ordering::SeqCst) && !crew.stopped() {
+                            tried.fetch_add(1, Ordering::SeqCst);
+                            match t.openat(AT_FDCWD, "/m/f", OpenFlags::WRONLY, 0) {
+                                Ok(fd) => {
+                                    let st = t.fstatfs(fd).expect("fstatfs of an open file");
+                                    assert_eq!(
+                                        st.flags & st_flags::RDONLY,
+                                        0,
+                                        "seed {seed}: a file open for writing on a read-only mount"
+                                    );
+                                    t.close(fd).expect("close");
+                                    open += 1;
+                                }
+                                Err(Errno::EROFS) => {
+                                    erofs += 1;
+                                    refused.fetch_add(1, Ordering::SeqCst);
+                                }
+                                Err(e) => panic!("seed {seed}: open for writing: {e:?}"),
+                            }
+                        }
+                        (open, erofs)
+                    })
+                })
+                .collect();
+            (join(r), ws.into_iter().map(join).collect::<Vec<_>>())
+        })
+    });
+    println!("an_open_for_writing_and_a_remount: remounts (read-only, busy) {remounts:?}, writers (open, erofs) {counts:?}");
+    assert!(remounts.0 + remounts.1 >= ROUNDS, "remount rounds checked");
+    assert!(remounts.0 > 0, "no remount read-only succeeded");
+    for (open, erofs) in &counts {
+        assert!(open + erofs >= MIN_TRIES, "opens tried by a writer");
+    }
+    let (opened, refused) = counts.iter().fold((0, 0), |a, c| (a.0 + c.0, a.1 + c.1));
+    assert!(opened > 0, "no open for writing was checked");
+    // Opens met the read-only state: the race was run, not just its two sides apart.
+    assert!(refused > 0, "no open met a read-only mount");
+}
+
+/// Two threads of one task (a shared fd table, so `FdTable::get` without the lock and the
+/// epoch-deferred weak references): the writer replaces and closes fd 10 (dup2 of a new open
+/// of `/b` or `/c`, close), and duplicates `/a`'s fd to fds that grow the table; the reader
+/// reads through `/a`'s fd, open throughout (always `a`), through fd 10 (`b`, `c` or `EBADF`,
+/// never another file's byte) and through the grown fd (`a` or `EBADF`). Closes free their
+/// weak references in reclamation batches while the reader runs, so a reference freed too
+/// early reads freed memory. At each checkpoint fd 10 is exactly what the writer left.
+#[test]
+#[cfg_attr(
+    any(loom, feature = "shuttle"),
+    ignore = "skipped: uvfs built with loom/shuttle primitives, which work only inside a model"
+)]
+fn fds_of_a_shared_table_name_their_files_while_another_thread_closes_and_grows() {
+    const OPS: u64 = 200_000;
+    const CHECKPOINTS: u64 = 200;
+    const X: i32 = 10;
+    let seed = seed();
+    let counts = run(move |crew| {
+        let vfs = Vfs::new();
+        let setup = vfs.task(Cred::root());
+        for (path, byte) in [("/a", b"a"), ("/b", b"b"), ("/c", b"c")] {
+            let fd = setup
+                .openat(AT_FDCWD, path, OpenFlags::CREAT | OpenFlags::WRONLY, 0o644)
+                .expect("create");
+            assert_eq!(setup.write(fd, byte), Ok(1));
+            setup.close(fd).expect("close");
+        }
+        let writer = vfs.task(Cred::root());
+        let fd_a = writer
+            .openat(AT_FDCWD, "/a", OpenFlags::RDONLY, 0)
+            .expect("open /a");
+        let reader = writer.clone_thread();
+        // What fd X holds at a checkpoint: None (closed) or its file's byte.
+        let points: Checkpoints<Option<u8>> = Checkpoints::new(1, None);
+        let done = AtomicBool::new(false);
+        // The fd the writer last grew the table with (the reader reads it too).
+        let grown = std::sync::atomic::AtomicI32::new(-1);
+        thread::scope(|s| {
+            let (points, done, grown) = (&points, &done, &grown);
+            let w = s.spawn(move || {
+                let _g = crew.enlist();
+                let t = writer;
+                let mut rng = Rng::new(seed);
+                let mut x: Option<u8> = None;
+                let mut growths = 0u64;
+                let per_checkpoint = OPS / CHECKPOINTS;
+                for i in 0..OPS {
+                    if crew.stopped() {
+                        break;
+                    }
+                    match rng.next() % 4 {
+                        0 | 1 => {
+                            let (path, byte) = if rng.next().is_multiple_of(2) {
+                                ("/b", b'b')
+                            } else {
+                                ("/c", b'c')
+                            };
+                            let fd = t
+                                .openat(AT_FDCWD, path, OpenFlags::RDONLY, 0)
+                                .expect("open");
+                            assert_eq!(t.dup2(fd, X), Ok(X));
+                            t.close(fd).expect("close the opened fd");
+                            x = Some(byte);
+                        }
+                        2 => {
+                            let r = t.close(X);
+                            assert_eq!(r.is_ok(), x.is_some(), "seed {seed}: close of fd {X}");
+                            x = None;
+                        }
+                        _ => {
+                            // An fd at 64, 128, 256 or 512: the first dup past each grows the
+                            // published array; later ones replace its slot.
+                            let min = 64 << (rng.next() % 4);
+                            let old = grown.swap(-1, Ordering::SeqCst);
+                            if old >= 0 {
+                                t.close(old).expect("close the grown fd");
+                            }
+                            let fd = t
+                                .fcntl(fd_a, uvfs::abi::FcntlCmd::DupFd(min))
+                                .expect("dup to a high fd");
+                            grown.store(fd, Ordering::SeqCst);
+                            growths += 1;
+                        }
+                    }
+                    if (i + 1) % per_checkpoint == 0 && !points.hold(crew, x) {
+                        break;
+                    }
+                }
+                done.store(true, Ordering::SeqCst);
+                growths
+            });
+            let r = s.spawn(move || {
+                let _g = crew.enlist();
+                let t = reader;
+                let mut counts = Counts::default();
+                let mut seen = 0u64;
+                let mut buf = [0u8; 1];
+                let mut byte_of = |fd: i32| t.pread(fd, &mut buf, 0).map(|_| buf[0]);
+                while !done.load(Ordering::SeqCst) && !crew.stopped() {
+                    counts.round();
+                    assert_eq!(byte_of(fd_a), Ok(b'a'), "seed {seed}: fd of /a");
+                    let got = byte_of(X);
+                    assert!(
+                        matches!(got, Ok(b'b' | b'c') | Err(Errno::EBADF)),
+                        "seed {seed}: fd {X} read {got:?}"
+                    );
+                    let g = grown.load(Ordering::SeqCst);
+                    if g >= 0 {
+                        let got = byte_of(g);
+                        assert!(
+                            matches!(got, Ok(b'a') | Err(Errno::EBADF)),
+                            "seed {seed}: grown fd {g} read {got:?}"
+                        );
+                    }
+                    if let Some(want) = points.pending(&mut seen) {
+                        let got = byte_of(X);
+                        match want {
+                            Some(b) => {
+                                assert_eq!(got, Ok(b), "seed {seed}: fd {X} at checkpoint {seen}")
+                            }
+                            None => assert_eq!(
+                                got,
+                                Err(Errno::EBADF),
+                                "seed {seed}: fd {X} at checkpoint {seen}"
+                            ),
+                        }
+                        counts.exact += 1;
+                        points.ack();
+                    }
+                }
+                counts
+            });
+            (join(w), join(r))
+        })
+    });
+    let (growths, reader) = counts;
+    println!("fds_of_a_shared_table: growing dups {growths}, reader {reader:?}");
+    assert_eq!(reader.exact, CHECKPOINTS, "every checkpoint checked");
+    assert!(
+        reader.rounds > 0 && growths > 0,
+        "the reader read and the table grew"
+    );
+}
