@@ -58,6 +58,11 @@ mod imp {
         unsafe { COLLECTOR.retire(ptr, reclaim) }
     }
 
+    /// Starts freeing what this thread retired so far, without waiting for a full batch.
+    pub(crate) fn flush() {
+        COLLECTOR.enter().flush();
+    }
+
     /// # Safety
     /// As `seize::reclaim::boxed`: `ptr` came from `Box::into_raw` and is unreachable.
     pub(crate) unsafe fn reclaim_boxed<T>(ptr: *mut T, collector: &Collector) {
@@ -112,6 +117,9 @@ mod imp {
         drop(unsafe { Box::from_raw(ptr) });
     }
 
+    /// Nothing to start: `barrier` frees.
+    pub(crate) fn flush() {}
+
     /// Frees everything retired on this OS thread, including what freeing it retires.
     #[cfg(test)]
     pub(crate) fn barrier() {
@@ -151,6 +159,13 @@ pub(crate) fn protect<T>(guard: &Guard, ptr: &AtomicPtr<T>, order: Ordering) -> 
 pub(crate) unsafe fn retire<T: 'static>(ptr: *mut T, reclaim: unsafe fn(*mut T, &Collector)) {
     // SAFETY: guaranteed by the caller.
     unsafe { imp::retire(ptr, reclaim) }
+}
+
+/// Starts freeing what this thread retired, without waiting for a full batch: after a
+/// retirement that holds much memory (a grown table's old array and chains), which would
+/// otherwise wait for the batch's other 1023 retirements.
+pub(crate) fn flush() {
+    imp::flush()
 }
 
 /// A reclaimer that drops a `Box<T>` (for [`retire`]).

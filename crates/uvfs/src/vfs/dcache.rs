@@ -401,6 +401,7 @@ impl TableWriter<'_> {
         // their guards; `free_buckets` frees it and the nodes still chained in it, which no
         // other retirement owns (removals after this point act on the new array).
         unsafe { rcu::retire(old_ptr, free_buckets) };
+        rcu::flush();
         new
     }
 

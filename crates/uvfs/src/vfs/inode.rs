@@ -18,31 +18,43 @@ const CTIME_QUERIED: u32 = 1;
 /// Inode flag: an `O_TMPFILE` inode that `linkat` may name (Linux: `I_LINKABLE`).
 const LINKABLE: u32 = 2;
 
-/// A timestamp stored as two atomics; consistent only under the inode's `attr_seq`.
-#[derive(Debug, Default)]
-struct AtomicTimespec {
-    sec: AtomicI64,
-    nsec: AtomicI64,
+/// The three changeable timestamps, seconds then nanoseconds (36 bytes where three
+/// second/nanosecond pairs of words take 48), with btime's nanoseconds in the last 4 bytes;
+/// consistent only under the inode's `attr_seq`. Indexed by `ATIME`, `MTIME`, `CTIME`.
+#[derive(Debug)]
+struct Times {
+    sec: [AtomicI64; 3],
+    nsec: [AtomicU32; 3],
+    /// Never changes.
+    btime_nsec: u32,
 }
 
-impl AtomicTimespec {
+const ATIME: usize = 0;
+const MTIME: usize = 1;
+const CTIME: usize = 2;
+
+impl Times {
     fn new(t: Timespec) -> Self {
-        AtomicTimespec {
-            sec: AtomicI64::new(t.sec),
-            nsec: AtomicI64::new(t.nsec),
+        let nsec = t.nsec as u32;
+        Times {
+            sec: [(); 3].map(|()| AtomicI64::new(t.sec)),
+            nsec: [(); 3].map(|()| AtomicU32::new(nsec)),
+            btime_nsec: nsec,
         }
     }
     #[inline]
-    fn load(&self) -> Timespec {
+    fn load(&self, which: usize) -> Timespec {
         Timespec::new(
-            self.sec.load(Ordering::Relaxed),
-            self.nsec.load(Ordering::Relaxed),
+            self.sec[which].load(Ordering::Relaxed),
+            i64::from(self.nsec[which].load(Ordering::Relaxed)),
         )
     }
+    /// `t.nsec` is in `0..1_000_000_000` (a `Timespec` invariant).
     #[inline]
-    fn store(&self, t: Timespec) {
-        self.sec.store(t.sec, Ordering::Relaxed);
-        self.nsec.store(t.nsec, Ordering::Relaxed);
+    fn store(&self, which: usize, t: Timespec) {
+        debug_assert!((0..1_000_000_000).contains(&t.nsec), "{t:?}");
+        self.sec[which].store(t.sec, Ordering::Relaxed);
+        self.nsec[which].store(t.nsec as u32, Ordering::Relaxed);
     }
 }
 
@@ -96,7 +108,8 @@ pub struct Inode {
     ino: u64,
     file_type: FileType,
     rdev: u64,
-    btime: Timespec,
+    /// btime's seconds (its nanoseconds are in `times`).
+    btime_sec: i64,
     sb: SbRef,
     /// Guards the attribute group below for lock-free readers.
     /// Writers hold `attr_lock`.
@@ -110,9 +123,7 @@ pub struct Inode {
     nlink: AtomicU32,
     size: AtomicU64,
     blocks: AtomicU64,
-    atime: AtomicTimespec,
-    mtime: AtomicTimespec,
-    ctime: AtomicTimespec,
+    times: Times,
     flags: AtomicU32,
     /// The inode lock (Linux `i_rwsem`). Directories: exclusive for namespace changes in this
     /// directory, shared for lookups that fill the dcache. All inodes: exclusive for `setattr`.
@@ -120,6 +131,10 @@ pub struct Inode {
     pub(crate) lock: RwLock<()>,
     ops: Box<dyn InodeOps>,
 }
+
+// With its `Arc` header an inode fills one 160-byte allocator class (issue 7, compact
+// objects); a field added here should be weighed against that.
+const _: () = assert!(std::mem::size_of::<Inode>() <= 144);
 
 impl Inode {
     /// Creates an inode of `sb` with the given identity and the filesystem's operations; all
@@ -130,7 +145,7 @@ impl Inode {
             ino: init.ino,
             file_type: init.file_type,
             rdev: init.rdev,
-            btime: now,
+            btime_sec: now.sec,
             sb: sb.clone(),
             attr_seq: SeqCount::new(0),
             attr_lock: Mutex::new(()),
@@ -140,9 +155,7 @@ impl Inode {
             nlink: AtomicU32::new(init.nlink),
             size: AtomicU64::new(0),
             blocks: AtomicU64::new(0),
-            atime: AtomicTimespec::new(now),
-            mtime: AtomicTimespec::new(now),
-            ctime: AtomicTimespec::new(now),
+            times: Times::new(now),
             flags: AtomicU32::new(0),
             lock: RwLock::new(()),
             ops,
@@ -170,7 +183,7 @@ impl Inode {
     }
     /// Creation time.
     pub fn btime(&self) -> Timespec {
-        self.btime
+        Timespec::new(self.btime_sec, i64::from(self.times.btime_nsec))
     }
     /// The superblock.
     #[inline]
@@ -225,9 +238,9 @@ impl Inode {
             nlink: self.nlink(),
             size: self.size(),
             blocks: self.blocks.load(Ordering::Relaxed),
-            atime: self.atime.load(),
-            mtime: self.mtime.load(),
-            ctime: self.ctime.load(),
+            atime: self.times.load(ATIME),
+            mtime: self.times.load(MTIME),
+            ctime: self.times.load(CTIME),
         })
     }
 
@@ -273,9 +286,9 @@ impl Inode {
             size: self.size.load(Ordering::Relaxed) as i64,
             blksize: crate::abi::PAGE_SIZE as i64,
             blocks: self.blocks.load(Ordering::Relaxed) as i64,
-            atime: self.atime.load(),
-            mtime: self.mtime.load(),
-            ctime: self.ctime.load(),
+            atime: self.times.load(ATIME),
+            mtime: self.times.load(MTIME),
+            ctime: self.times.load(CTIME),
         })
     }
 
@@ -287,7 +300,7 @@ impl Inode {
         let now = coarse_now();
         if self.flags.load(Ordering::Relaxed) & CTIME_QUERIED != 0 {
             self.flags.fetch_and(!CTIME_QUERIED, Ordering::Relaxed);
-            if now <= self.ctime.load() {
+            if now <= self.times.load(CTIME) {
                 return fine_now();
             }
         }
@@ -323,7 +336,7 @@ impl Inode {
     #[inline]
     pub fn update_mtime_ctime(&self) {
         let now = self.current_time();
-        if self.mtime.load() != now || self.ctime.load() != now {
+        if self.times.load(MTIME) != now || self.times.load(CTIME) != now {
             self.write_attrs(|w| {
                 w.set_mtime(now);
                 w.set_ctime(now);
@@ -358,19 +371,19 @@ impl Inode {
     /// The access time, read without a snapshot (a racing update may tear sec/nsec).
     #[inline]
     pub fn atime_raw(&self) -> Timespec {
-        self.atime.load()
+        self.times.load(ATIME)
     }
 
     /// The modification time, read without a snapshot.
     #[inline]
     pub fn mtime_raw(&self) -> Timespec {
-        self.mtime.load()
+        self.times.load(MTIME)
     }
 
     /// The change time, read without a snapshot.
     #[inline]
     pub fn ctime_raw(&self) -> Timespec {
-        self.ctime.load()
+        self.times.load(CTIME)
     }
 }
 
@@ -422,15 +435,15 @@ impl AttrWriter<'_> {
     }
     /// Sets atime.
     pub fn set_atime(&self, t: Timespec) {
-        self.inode.atime.store(t);
+        self.inode.times.store(ATIME, t);
     }
     /// Sets mtime.
     pub fn set_mtime(&self, t: Timespec) {
-        self.inode.mtime.store(t);
+        self.inode.times.store(MTIME, t);
     }
     /// Sets ctime.
     pub fn set_ctime(&self, t: Timespec) {
-        self.inode.ctime.store(t);
+        self.inode.times.store(CTIME, t);
     }
     /// The current permission bits.
     pub fn perm(&self) -> u32 {

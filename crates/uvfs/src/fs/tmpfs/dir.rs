@@ -1,12 +1,14 @@
 //! tmpfs directories: entries with stable offsets, `readdir`, `rename`.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 use std::sync::Arc;
 
+use hashbrown::HashTable;
 use parking_lot::RwLock;
 
 use super::{Node, BOGO_DIRENT_SIZE};
 use crate::abi::{Errno, RenameFlags, Result, Whence};
+use crate::vfs::dcache::{hash_len, hash_seed};
 use crate::vfs::inode::{Inode, Stamp};
 use crate::vfs::ops::{DirEntry, FileOps, NewInode};
 use crate::vfs::FileDescription;
@@ -22,25 +24,27 @@ const MIN_OFFSET: u64 = 3;
 pub(crate) const END_POS: u64 = i32::MAX as u64;
 /// The largest offset an entry gets (Linux: `DIR_OFFSET_MAX`).
 const MAX_OFFSET: u64 = END_POS - 1;
-/// List slot of a directory's first entry; every entry put at the head takes a smaller one.
-const FIRST_SLOT: u64 = 1 << 62;
 
+/// The end of the list.
+const NIL: u32 = u32::MAX;
+
+/// One name of a directory, a node of its list.
 struct Entry {
-    /// Shared with the `by_name` key: one copy of the name per entry.
     name: Arc<[u8]>,
-    ino: u64,
-    d_type: u8,
+    /// `None` for a place reserved for a whiteout: in the list, but not listed and not found
+    /// by name until its inode is added.
+    inode: Option<Arc<Inode>>,
     /// Its offset: the `d_off` of the entry listed before it, and where an `lseek` to it
-    /// resumes.
-    off: u64,
+    /// resumes (at most `MAX_OFFSET`).
+    off: u32,
+    /// Neighbours in listing order, `NIL` at the ends.
+    prev: u32,
+    next: u32,
 }
 
-/// A whiteout's place, taken before the rename that makes it moves its source.
-struct Reserved {
-    name: Box<[u8]>,
-    off: u64,
-    slot: u64,
-}
+// Five words: the directory's per-name cost beside the hash and offset indexes (issue 7,
+// compact objects). `Option<Entry>` takes the name's niche.
+const _: () = assert!(std::mem::size_of::<Option<Entry>>() == 40);
 
 /// A tmpfs directory's entries as Linux 6.18 keeps them: a list in listing order, newest at
 /// the head (the dentry's `d_children` list: a new or moved entry goes to the head), and for
@@ -48,89 +52,212 @@ struct Reserved {
 /// cyclic from `MIN_OFFSET`). The two orders differ once an entry is moved: a rename puts
 /// it at the head with the offset of the entry it replaced, an exchange keeps both names'
 /// offsets.
-#[derive(Default)]
+///
+/// Stored compactly: the entries in one array (a removed one leaves a hole the next insert
+/// reuses, and the array is compacted when three quarters are holes), linked into the list by
+/// index, and two indexes of array positions: by name (a hash table of 4-byte positions) and
+/// by offset (a B-tree of 4-byte pairs).
 struct Entries {
-    by_name: HashMap<Arc<[u8]>, (u64, Arc<Inode>)>,
-    /// The list, by slot: ascending slots are the listing order.
-    list: BTreeMap<u64, Entry>,
-    /// Offset to slot.
-    by_off: BTreeMap<u64, u64>,
-    /// The slot the next head entry takes, counting down (0: none taken yet).
-    next_slot: u64,
+    slab: Vec<Option<Entry>>,
+    /// The holes of `slab`.
+    free: Vec<u32>,
+    /// The newest entry, or `NIL`.
+    head: u32,
+    by_name: HashTable<u32>,
+    /// Offset to position.
+    by_off: BTreeMap<u32, u32>,
     /// Where the search for the next free offset starts (0: none taken yet).
     next_off: u64,
-    /// A place taken for a name that is added later: a rename's whiteout, which Linux creates
-    /// before it moves the source (`shmem_whiteout()` in `shmem_rename2()`).
-    reserved: Option<Reserved>,
+    /// The place taken for a name that is added later: a rename's whiteout, which Linux
+    /// creates before it moves the source (`shmem_whiteout()` in `shmem_rename2()`).
+    reserved: Option<u32>,
+}
+
+impl Default for Entries {
+    fn default() -> Entries {
+        Entries {
+            slab: Vec::new(),
+            free: Vec::new(),
+            head: NIL,
+            by_name: HashTable::new(),
+            by_off: BTreeMap::new(),
+            next_off: 0,
+            reserved: None,
+        }
+    }
+}
+
+/// The hash of a name in `Entries::by_name` (seeded per process, as the dcache's).
+fn name_hash(name: &[u8]) -> u64 {
+    (hash_len(hash_seed(), name) as u32 as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15)
 }
 
 impl Entries {
-    fn take_slot(&mut self) -> u64 {
-        let slot = if self.next_slot == 0 {
-            FIRST_SLOT
-        } else {
-            self.next_slot
-        };
-        self.next_slot = slot - 1;
-        slot
+    fn at(&self, i: u32) -> &Entry {
+        self.slab[i as usize]
+            .as_ref()
+            .expect("the indexes and the list name only filled places")
+    }
+
+    fn at_mut(&mut self, i: u32) -> &mut Entry {
+        self.slab[i as usize]
+            .as_mut()
+            .expect("the indexes and the list name only filled places")
+    }
+
+    fn find(&self, name: &[u8]) -> Option<u32> {
+        let slab = &self.slab;
+        self.by_name
+            .find(name_hash(name), |&i| {
+                slab[i as usize].as_ref().is_some_and(|e| *e.name == *name)
+            })
+            .copied()
+    }
+
+    /// Indexes `i` (filled, with an inode) by its name.
+    fn index_name(&mut self, i: u32) {
+        let slab = &self.slab;
+        let h = name_hash(&self.at(i).name);
+        self.by_name.insert_unique(h, i, |&j| {
+            name_hash(&slab[j as usize].as_ref().expect("indexed").name)
+        });
     }
 
     /// The first free offset from the cursor, wrapping around to `MIN_OFFSET` (Linux:
     /// `mtree_alloc_cyclic()`).
-    fn take_off(&mut self) -> u64 {
-        let free_from = |by_off: &BTreeMap<u64, u64>, mut off: u64| {
-            for (&used, _) in by_off.range(off..) {
-                if used != off {
+    fn take_off(&mut self) -> u32 {
+        let free_from = |by_off: &BTreeMap<u32, u32>, mut off: u64| {
+            for (&used, _) in by_off.range(off as u32..) {
+                if u64::from(used) != off {
                     break;
                 }
                 off += 1;
             }
-            (off <= MAX_OFFSET).then_some(off)
+            (off <= MAX_OFFSET).then_some(off as u32)
         };
         let off = free_from(&self.by_off, self.next_off.max(MIN_OFFSET))
             .or_else(|| free_from(&self.by_off, MIN_OFFSET))
             .expect("a directory holds fewer than 2^31 entries: each one costs memory");
-        self.next_off = off + 1;
+        self.next_off = u64::from(off) + 1;
         off
     }
 
-    /// Puts `name` at the head of the list with offset `off`.
-    fn insert(&mut self, name: &[u8], inode: Arc<Inode>, off: u64, slot: u64) {
-        let name: Arc<[u8]> = Arc::from(name);
-        self.list.insert(
-            slot,
-            Entry {
-                name: name.clone(),
-                ino: inode.ino(),
-                d_type: inode.file_type().dirent_type(),
-                off,
-            },
-        );
-        self.by_off.insert(off, slot);
-        self.by_name.insert(name, (slot, inode));
+    /// Puts an entry at the head of the list with offset `off`, indexed by name if it has an
+    /// inode; returns its position.
+    fn insert(&mut self, name: Arc<[u8]>, inode: Option<Arc<Inode>>, off: u32) -> u32 {
+        let named = inode.is_some();
+        let e = Entry {
+            name,
+            inode,
+            off,
+            prev: NIL,
+            next: self.head,
+        };
+        let i = match self.free.pop() {
+            Some(i) => {
+                self.slab[i as usize] = Some(e);
+                i
+            }
+            None => {
+                self.slab.push(Some(e));
+                u32::try_from(self.slab.len() - 1)
+                    .ok()
+                    .filter(|&i| i != NIL)
+                    .expect("a directory holds fewer than 2^31 entries")
+            }
+        };
+        if self.head != NIL {
+            let h = self.head;
+            self.at_mut(h).prev = i;
+        }
+        self.head = i;
+        self.by_off.insert(off, i);
+        if named {
+            self.index_name(i);
+        }
+        i
     }
 
-    /// Takes `name` out of the list; returns its offset and inode.
-    fn unlink(&mut self, name: &[u8]) -> Option<(u64, Arc<Inode>)> {
-        let (slot, inode) = self.by_name.remove(name)?;
-        let e = self
-            .list
-            .remove(&slot)
+    /// Takes `name` out of the list and the indexes; returns its entry.
+    fn unlink(&mut self, name: &[u8]) -> Option<Entry> {
+        let slab = &self.slab;
+        let i = self
+            .by_name
+            .find_entry(name_hash(name), |&i| {
+                slab[i as usize].as_ref().is_some_and(|e| *e.name == *name)
+            })
+            .ok()?
+            .remove()
+            .0;
+        let e = self.slab[i as usize]
+            .take()
             .expect("a named entry is in the list");
+        if e.prev == NIL {
+            self.head = e.next;
+        } else {
+            self.at_mut(e.prev).next = e.next;
+        }
+        if e.next != NIL {
+            self.at_mut(e.next).prev = e.prev;
+        }
         self.by_off.remove(&e.off);
-        Some((e.off, inode))
+        self.free.push(i);
+        if self.slab.len() >= 64 && self.free.len() * 4 >= self.slab.len() * 3 {
+            self.compact();
+        }
+        Some(e)
+    }
+
+    /// Moves the entries to the front of a smaller array, in list order, and renumbers the
+    /// list and the indexes (the names' hashes do not change).
+    fn compact(&mut self) {
+        let mut to = vec![NIL; self.slab.len()];
+        let mut slab = Vec::with_capacity((self.slab.len() - self.free.len()) * 2);
+        let mut i = self.head;
+        while i != NIL {
+            let mut e = self.slab[i as usize].take().expect("listed");
+            to[i as usize] = slab.len() as u32;
+            i = e.next;
+            let n = slab.len() as u32;
+            e.prev = if n == 0 { NIL } else { n - 1 };
+            e.next = if i == NIL { NIL } else { n + 1 };
+            slab.push(Some(e));
+        }
+        self.head = if slab.is_empty() { NIL } else { 0 };
+        self.slab = slab;
+        self.free = Vec::new();
+        for i in self.by_name.iter_mut() {
+            *i = to[*i as usize];
+        }
+        for i in self.by_off.values_mut() {
+            *i = to[*i as usize];
+        }
+        self.reserved = self.reserved.map(|i| to[i as usize]);
+        let slab = &self.slab;
+        self.by_name
+            .shrink_to_fit(|&j| name_hash(&slab[j as usize].as_ref().expect("indexed").name));
     }
 
     /// The entries a listing at position `pos` (past `..`) returns: from the entry with the
     /// largest offset not above `pos`, or from the head if there is none (Linux:
     /// `offset_dir_lookup()`; `FIRST_POS` is below every offset).
-    fn listing_from(&self, pos: u64) -> impl Iterator<Item = &Entry> {
-        let start = self
+    fn listing_from(&self, pos: u64) -> impl Iterator<Item = (&Entry, &Arc<Inode>)> {
+        let key = u32::try_from(pos).unwrap_or(u32::MAX);
+        let mut i = self
             .by_off
-            .range(..=pos)
+            .range(..=key)
             .next_back()
-            .map_or(0, |(_, &slot)| slot);
-        self.list.range(start..).map(|(_, e)| e)
+            .map_or(self.head, |(_, &i)| i);
+        std::iter::from_fn(move || {
+            while i != NIL {
+                let e = self.at(i);
+                i = e.next;
+                if let Some(inode) = &e.inode {
+                    return Some((e, inode));
+                }
+            }
+            None
+        })
     }
 }
 
@@ -149,7 +276,8 @@ pub(crate) struct DirData {
 
 impl DirData {
     pub(crate) fn get(&self, name: &[u8]) -> Option<Arc<Inode>> {
-        self.inner.read().by_name.get(name).map(|(_, i)| i.clone())
+        let e = self.inner.read();
+        e.find(name).and_then(|i| e.at(i).inode.clone())
     }
 
     /// Adds an entry at the head of the list with a new offset, or in the place reserved for
@@ -157,37 +285,37 @@ impl DirData {
     pub(crate) fn add(&self, name: &[u8], inode: Arc<Inode>) {
         let mut e = self.inner.write();
         // A reservation waits for its name (the whiteout, added under the same inode lock).
-        let (off, slot) = match e.reserved.take() {
-            Some(r) if *r.name == *name => (r.off, r.slot),
-            r => {
-                e.reserved = r;
-                (e.take_off(), e.take_slot())
+        if let Some(r) = e.reserved {
+            if *e.at(r).name == *name {
+                e.reserved = None;
+                e.at_mut(r).inode = Some(inode);
+                e.index_name(r);
+                return;
             }
-        };
-        e.insert(name, inode, off, slot);
+        }
+        let off = e.take_off();
+        e.insert(Arc::from(name), Some(inode), off);
     }
 
     pub(crate) fn remove(&self, name: &[u8]) -> Option<Arc<Inode>> {
-        self.inner.write().unlink(name).map(|(_, inode)| inode)
+        self.inner.write().unlink(name).and_then(|e| e.inode)
     }
 
     /// The offset a rename to `name` gives the moved entry: the replaced entry's, or a new one
     /// (Linux: `simple_offset_add()` of the new dentry at the start of `shmem_rename2()`,
     /// then `simple_offset_rename()`). Call before anything else takes an offset here.
-    fn rename_offset(&self, name: &[u8]) -> u64 {
+    fn rename_offset(&self, name: &[u8]) -> u32 {
         let mut e = self.inner.write();
-        match e.by_name.get(name) {
-            Some(&(slot, _)) => e.list[&slot].off,
+        match e.find(name) {
+            Some(i) => e.at(i).off,
             None => e.take_off(),
         }
     }
 
     /// Adds the entry a rename moved here: at the head, with the offset
     /// [`rename_offset`](Self::rename_offset) gave.
-    fn add_moved(&self, name: &[u8], inode: Arc<Inode>, off: u64) {
-        let mut e = self.inner.write();
-        let slot = e.take_slot();
-        e.insert(name, inode, off, slot);
+    fn add_moved(&self, name: &[u8], inode: Arc<Inode>, off: u32) {
+        self.inner.write().insert(Arc::from(name), Some(inode), off);
     }
 
     /// Puts `inode` under the existing `name`, which keeps its offset and moves to the head;
@@ -196,22 +324,17 @@ impl DirData {
     /// moves both to the heads).
     fn swap_in(&self, name: &[u8], inode: Arc<Inode>) -> Option<Arc<Inode>> {
         let mut e = self.inner.write();
-        let (off, old) = e.unlink(name)?;
-        let slot = e.take_slot();
-        e.insert(name, inode, off, slot);
-        Some(old)
+        let old = e.unlink(name)?;
+        e.insert(old.name, Some(inode), old.off);
+        old.inode
     }
 
     /// Takes a new offset and head place now for `name`, added later.
     pub(super) fn reserve(&self, name: &[u8]) {
         let mut e = self.inner.write();
         let off = e.take_off();
-        let slot = e.take_slot();
-        e.reserved = Some(Reserved {
-            name: name.into(),
-            off,
-            slot,
-        });
+        let i = e.insert(Arc::from(name), None, off);
+        e.reserved = Some(i);
     }
 
     pub(crate) fn is_empty(&self) -> bool {
@@ -261,7 +384,10 @@ impl FileOps for DirFile {
                 name: b"..",
                 ino: pino,
                 d_type: 4,
-                next_pos: e.listing_from(FIRST_POS).next().map_or(END_POS, |n| n.off),
+                next_pos: e
+                    .listing_from(FIRST_POS)
+                    .next()
+                    .map_or(END_POS, |(n, _)| u64::from(n.off)),
             }) {
                 return Ok(());
             }
@@ -271,13 +397,13 @@ impl FileOps for DirFile {
             return Ok(());
         }
         let mut entries = e.listing_from(*pos).peekable();
-        while let Some(ent) = entries.next() {
-            *pos = ent.off;
-            let next_pos = entries.peek().map_or(END_POS, |n| n.off);
+        while let Some((ent, child)) = entries.next() {
+            *pos = u64::from(ent.off);
+            let next_pos = entries.peek().map_or(END_POS, |(n, _)| u64::from(n.off));
             if !sink(DirEntry {
                 name: &ent.name,
-                ino: ent.ino,
-                d_type: ent.d_type,
+                ino: child.ino(),
+                d_type: child.file_type().dirent_type(),
                 next_pos,
             }) {
                 return Ok(());
