@@ -20,7 +20,7 @@ use crate::vfs::namei::{FollowLast, LastKind};
 use crate::vfs::permission::{
     inode_permission, may_create, may_delete, owner_or_capable, VictimKind,
 };
-use crate::vfs::{Task, VfsPath};
+use crate::vfs::{Name, Task, VfsPath};
 
 /// Whether the new name of a create may end in `/`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -66,7 +66,7 @@ impl Task {
         dirfd: i32,
         path: &[u8],
         want: WantDir,
-        f: impl FnOnce(&Cred, &VfsPath, &Arc<Inode>, &[u8]) -> Result<R>,
+        f: impl FnOnce(&Cred, &VfsPath, &Arc<Inode>, &Name) -> Result<R>,
     ) -> Result<R> {
         let p = self.parent_of(dirfd, path)?;
         if p.kind != LastKind::Normal {
@@ -87,7 +87,7 @@ impl Task {
             return Err(Errno::EROFS);
         }
         let cred = self.cred.borrow();
-        f(&cred, &p.path, &dir, &p.name)
+        f(&cred, &p.path, &dir, &Name::from(&*p.name))
     }
 
     /// `mkdirat(2)`.
@@ -104,7 +104,7 @@ impl Task {
                 may_create(cred, dir, parent.dentry.is_dead())?;
                 let mode = (mode & (0o777 | S_ISVTX) & !umask) | FileType::Directory.mode_bits();
                 let inode = dir.ops().mkdir(dir, name, &new_inode(cred, dir, mode, 0))?;
-                parent.dentry.d_instantiate(name, inode);
+                parent.dentry.d_instantiate_shared(name, inode);
                 Ok(())
             },
         )
@@ -145,7 +145,7 @@ impl Task {
                 } else {
                     dir.ops().mknod(dir, name, &new)?
                 };
-                parent.dentry.d_instantiate(name, inode);
+                parent.dentry.d_instantiate_shared(name, inode);
                 Ok(())
             },
         )
@@ -175,7 +175,7 @@ impl Task {
                     target,
                     &new_inode(cred, dir, 0o777 | FileType::Symlink.mode_bits(), 0),
                 )?;
-                parent.dentry.d_instantiate(name, inode);
+                parent.dentry.d_instantiate_shared(name, inode);
                 Ok(())
             },
         )
@@ -245,7 +245,7 @@ impl Task {
                 }
                 dir.ops().link(dir, name, &inode)?;
                 inode.set_linkable(false);
-                parent.dentry.d_instantiate(name, inode.clone());
+                parent.dentry.d_instantiate_shared(name, inode.clone());
                 Ok(())
             },
         )

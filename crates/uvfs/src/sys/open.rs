@@ -1,7 +1,6 @@
 //! `openat`, `openat2`, `close`. Linux: fs/open.c (`build_open_flags()`, `do_sys_openat2()`),
 //! fs/namei.c (`path_openat()`, `open_last_lookups()`, `do_open()`, `may_open()`).
 
-use std::borrow::Cow;
 use std::sync::Arc;
 
 use super::{lookup_locked_for_create, new_inode, prepare_mode, EmptyPath};
@@ -16,7 +15,7 @@ use crate::vfs::namei::{Last, LastKind, Pos, Walker};
 use crate::vfs::permission::{
     inode_permission, may_create, may_create_in_sticky, owner_or_capable, DirAttrs,
 };
-use crate::vfs::{Task, VfsPath};
+use crate::vfs::{Name, Task, VfsPath};
 
 /// Every flag `openat2` accepts (Linux: `VALID_OPEN_FLAGS`).
 const VALID_OPEN_FLAGS: u64 = (OpenFlags::RDONLY.bits()
@@ -322,7 +321,7 @@ fn open_last<'w>(
         }
         let dir = parent.dentry.arc().clone();
         let dinode = dir.inode().ok_or(Errno::ENOENT)?.clone();
-        let name: Cow<'_, [u8]> = last.name.clone();
+        let name: Name = Arc::from(&*last.name);
         let _lock = dinode.lock.write();
         // A missing name is not cached as a negative dentry: the create caches the new one.
         let found = lookup_locked_for_create(&dir, &name)?.filter(|c| c.inode().is_some());
@@ -340,7 +339,7 @@ fn open_last<'w>(
                     dinode
                         .ops()
                         .create(&dinode, &name, &new_inode(w.cred, &dinode, mode, 0))?;
-                let d = dir.d_instantiate(&name, inode);
+                let d = dir.d_instantiate_shared(&name, inode);
                 return Ok(Opened {
                     path: VfsPath {
                         mnt: parent.mnt.arc().clone(),

@@ -34,6 +34,7 @@
 #![allow(unsafe_code)] // Reason: lock-free chains reclaimed through seize need raw pointers.
 
 use std::ptr;
+use std::sync::atomic::{AtomicUsize as StdAtomicUsize, Ordering as StdOrdering};
 use std::sync::{Arc, LazyLock};
 
 use super::dentry::Dentry;
@@ -222,6 +223,29 @@ impl Node {
 struct Buckets {
     mask: Frozen<usize>,
     slots: Frozen<Box<[AtomicPtr<Node>]>>,
+    /// The table's bookkeeping, kept here rather than in every dentry (most dentries are
+    /// files, with no table): read and written only by holders of the table's writer lock,
+    /// which orders them, so plain `std` atomics (not the model-checked facade) suffice.
+    counts: Counts,
+}
+
+/// Writer-side bookkeeping of a table.
+#[derive(Default)]
+struct Counts {
+    len: StdAtomicUsize,
+    negatives: StdAtomicUsize,
+}
+
+impl Counts {
+    fn get(c: &StdAtomicUsize) -> usize {
+        c.load(StdOrdering::Relaxed)
+    }
+    fn add(c: &StdAtomicUsize, delta: isize) {
+        c.store(
+            c.load(StdOrdering::Relaxed).wrapping_add_signed(delta),
+            StdOrdering::Relaxed,
+        );
+    }
 }
 
 impl Buckets {
@@ -229,6 +253,7 @@ impl Buckets {
         Box::new(Buckets {
             mask: Frozen::new(n - 1),
             slots: Frozen::new((0..n).map(|_| AtomicPtr::new(ptr::null_mut())).collect()),
+            counts: Counts::default(),
         })
     }
     #[inline]
@@ -240,13 +265,6 @@ impl Buckets {
     }
 }
 
-/// Writer-side bookkeeping.
-#[derive(Default)]
-pub(crate) struct WriterState {
-    len: usize,
-    negatives: usize,
-}
-
 /// Most negative children one directory caches; past it, misses are not cached.
 pub(crate) const MAX_NEGATIVE_CHILDREN: usize = 1024;
 /// Slots of a table's first bucket array.
@@ -255,16 +273,16 @@ pub(crate) const MIN_SLOTS: usize = 8;
 /// The children of one directory dentry.
 pub(crate) struct ChildTable {
     buckets: AtomicPtr<Buckets>,
-    /// Serialises writers of `buckets` and the chains.
+    /// Serialises writers of `buckets`, the chains and the array's counts.
     /// Order: after the directory's inode lock (shared or exclusive); innermost otherwise.
-    writer: Mutex<WriterState>,
+    writer: Mutex<()>,
 }
 
 impl Default for ChildTable {
     fn default() -> Self {
         ChildTable {
             buckets: AtomicPtr::new(ptr::null_mut()),
-            writer: Mutex::new(WriterState::default()),
+            writer: Mutex::new(()),
         }
     }
 }
@@ -272,7 +290,7 @@ impl Default for ChildTable {
 /// Proof that the writer lock of a table is held.
 pub(crate) struct TableWriter<'a> {
     table: &'a ChildTable,
-    state: MutexGuard<'a, WriterState>,
+    _lock: MutexGuard<'a, ()>,
 }
 
 impl ChildTable {
@@ -309,7 +327,7 @@ impl ChildTable {
     pub(crate) fn writer(&self) -> TableWriter<'_> {
         TableWriter {
             table: self,
-            state: self.writer.lock(),
+            _lock: self.writer.lock(),
         }
     }
 }
@@ -338,17 +356,22 @@ impl TableWriter<'_> {
         None
     }
 
+    /// The current array, if any.
+    fn buckets(&self) -> Option<&Buckets> {
+        let b = self.table.buckets.load(Ordering::Acquire);
+        // SAFETY: writer lock held (see `find`).
+        (!b.is_null()).then(|| unsafe { &*b })
+    }
+
     /// Number of cached negative children.
     pub(crate) fn negatives(&self) -> usize {
-        self.state.negatives
+        self.buckets()
+            .map_or(0, |b| Counts::get(&b.counts.negatives))
     }
 
     /// Publishes `dentry` under `name`; the caller checked the name is absent.
     pub(crate) fn insert(&mut self, hash_len: u64, name: Arc<[u8]>, dentry: Arc<Dentry>) {
-        if dentry.inode().is_none() {
-            self.state.negatives += 1;
-        }
-        self.state.len += 1;
+        let negative = dentry.inode().is_none();
         let mut b = self.table.buckets.load(Ordering::Acquire);
         if b.is_null() {
             b = Box::into_raw(Buckets::with_slots(MIN_SLOTS));
@@ -356,12 +379,17 @@ impl TableWriter<'_> {
         } else {
             // SAFETY: writer lock held (see `find`).
             let cur = unsafe { &*b };
-            if self.state.len > cur.len() * 2 {
+            if Counts::get(&cur.counts.len) + 1 > cur.len() * 2 {
                 b = self.grow(cur);
             }
         }
         // SAFETY: writer lock held.
-        let slot = unsafe { &*b }.slot(hash_len);
+        let b = unsafe { &*b };
+        Counts::add(&b.counts.len, 1);
+        if negative {
+            Counts::add(&b.counts.negatives, 1);
+        }
+        let slot = b.slot(hash_len);
         let node = Node::new(
             Entry {
                 hash_len,
@@ -376,6 +404,12 @@ impl TableWriter<'_> {
     /// Copies every node into an array four times larger, publishes it and retires the old one.
     fn grow(&self, old: &Buckets) -> *mut Buckets {
         let new = Buckets::with_slots(old.len() * 4);
+        for (to, from) in [
+            (&new.counts.len, &old.counts.len),
+            (&new.counts.negatives, &old.counts.negatives),
+        ] {
+            to.store(Counts::get(from), StdOrdering::Relaxed);
+        }
         for s in old.slots.get().iter() {
             let mut p = s.load(Ordering::Acquire);
             while !p.is_null() {
@@ -423,9 +457,11 @@ impl TableWriter<'_> {
             let e = n.entry.get();
             if e.hash_len == hash_len && *e.name == *name && ptr::eq(&*e.dentry, dentry) {
                 link.store(n.next.load(Ordering::Acquire), Ordering::Release);
-                self.state.len -= 1;
+                // SAFETY: non-null (checked above); writer lock held.
+                let counts = &unsafe { &*b }.counts;
+                Counts::add(&counts.len, -1);
                 if e.dentry.inode().is_none() {
-                    self.state.negatives -= 1;
+                    Counts::add(&counts.negatives, -1);
                 }
                 // SAFETY: unlinked above; readers that reached it are protected by guards.
                 unsafe { rcu::retire(p, rcu::reclaim_boxed::<Node>) };
@@ -437,7 +473,7 @@ impl TableWriter<'_> {
 
     /// Every child dentry (a snapshot of strong references).
     pub(crate) fn children(&self) -> Vec<Arc<Dentry>> {
-        let mut out = Vec::with_capacity(self.state.len);
+        let mut out = Vec::with_capacity(self.buckets().map_or(0, |b| Counts::get(&b.counts.len)));
         let b = self.table.buckets.load(Ordering::Acquire);
         if b.is_null() {
             return out;

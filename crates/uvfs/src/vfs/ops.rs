@@ -29,6 +29,10 @@ pub struct NewInode<'a> {
     pub cred: &'a Cred,
 }
 
+/// The name of a new directory entry: the VFS's dentry and the filesystem's own directory
+/// share these bytes (a filesystem keeps a clone, not a copy).
+pub type Name = Arc<[u8]>;
+
 /// One directory entry handed to a `readdir` sink.
 #[derive(Clone, Copy, Debug)]
 pub struct DirEntry<'a> {
@@ -110,17 +114,17 @@ pub trait InodeOps: Send + Sync + 'static {
     ///
     /// # Errors
     /// `ENOSPC` when the filesystem is full; `EPERM` if unsupported.
-    fn create(&self, dir: &Inode, name: &[u8], new: &NewInode<'_>) -> Result<Arc<Inode>> {
+    fn create(&self, dir: &Inode, name: &Name, new: &NewInode<'_>) -> Result<Arc<Inode>> {
         Err(Errno::EPERM)
     }
 
     /// Creates a directory. Locking and errors as [`InodeOps::create`], plus `EMLINK`.
-    fn mkdir(&self, dir: &Inode, name: &[u8], new: &NewInode<'_>) -> Result<Arc<Inode>> {
+    fn mkdir(&self, dir: &Inode, name: &Name, new: &NewInode<'_>) -> Result<Arc<Inode>> {
         Err(Errno::EPERM)
     }
 
     /// Creates a special file (FIFO, socket, device). Locking and errors as [`InodeOps::create`].
-    fn mknod(&self, dir: &Inode, name: &[u8], new: &NewInode<'_>) -> Result<Arc<Inode>> {
+    fn mknod(&self, dir: &Inode, name: &Name, new: &NewInode<'_>) -> Result<Arc<Inode>> {
         Err(Errno::EPERM)
     }
 
@@ -128,7 +132,7 @@ pub trait InodeOps: Send + Sync + 'static {
     fn symlink(
         &self,
         dir: &Inode,
-        name: &[u8],
+        name: &Name,
         target: &[u8],
         new: &NewInode<'_>,
     ) -> Result<Arc<Inode>> {
@@ -150,7 +154,7 @@ pub trait InodeOps: Send + Sync + 'static {
     ///
     /// # Errors
     /// `EMLINK`, `ENOSPC`; `EPERM` if unsupported.
-    fn link(&self, dir: &Inode, name: &[u8], target: &Arc<Inode>) -> Result<()> {
+    fn link(&self, dir: &Inode, name: &Name, target: &Arc<Inode>) -> Result<()> {
         Err(Errno::EPERM)
     }
 

@@ -10,7 +10,7 @@ use super::{Node, BOGO_DIRENT_SIZE};
 use crate::abi::{Errno, RenameFlags, Result, Whence};
 use crate::vfs::dcache::{hash_len, hash_seed};
 use crate::vfs::inode::{Inode, Stamp};
-use crate::vfs::ops::{DirEntry, FileOps, NewInode};
+use crate::vfs::ops::{DirEntry, FileOps, Name, NewInode};
 use crate::vfs::FileDescription;
 
 /// The position of `..` (`.` is at 0).
@@ -282,11 +282,11 @@ impl DirData {
 
     /// Adds an entry at the head of the list with a new offset, or in the place reserved for
     /// its name.
-    pub(crate) fn add(&self, name: &[u8], inode: Arc<Inode>) {
+    pub(crate) fn add(&self, name: &Name, inode: Arc<Inode>) {
         let mut e = self.inner.write();
         // A reservation waits for its name (the whiteout, added under the same inode lock).
         if let Some(r) = e.reserved {
-            if *e.at(r).name == *name {
+            if *e.at(r).name == **name {
                 e.reserved = None;
                 e.at_mut(r).inode = Some(inode);
                 e.index_name(r);
@@ -294,7 +294,7 @@ impl DirData {
             }
         }
         let off = e.take_off();
-        e.insert(Arc::from(name), Some(inode), off);
+        e.insert(name.clone(), Some(inode), off);
     }
 
     pub(crate) fn remove(&self, name: &[u8]) -> Option<Arc<Inode>> {
@@ -557,7 +557,7 @@ pub(super) fn rename(
     // The moved entry goes to the head; the whiteout, made first, comes after it.
     nd.add_moved(new_name, src.clone(), new_off);
     if let Some(w) = &whiteout {
-        od.add(old_name, w.clone());
+        od.add(&Name::from(old_name), w.clone());
     }
     if src.is_dir() && !same_dir {
         o -= 1;

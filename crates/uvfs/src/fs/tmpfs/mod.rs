@@ -26,7 +26,7 @@ use crate::abi::{
 use crate::sync::budget::Budget;
 use crate::sync::pcpu_ref::PcpuRef;
 use crate::vfs::inode::{Inode, InodeHold, InodeInit, SetAttr, Stamp};
-use crate::vfs::ops::{FileOps, InodeOps, NewInode, SuperOps};
+use crate::vfs::ops::{FileOps, InodeOps, Name, NewInode, SuperOps};
 use crate::vfs::super_block::SbRef;
 use crate::vfs::{Dentry, SuperBlock};
 
@@ -414,7 +414,7 @@ impl Node {
     fn create_entry(
         &self,
         dir: &Inode,
-        name: &[u8],
+        name: &Name,
         new: &NewInode<'_>,
         kind: Kind,
     ) -> Result<Arc<Inode>> {
@@ -510,18 +510,18 @@ impl InodeOps for Node {
         Ok(self.dir()?.get(name))
     }
 
-    fn create(&self, dir: &Inode, name: &[u8], new: &NewInode<'_>) -> Result<Arc<Inode>> {
+    fn create(&self, dir: &Inode, name: &Name, new: &NewInode<'_>) -> Result<Arc<Inode>> {
         self.create_entry(dir, name, new, Kind::Reg(OnceLock::new()))
     }
 
-    fn mkdir(&self, dir: &Inode, name: &[u8], new: &NewInode<'_>) -> Result<Arc<Inode>> {
+    fn mkdir(&self, dir: &Inode, name: &Name, new: &NewInode<'_>) -> Result<Arc<Inode>> {
         if dir.nlink() == u32::MAX {
             return Err(Errno::EMLINK);
         }
         self.create_entry(dir, name, new, Kind::Dir(Box::default()))
     }
 
-    fn mknod(&self, dir: &Inode, name: &[u8], new: &NewInode<'_>) -> Result<Arc<Inode>> {
+    fn mknod(&self, dir: &Inode, name: &Name, new: &NewInode<'_>) -> Result<Arc<Inode>> {
         let kind = match FileType::from_mode(new.mode) {
             Some(FileType::Regular) => Kind::Reg(OnceLock::new()),
             _ => Kind::Special,
@@ -532,7 +532,7 @@ impl InodeOps for Node {
     fn symlink(
         &self,
         dir: &Inode,
-        name: &[u8],
+        name: &Name,
         target: &[u8],
         new: &NewInode<'_>,
     ) -> Result<Arc<Inode>> {
@@ -564,7 +564,7 @@ impl InodeOps for Node {
         Ok(inode)
     }
 
-    fn link(&self, dir: &Inode, name: &[u8], target: &Arc<Inode>) -> Result<()> {
+    fn link(&self, dir: &Inode, name: &Name, target: &Arc<Inode>) -> Result<()> {
         let d = self.dir()?;
         if target.nlink() == u32::MAX {
             return Err(Errno::EMLINK);
