@@ -133,7 +133,9 @@ pub struct Inode {
 }
 
 // With its `Arc` header an inode fills one 160-byte allocator class (issue 7, compact
-// objects); a field added here should be weighed against that.
+// objects); a field added here should be weighed against that. (Model-checking builds use
+// larger atomics.)
+#[cfg(not(any(loom, feature = "shuttle")))]
 const _: () = assert!(std::mem::size_of::<Inode>() <= 144);
 
 impl Inode {
