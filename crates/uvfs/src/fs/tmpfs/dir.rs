@@ -34,6 +34,11 @@ struct Entry {
     /// `None` for a place reserved for a whiteout: in the list, but not listed and not found
     /// by name until its inode is added.
     inode: Option<Arc<Inode>>,
+    /// The inode's number and `DT_*` type, copied so that a listing reads no inode (a
+    /// `find` lists a directory and then stats each name: reading the inodes here would
+    /// load each one twice, the listing's batch evicting them in between).
+    ino: u64,
+    d_type: u8,
     /// Its offset: the `d_off` of the entry listed before it, and where an `lseek` to it
     /// resumes (at most `MAX_OFFSET`).
     off: u32,
@@ -42,9 +47,9 @@ struct Entry {
     next: u32,
 }
 
-// Five words: the directory's per-name cost beside the hash and offset indexes (issue 7,
+// Six words: the directory's per-name cost beside the hash and offset indexes (issue 7,
 // compact objects). `Option<Entry>` takes the name's niche.
-const _: () = assert!(std::mem::size_of::<Option<Entry>>() == 40);
+const _: () = assert!(std::mem::size_of::<Option<Entry>>() == 48);
 
 /// A tmpfs directory's entries as Linux 6.18 keeps them: a list in listing order, newest at
 /// the head (the dentry's `d_children` list: a new or moved entry goes to the head), and for
@@ -146,9 +151,14 @@ impl Entries {
     /// inode; returns its position.
     fn insert(&mut self, name: Arc<[u8]>, inode: Option<Arc<Inode>>, off: u32) -> u32 {
         let named = inode.is_some();
+        let (ino, d_type) = inode
+            .as_ref()
+            .map_or((0, 0), |i| (i.ino(), i.file_type().dirent_type()));
         let e = Entry {
             name,
             inode,
+            ino,
+            d_type,
             off,
             prev: NIL,
             next: self.head,
@@ -241,7 +251,7 @@ impl Entries {
     /// The entries a listing at position `pos` (past `..`) returns: from the entry with the
     /// largest offset not above `pos`, or from the head if there is none (Linux:
     /// `offset_dir_lookup()`; `FIRST_POS` is below every offset).
-    fn listing_from(&self, pos: u64) -> impl Iterator<Item = (&Entry, &Arc<Inode>)> {
+    fn listing_from(&self, pos: u64) -> impl Iterator<Item = &Entry> {
         let key = u32::try_from(pos).unwrap_or(u32::MAX);
         let mut i = self
             .by_off
@@ -252,8 +262,8 @@ impl Entries {
             while i != NIL {
                 let e = self.at(i);
                 i = e.next;
-                if let Some(inode) = &e.inode {
-                    return Some((e, inode));
+                if e.inode.is_some() {
+                    return Some(e);
                 }
             }
             None
@@ -288,7 +298,10 @@ impl DirData {
         if let Some(r) = e.reserved {
             if *e.at(r).name == **name {
                 e.reserved = None;
-                e.at_mut(r).inode = Some(inode);
+                let slot = e.at_mut(r);
+                slot.ino = inode.ino();
+                slot.d_type = inode.file_type().dirent_type();
+                slot.inode = Some(inode);
                 e.index_name(r);
                 return;
             }
@@ -387,7 +400,7 @@ impl FileOps for DirFile {
                 next_pos: e
                     .listing_from(FIRST_POS)
                     .next()
-                    .map_or(END_POS, |(n, _)| u64::from(n.off)),
+                    .map_or(END_POS, |n| u64::from(n.off)),
             }) {
                 return Ok(());
             }
@@ -397,13 +410,13 @@ impl FileOps for DirFile {
             return Ok(());
         }
         let mut entries = e.listing_from(*pos).peekable();
-        while let Some((ent, child)) = entries.next() {
+        while let Some(ent) = entries.next() {
             *pos = u64::from(ent.off);
-            let next_pos = entries.peek().map_or(END_POS, |(n, _)| u64::from(n.off));
+            let next_pos = entries.peek().map_or(END_POS, |n| u64::from(n.off));
             if !sink(DirEntry {
                 name: &ent.name,
-                ino: child.ino(),
-                d_type: child.file_type().dirent_type(),
+                ino: ent.ino,
+                d_type: ent.d_type,
                 next_pos,
             }) {
                 return Ok(());
