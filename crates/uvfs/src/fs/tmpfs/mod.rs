@@ -17,7 +17,7 @@ use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock};
 
-use arc_swap::ArcSwapOption;
+use once_cell::race::OnceBox;
 use parking_lot::Mutex;
 
 use crate::abi::{
@@ -233,7 +233,7 @@ pub(crate) enum Kind {
     /// The pages, made by the first call that may add one (write, fallocate, a resize to a
     /// non-zero size): an empty file has none, and none is made to open it. One word (a
     /// `OnceLock` takes two).
-    Reg(ArcSwapOption<RegData>),
+    Reg(OnceBox<Arc<RegData>>),
     /// The target, behind one more pointer so that a symlink's variant is one word too.
     Symlink(Box<Arc<[u8]>>),
     /// FIFO, socket or device node: no contents.
@@ -254,27 +254,13 @@ pub(crate) struct Node {
     /// `Extra::parent_pins` may be non-empty: the last holder's going looks at them.
     pinning: AtomicBool,
     /// What few inodes use: made at the first `setxattr` or the first pinned parent.
-    extra: ArcSwapOption<Extra>,
+    extra: OnceBox<Extra>,
     pub(crate) kind: Kind,
 }
 
 // An empty file's tmpfs part fits one 64-byte allocator chunk with its header (issue 7,
 // compact inodes); a field added here should be weighed against that.
 const _: () = assert!(std::mem::size_of::<Node>() <= 40);
-
-/// The value of a lazily made slot: the one already there, or `make()`'s, published unless
-/// another thread published first (then that one is returned and `make()`'s dropped).
-fn get_or_make<T>(slot: &ArcSwapOption<T>, make: impl FnOnce() -> T) -> Arc<T> {
-    if let Some(v) = slot.load_full() {
-        return v;
-    }
-    let new = Arc::new(make());
-    let prev = slot.compare_and_swap(&None::<Arc<T>>, Some(new.clone()));
-    match &*prev {
-        Some(v) => v.clone(),
-        None => new,
-    }
-}
 
 /// The part of a tmpfs inode that most inodes never need, out of line.
 #[derive(Default)]
@@ -294,7 +280,7 @@ impl Node {
             released: AtomicBool::new(false),
             orphan: AtomicBool::new(false),
             pinning: AtomicBool::new(false),
-            extra: ArcSwapOption::empty(),
+            extra: OnceBox::new(),
             kind,
         }
     }
@@ -304,22 +290,24 @@ impl Node {
         inode.ops().as_any().downcast_ref::<Node>()
     }
 
-    fn extra(&self) -> Arc<Extra> {
-        get_or_make(&self.extra, || Extra::default())
+    fn extra(&self) -> &Extra {
+        self.extra.get_or_init(Box::default)
     }
 
     /// The pages of a regular file, made on the first call (`None` for other kinds).
-    pub(crate) fn reg_data(&self) -> Option<Arc<RegData>> {
+    pub(crate) fn reg_data(&self) -> Option<&Arc<RegData>> {
         match &self.kind {
-            Kind::Reg(r) => Some(get_or_make(r, || RegData::new(self.counters.clone()))),
+            Kind::Reg(r) => {
+                Some(r.get_or_init(|| Box::new(Arc::new(RegData::new(self.counters.clone())))))
+            }
             _ => None,
         }
     }
 
     /// The pages of a regular file if it has any yet.
-    pub(crate) fn reg_data_if_made(&self) -> Option<Arc<RegData>> {
+    pub(crate) fn reg_data_if_made(&self) -> Option<&Arc<RegData>> {
         match &self.kind {
-            Kind::Reg(r) => r.load_full(),
+            Kind::Reg(r) => r.get(),
             _ => None,
         }
     }
@@ -369,7 +357,7 @@ impl Node {
     }
 
     fn free_xattrs(&self) {
-        let Some(e) = self.extra.load_full() else {
+        let Some(e) = self.extra.get() else {
             return;
         };
         let x = std::mem::take(&mut *e.xattrs.lock());
@@ -390,8 +378,7 @@ impl Node {
         // stores `holds` and then loads `pinning`, so one of the two sees the other.
         let last = self.holds.fetch_sub(1, Ordering::SeqCst) == 1;
         let pins = if last && self.pinning.load(Ordering::SeqCst) {
-            let extra = self.extra();
-            let mut p = extra.parent_pins.lock();
+            let mut p = self.extra().parent_pins.lock();
             self.pinning.store(false, Ordering::SeqCst);
             std::mem::take(&mut *p)
         } else {
@@ -531,7 +518,7 @@ impl InodeOps for Node {
     }
 
     fn create(&self, dir: &Inode, name: &Name, new: &NewInode<'_>) -> Result<Arc<Inode>> {
-        self.create_entry(dir, name, new, Kind::Reg(ArcSwapOption::empty()))
+        self.create_entry(dir, name, new, Kind::Reg(OnceBox::new()))
     }
 
     fn mkdir(&self, dir: &Inode, name: &Name, new: &NewInode<'_>) -> Result<Arc<Inode>> {
@@ -543,7 +530,7 @@ impl InodeOps for Node {
 
     fn mknod(&self, dir: &Inode, name: &Name, new: &NewInode<'_>) -> Result<Arc<Inode>> {
         let kind = match FileType::from_mode(new.mode) {
-            Some(FileType::Regular) => Kind::Reg(ArcSwapOption::empty()),
+            Some(FileType::Regular) => Kind::Reg(OnceBox::new()),
             _ => Kind::Special,
         };
         self.create_entry(dir, name, new, kind)
@@ -576,7 +563,7 @@ impl InodeOps for Node {
 
     fn tmpfile(&self, dir: &Inode, new: &NewInode<'_>) -> Result<Arc<Inode>> {
         self.dir()?;
-        let inode = self.new_inode(dir, new, Kind::Reg(ArcSwapOption::empty()))?;
+        let inode = self.new_inode(dir, new, Kind::Reg(OnceBox::new()))?;
         if let Some(n) = Node::of(&inode) {
             n.mark_orphan();
         }
@@ -664,7 +651,7 @@ impl InodeOps for Node {
         if let (Some(size), Kind::Reg(lazy)) = (attr.size, &self.kind) {
             // A file with no pages has size 0 (every call that changes the size makes them),
             // so truncating it to 0 changes nothing and needs none.
-            let stamp = match lazy.load_full() {
+            let stamp = match lazy.get() {
                 None if size == 0 => false,
                 _ => self
                     .reg_data()
@@ -687,7 +674,10 @@ impl InodeOps for Node {
             Kind::Reg(data) => {
                 self.take_hold();
                 Ok(Box::new(file::RegFile {
-                    data: data.load_full().map_or_else(OnceLock::new, OnceLock::from),
+                    data: data
+                        .get()
+                        .cloned()
+                        .map_or_else(OnceLock::new, OnceLock::from),
                 }))
             }
             Kind::Dir(_) => {
@@ -718,8 +708,7 @@ impl InodeOps for Node {
         if self.holds.load(Ordering::SeqCst) == 0 {
             return;
         }
-        let extra = self.extra();
-        let mut pins = extra.parent_pins.lock();
+        let mut pins = self.extra().parent_pins.lock();
         self.pinning.store(true, Ordering::SeqCst);
         if self.holds.load(Ordering::SeqCst) != 0 {
             pins.push(InodeHold::inode(dir));
@@ -727,7 +716,7 @@ impl InodeOps for Node {
     }
 
     fn getxattr(&self, _inode: &Inode, name: &[u8]) -> Result<Vec<u8>> {
-        let Some(e) = self.extra.load_full() else {
+        let Some(e) = self.extra.get() else {
             return Err(Errno::ENODATA);
         };
         let value = e.xattrs.lock().get(name).cloned();
@@ -738,8 +727,7 @@ impl InodeOps for Node {
         // Charge first, refund what is replaced (Linux: `shmem_xattr_handler_set()`).
         self.counters.alloc_ispace(xattr_space(name, value.len()))?;
         let old = {
-            let extra = self.extra();
-            let mut x = extra.xattrs.lock();
+            let mut x = self.extra().xattrs.lock();
             let exists = x.contains_key(name);
             let refused = if flags.contains(XattrFlags::CREATE) && exists {
                 Some(Errno::EEXIST)
@@ -765,13 +753,13 @@ impl InodeOps for Node {
     fn listxattr(&self, _inode: &Inode) -> Result<Vec<Vec<u8>>> {
         Ok(self
             .extra
-            .load_full()
+            .get()
             .map(|e| e.xattrs.lock().keys().cloned().collect())
             .unwrap_or_default())
     }
 
     fn removexattr(&self, inode: &Inode, name: &[u8]) -> Result<()> {
-        let e = self.extra.load_full().ok_or(Errno::ENODATA)?;
+        let e = self.extra.get().ok_or(Errno::ENODATA)?;
         let old = e.xattrs.lock().remove(name).ok_or(Errno::ENODATA)?;
         self.counters.free_ispace(xattr_space(name, old.len()));
         inode.touch_ctime(Stamp::Ctime);
