@@ -32,6 +32,7 @@ const STATX_SIZE: u32 = 0x200;
 const STATX_BLOCKS: u32 = 0x400;
 const STATX_BTIME: u32 = 0x800;
 const STATX_MNT_ID: u32 = 0x1000;
+const STATX_MNT_ID_UNIQUE: u32 = 0x4000;
 
 /// The device a `d_ino` is counted on when the listing's directory is unknown.
 const UNKNOWN_DEV: Dev = Dev {
@@ -67,7 +68,12 @@ pub struct Normaliser {
     last_ino: usize,
     devs: HashMap<Dev, usize>,
     last_dev: usize,
+    /// `STATX_MNT_ID` labels; a mount ID the host hands out again is forgotten first
+    /// ([`Value::Mounted`]).
     mnts: HashMap<u64, usize>,
+    last_mnt: usize,
+    /// `STATX_MNT_ID_UNIQUE` labels (never reused, on either side).
+    unique_mnts: HashMap<u64, usize>,
     /// `d_off` numbers, per directory.
     offs: HashMap<Option<DirId>, HashMap<i64, usize>>,
     /// Last observed timestamps by normalised inode number.
@@ -109,6 +115,8 @@ impl Normaliser {
             devs: HashMap::new(),
             last_dev: 0,
             mnts: HashMap::new(),
+            last_mnt: 0,
+            unique_mnts: HashMap::new(),
             offs: HashMap::new(),
             seen: HashMap::new(),
             now_sec,
@@ -137,9 +145,12 @@ impl Normaliser {
             Value::Cred(c) => format!("ok {c}"),
             Value::Snapshot(s) => self.snapshot(s),
             Value::AtEntry(name) => format!("ok the d_off of {}", quote(&name.0)),
-            Value::NewFs(dev) => {
+            Value::Mounted { dev, ids } => {
                 if let Some(dev) = dev {
                     self.forget_dev(*dev);
+                }
+                for id in ids {
+                    self.mnts.remove(id);
                 }
                 "ok".into()
             }
@@ -261,8 +272,17 @@ impl Normaliser {
         let show = |bit: u32, v: &dyn Fn() -> String| if has(bit) { v() } else { "-".to_string() };
         let ino = has(STATX_INO).then(|| self.ino(s.dev, s.ino));
         let dev = self.dev(s.dev);
-        let mnt = if has(STATX_MNT_ID) {
-            format!("mnt#{}", renumber(&mut self.mnts, s.mnt_id))
+        // Linux gives the unique ID instead of the reusable one when both are asked for
+        // (`vfs_statx_path()`); the two are numbered apart.
+        let mnt = if has(STATX_MNT_ID_UNIQUE) {
+            format!("mntu#{}", renumber(&mut self.unique_mnts, s.mnt_id))
+        } else if has(STATX_MNT_ID) {
+            let last = &mut self.last_mnt;
+            let n = *self.mnts.entry(s.mnt_id).or_insert_with(|| {
+                *last += 1;
+                *last
+            });
+            format!("mnt#{n}")
         } else {
             "-".into()
         };
@@ -652,10 +672,13 @@ mod tests {
         let d = line(&first, "/d");
         assert!(d.contains("ino=ino#2 dev=dev#2 atime=first"), "{d}");
         // Unmounted, and a new instance mounted on /d: the host hands it device 40 again.
-        let mounted = n.value(&Value::NewFs(Some(Dev {
-            major: 0,
-            minor: 40,
-        })));
+        let mounted = n.value(&Value::Mounted {
+            dev: Some(Dev {
+                major: 0,
+                minor: 40,
+            }),
+            ids: Vec::new(),
+        });
         assert_eq!(mounted, "ok");
         let second = n.snapshot(&snap(1, 9));
         let root = line(&second, "/");

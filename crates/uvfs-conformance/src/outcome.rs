@@ -39,13 +39,21 @@ pub enum Value {
     Snapshot(SnapshotRec),
     /// `getresuid`/`getresgid`, `getgroups`, `capget`.
     Cred(crate::op::cred::CredValue),
-    /// A mount that made a new filesystem instance ([`Op::new_fs_target`]): the new mount's
-    /// device (the host: the line of the sandbox's `mountinfo` that was not there before),
-    /// `None` if it could not be learnt or need not be (uvfs never reuses a device number). Compared as success alone; the device tells the normaliser
-    /// which labels to forget.
-    ///
-    /// [`Op::new_fs_target`]: crate::op::Op::new_fs_target
-    NewFs(Option<Dev>),
+    /// A mount that succeeded, with what the normaliser must forget because the host may
+    /// reuse it (the host: learnt from the lines of the sandbox's `mountinfo` that were not
+    /// there before; uvfs reuses neither, so it gives nothing). Compared as success alone.
+    Mounted {
+        /// The device of a new filesystem instance ([`Op::new_fs_target`]): Linux hands a new
+        /// tmpfs the lowest free anonymous device number; `None` for other mounts, or if it
+        /// could not be learnt.
+        ///
+        /// [`Op::new_fs_target`]: crate::op::Op::new_fs_target
+        dev: Option<Dev>,
+        /// The IDs of the mounts the call made (a recursive bind or propagation makes
+        /// several): Linux hands each the lowest free 32-bit mount ID (`mnt_alloc_id()`), which
+        /// may be one a mount gone before had.
+        ids: Vec<u64>,
+    },
 }
 
 /// A byte string, carried in JSON as lowercase hex.

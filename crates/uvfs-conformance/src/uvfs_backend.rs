@@ -594,12 +594,14 @@ impl Backend for UvfsBackend {
                     MountFlags::from_bits_retain(*flags),
                     data.as_deref(),
                 );
-                match (r, op.new_fs_target()) {
-                    // uvfs never gives a device number twice, so it has no labels to forget;
-                    // and `stat` of the target would not find the new mount where the walk
-                    // stops short of it (a target `.` or `/`: no mount is crossed there).
-                    (Ok(()), Some(_)) => Outcome::Ok(Value::NewFs(None)),
-                    (r, _) => unit(r),
+                // uvfs never gives a device number or a mount ID twice, so it has no labels
+                // to forget.
+                match r {
+                    Ok(()) => Outcome::Ok(Value::Mounted {
+                        dev: None,
+                        ids: Vec::new(),
+                    }),
+                    r => unit(r),
                 }
             }
             Op::Umount2 { target, flags } => {

@@ -580,7 +580,7 @@ impl Backend for HostBackend {
                 let data = data.as_ref().map(|s| CPath::new(s.as_bytes()));
                 let target = p(target);
                 let new_fs = op.new_fs_target().is_some();
-                let before = if new_fs { mounts() } else { None };
+                let before = mounts();
                 let r = sys::mount(
                     src.as_ref(),
                     &target,
@@ -588,15 +588,21 @@ impl Backend for HostBackend {
                     *flags,
                     data.as_ref(),
                 );
-                match (r, before) {
-                    (Ok(_), Some(before)) => {
-                        let new = mounts().and_then(|after| {
-                            after.into_iter().find(|m| !before.contains(m)).map(|m| m.1)
-                        });
-                        Outcome::Ok(Value::NewFs(new))
+                match r {
+                    Ok(_) => {
+                        let new: Vec<(u64, Dev)> = match (before, mounts()) {
+                            (Some(before), Some(after)) => after
+                                .into_iter()
+                                .filter(|m| !before.iter().any(|b| b.0 == m.0))
+                                .collect(),
+                            _ => Vec::new(),
+                        };
+                        Outcome::Ok(Value::Mounted {
+                            dev: new.first().map(|m| m.1).filter(|_| new_fs),
+                            ids: new.iter().map(|m| m.0).collect(),
+                        })
                     }
-                    (Ok(_), None) if new_fs => Outcome::Ok(Value::NewFs(None)),
-                    (r, _) => unit(r),
+                    r => unit(r),
                 }
             }
             Op::Umount2 { target, flags } => unit(sys::umount2(&p(target), *flags as i32)),

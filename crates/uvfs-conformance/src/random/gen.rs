@@ -403,9 +403,17 @@ impl Gen {
                 dirfd: self.dirfd(),
                 path: self.maybe_empty_path(),
                 flags: self.at_flags() | *self.rng.pick(&[0, 0, 0x2000, 0x4000, 0x6000]),
-                mask: *self
-                    .rng
-                    .pick(&[0x7ff, 0xfff, 0x1fff, 0x1, 0x800, 0, 0x8000_0000]),
+                mask: *self.rng.pick(&[
+                    0x7ff,
+                    0xfff,
+                    0x1fff,
+                    0x1,
+                    0x800,
+                    0,
+                    0x8000_0000,
+                    0x5fff,
+                    0x4000,
+                ]),
             },
             Kind::Chmod => self.chmod(),
             Kind::Chown => self.chown(),

@@ -277,6 +277,8 @@ bitflags! {
         const BTIME = 0x800;
         /// `STATX_MNT_ID`.
         const MNT_ID = 0x1000;
+        /// `STATX_MNT_ID_UNIQUE`: the mount ID that is never reused (Linux 6.8).
+        const MNT_ID_UNIQUE = 0x4000;
         /// `STATX__RESERVED` (asking for it is `EINVAL`).
         const RESERVED = 0x8000_0000;
     }

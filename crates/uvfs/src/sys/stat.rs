@@ -50,8 +50,14 @@ fn fill_statx(inode: &Inode, mnt: &Mount, is_mount_root: bool, request: StatxMas
     // only when asked for (Linux: `generic_fillattr()`, `shmem_getattr()`).
     let cmtime = request.intersects(StatxMask::MTIME | StatxMask::CTIME);
     let a = inode.attrs(cmtime);
-    let mut mask =
-        (StatxMask::BASIC_STATS - StatxMask::MTIME - StatxMask::CTIME) | StatxMask::MNT_ID;
+    // Asked for the mount ID that is never reused, Linux gives it instead of the other
+    // (`vfs_statx_path()`). uvfs never reuses a mount ID, so the two are the same number.
+    let mnt_id = if request.contains(StatxMask::MNT_ID_UNIQUE) {
+        StatxMask::MNT_ID_UNIQUE
+    } else {
+        StatxMask::MNT_ID
+    };
+    let mut mask = (StatxMask::BASIC_STATS - StatxMask::MTIME - StatxMask::CTIME) | mnt_id;
     if cmtime {
         mask |= StatxMask::MTIME | StatxMask::CTIME;
     }

@@ -115,7 +115,10 @@ impl Mount {
             parent: Mutex::new(None),
         })
     }
-    /// Unique mount id.
+    /// The mount ID (statx's `stx_mnt_id`), never given to another mount of the process.
+    /// Linux reuses a freed ID for its 32-bit IDs (`mnt_alloc_id()`: the lowest free one) and
+    /// has a second, 64-bit ID that is never reused (`STATX_MNT_ID_UNIQUE`); uvfs's one ID
+    /// is both (docs/divergences.md).
     #[inline]
     pub fn id(&self) -> u64 {
         self.id
