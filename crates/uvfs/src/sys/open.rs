@@ -297,7 +297,6 @@ fn open_last<'w>(
     umask: u32,
 ) -> Result<Opened> {
     let (mut parent, last) = w.walk_parent(start, path)?;
-    let mut last: Last<'static> = last.into_owned();
     if !req.flags.contains(OpenFlags::CREAT) {
         let pos = w.resolve_last(parent, &last, follow_of(req.flags))?;
         return Ok(Opened {
@@ -306,6 +305,8 @@ fn open_last<'w>(
             found_in: None,
         });
     }
+    // Owned: a symbolic link followed below replaces it with a name from its body.
+    let mut last: Last<'static> = last.into_owned();
     loop {
         if last.kind != LastKind::Normal {
             // `.`, `..` or `/`: resolved as usual; `do_open()` then says EEXIST or EISDIR.
@@ -474,7 +475,8 @@ fn finish_open(
         return Err(Errno::EINVAL);
     }
     let ops = inode.ops().open(&inode, req.file_flags)?;
-    let file = FileDescription::new(path, inode.clone(), req.file_flags, ops, cred_id)?;
+    let file = FileDescription::new(path, inode, req.file_flags, ops, cred_id)?;
+    let inode = file.inode();
     // Only files that can do direct I/O open with `O_DIRECT`: on tmpfs, regular files
     // (Linux: `do_dentry_open()`, `FMODE_CAN_ODIRECT`, checked after the file's open). The
     // file is released as it drops, giving back what its open took (an inode hold).
@@ -489,8 +491,8 @@ fn finish_open(
             ctime: true,
             ..SetAttr::default()
         };
-        super::attr::kill_privs_on_truncate(cred, &inode, &mut attr);
-        inode.ops().setattr(&inode, &attr)?;
+        super::attr::kill_privs_on_truncate(cred, inode, &mut attr);
+        inode.ops().setattr(inode, &attr)?;
     }
     Ok(file)
 }

@@ -101,11 +101,24 @@ fn load_partial(s: &[u8], at: usize, n: usize) -> u64 {
             return load8(s, end - 8) >> ((8 - n) * 8);
         }
     }
-    let mut w = 0u64;
-    for (k, &b) in s[at..at + n].iter().enumerate() {
-        w |= u64::from(b) << (8 * k);
+    // A short string: two loads that may overlap, the second shifted to end at byte `n`
+    // (the overlapping bytes are the same in both, so OR keeps them), instead of a loop over
+    // the bytes (names of find's walks are mostly shorter than eight bytes).
+    let b = &s[at..at + n];
+    let word = |r: &[u8]| -> u64 {
+        match *r {
+            [a, b, c, d] => u64::from(u32::from_le_bytes([a, b, c, d])),
+            [a, b] => u64::from(u16::from_le_bytes([a, b])),
+            _ => 0,
+        }
+    };
+    if n >= 4 {
+        word(&b[..4]) | (word(&b[n - 4..]) << ((n - 4) * 8))
+    } else if n >= 2 {
+        word(&b[..2]) | (word(&b[n - 2..]) << ((n - 2) * 8))
+    } else {
+        u64::from(b[0])
     }
-    w
 }
 
 /// Hash and length of a name in one word: `len << 32 | hash`, compared before the bytes.
@@ -530,6 +543,28 @@ impl Drop for ChildTable {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Every partial load equals the bytes assembled one by one (the hashes and the name
+    /// comparison all read through it, so a wrong load would agree with itself elsewhere).
+    #[test]
+    fn partial_loads_are_the_bytes_in_order_for_every_length_and_offset() {
+        let text: Vec<u8> = (1..=24u8).map(|b| b.wrapping_mul(37)).collect();
+        let mut checked = 0;
+        for len in 0..=text.len() {
+            let s = &text[..len];
+            for at in 0..=len {
+                for n in 0..8.min(len - at + 1) {
+                    let mut want = 0u64;
+                    for (k, &b) in s[at..at + n].iter().enumerate() {
+                        want |= u64::from(b) << (8 * k);
+                    }
+                    assert_eq!(load_partial(s, at, n), want, "len {len} at {at} n {n}");
+                    checked += 1;
+                }
+            }
+        }
+        assert_eq!(checked, 1956);
+    }
 
     #[test]
     fn component_scan_hashes_like_hash_len_for_every_length_and_offset() {

@@ -93,6 +93,7 @@ impl Default for Entries {
 }
 
 /// The hash of a name in `Entries::by_name` (seeded per process, as the dcache's).
+#[inline(always)]
 fn name_hash(name: &[u8]) -> u64 {
     (hash_len(hash_seed(), name) as u32 as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15)
 }

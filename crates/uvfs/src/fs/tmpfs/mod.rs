@@ -15,9 +15,10 @@ pub use options::{total_ram_bytes, TmpfsOptions};
 use std::any::Any;
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
-use std::sync::{Arc, OnceLock};
+use std::sync::Arc;
 
 use once_cell::race::OnceBox;
+use once_cell::sync::OnceCell;
 use parking_lot::Mutex;
 
 use crate::abi::{
@@ -677,7 +678,7 @@ impl InodeOps for Node {
                     data: data
                         .get()
                         .cloned()
-                        .map_or_else(OnceLock::new, OnceLock::from),
+                        .map_or_else(OnceCell::new, OnceCell::with_value),
                 }))
             }
             Kind::Dir(_) => {
