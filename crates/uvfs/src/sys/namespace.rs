@@ -3,6 +3,7 @@
 //! `do_unlinkat()`, `do_rmdir()`, `do_renameat2()`, `do_linkat()`, `do_symlinkat()`,
 //! `vfs_rename()`, `lock_rename()`), fs/stat.c (`do_readlinkat()`).
 
+use std::borrow::Cow;
 use std::sync::Arc;
 
 use super::{
@@ -30,15 +31,16 @@ enum WantDir {
 }
 
 /// The parent and last name of a path, resolved and owned.
-struct Parent {
+struct Parent<'p> {
     path: VfsPath,
-    name: Vec<u8>,
+    /// The last component, borrowed from the caller's path (no copy per call).
+    name: Cow<'p, [u8]>,
     kind: LastKind,
     trailing_slash: bool,
 }
 
 impl Task {
-    fn parent_of(&self, dirfd: i32, path: &[u8]) -> Result<Parent> {
+    fn parent_of<'p>(&self, dirfd: i32, path: &'p [u8]) -> Result<Parent<'p>> {
         self.with_path(
             dirfd,
             path,
@@ -51,7 +53,7 @@ impl Task {
                 p.mnt.touch();
                 Ok(Parent {
                     path: p.to_path(),
-                    name: last.name.into_owned(),
+                    name: last.name,
                     kind: last.kind,
                     trailing_slash: last.trailing_slash,
                 })

@@ -305,8 +305,9 @@ fn open_last<'w>(
             found_in: None,
         });
     }
-    // Owned: a symbolic link followed below replaces it with a name from its body.
-    let mut last: Last<'static> = last.into_owned();
+    // Borrowed from `path` until a symbolic link followed below replaces it with an owned
+    // name from its body.
+    let mut last: Last<'_> = last;
     loop {
         if last.kind != LastKind::Normal {
             // `.`, `..` or `/`: resolved as usual; `do_open()` then says EEXIST or EISDIR.
@@ -322,10 +323,9 @@ fn open_last<'w>(
         }
         let dir = parent.dentry.arc().clone();
         let dinode = dir.inode().ok_or(Errno::ENOENT)?.clone();
-        let name: Name = Arc::from(&*last.name);
         let _lock = dinode.lock.write();
         // A missing name is not cached as a negative dentry: the create caches the new one.
-        let found = lookup_locked_for_create(&dir, &name)?.filter(|c| c.inode().is_some());
+        let found = lookup_locked_for_create(&dir, &last.name)?.filter(|c| c.inode().is_some());
         match found {
             None => {
                 // Linux computes the creation error (EROFS, EACCES) before it knows whether the
@@ -336,6 +336,7 @@ fn open_last<'w>(
                 may_create(w.cred, &dinode, dir.is_dead())?;
                 let mode = (req.mode & S_IALLUGO) | (req.mode & S_IFMT);
                 let mode = prepare_mode(w.cred, &dinode, mode, umask);
+                let name: Name = Arc::from(&*last.name);
                 let inode =
                     dinode
                         .ops()
