@@ -227,8 +227,5 @@ pub(crate) fn lookup_locked_for_create(
         return Err(Errno::ENAMETOOLONG);
     }
     let inode = dir.inode().ok_or(Errno::ENOENT)?;
-    Ok(inode
-        .ops()
-        .lookup(inode, name)?
-        .map(|found| dir.d_add(name, Some(found))))
+    Ok(crate::vfs::namei::fs_lookup(inode, name)?.map(|found| dir.d_add(name, Some(found))))
 }

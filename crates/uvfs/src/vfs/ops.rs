@@ -107,6 +107,15 @@ pub trait InodeOps: Send + Sync + 'static {
         Err(Errno::ENOTDIR)
     }
 
+    /// True if every name this directory has is in the dcache from its creation until its
+    /// removal (a filesystem whose dentries are its directory, as tmpfs's are in Linux):
+    /// a name the dcache does not have is then missing, and the VFS does not call
+    /// [`InodeOps::lookup`] for it (Linux: `simple_lookup()`, which only adds a negative
+    /// dentry). Debug builds still call it and check that it finds nothing.
+    fn dcache_complete(&self) -> bool {
+        false
+    }
+
     /// Creates a regular file (`open(O_CREAT)`, `mknod(S_IFREG)`).
     ///
     /// # Locking

@@ -518,6 +518,13 @@ impl InodeOps for Node {
         Ok(self.dir()?.get(name))
     }
 
+    /// Every entry gets its dentry when it is made (create, mkdir, mknod, symlink, link,
+    /// rename's whiteout, `linkat` of an `O_TMPFILE`) and loses it only with the entry
+    /// (unlink, rmdir, rename): nothing evicts a positive dentry.
+    fn dcache_complete(&self) -> bool {
+        matches!(self.kind, Kind::Dir(_))
+    }
+
     fn create(&self, dir: &Inode, name: &Name, new: &NewInode<'_>) -> Result<Arc<Inode>> {
         self.create_entry(dir, name, new, Kind::Reg(OnceBox::new()))
     }

@@ -25,6 +25,25 @@ pub(crate) fn lookup_slow(dir: &Arc<Dentry>, name: &[u8]) -> Result<Arc<Dentry>>
     if let Some(d) = dir.cached_child(name) {
         return Ok(d);
     }
-    let found = inode.ops().lookup(inode, name)?;
+    let found = fs_lookup(inode, name)?;
     Ok(dir.d_add(name, found))
+}
+
+/// Asks the filesystem for `name`, a name the dcache does not have, unless the dcache holds
+/// every name of the directory ([`InodeOps::dcache_complete`]): then it is missing.
+///
+/// [`InodeOps::dcache_complete`]: crate::vfs::ops::InodeOps::dcache_complete
+pub(crate) fn fs_lookup(
+    dir: &crate::vfs::Inode,
+    name: &[u8],
+) -> Result<Option<Arc<crate::vfs::Inode>>> {
+    if dir.ops().dcache_complete() {
+        debug_assert!(
+            matches!(dir.ops().lookup(dir, name), Ok(None)),
+            "a complete dcache misses {:?}",
+            String::from_utf8_lossy(name)
+        );
+        return Ok(None);
+    }
+    dir.ops().lookup(dir, name)
 }
