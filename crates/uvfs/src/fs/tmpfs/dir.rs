@@ -185,6 +185,11 @@ impl Default for Entries {
     }
 }
 
+/// The test `Entries::by_name` probes with: position `i` holds an entry named `name`.
+fn names<'a>(slab: &'a [Option<Entry>], name: &'a [u8]) -> impl Fn(&u32) -> bool + 'a {
+    move |&i| slab[i as usize].as_ref().is_some_and(|e| *e.name == *name)
+}
+
 /// The hash of a name in `Entries::by_name` (seeded per process, as the dcache's).
 #[inline(always)]
 fn name_hash(name: &[u8]) -> u64 {
@@ -205,11 +210,8 @@ impl Entries {
     }
 
     fn find(&self, name: &[u8]) -> Option<u32> {
-        let slab = &self.slab;
         self.by_name
-            .find(name_hash(name), |&i| {
-                slab[i as usize].as_ref().is_some_and(|e| *e.name == *name)
-            })
+            .find(name_hash(name), names(&self.slab, name))
             .copied()
     }
 
@@ -277,12 +279,9 @@ impl Entries {
 
     /// Takes `name` out of the list and the indexes; returns its entry.
     fn unlink(&mut self, name: &[u8]) -> Option<Entry> {
-        let slab = &self.slab;
         let i = self
             .by_name
-            .find_entry(name_hash(name), |&i| {
-                slab[i as usize].as_ref().is_some_and(|e| *e.name == *name)
-            })
+            .find_entry(name_hash(name), names(&self.slab, name))
             .ok()?
             .remove()
             .0;
