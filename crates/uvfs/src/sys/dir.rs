@@ -160,7 +160,7 @@ impl Task {
 
 /// The path of `p` as seen from `root`, and whether `root` was reached (Linux: `prepend_path()`).
 pub(crate) fn path_of(p: &VfsPath, root: &VfsPath) -> (Vec<u8>, bool) {
-    let mut parts: Vec<Arc<[u8]>> = Vec::new();
+    let mut parts: Vec<crate::vfs::ops::Name> = Vec::new();
     let mut mnt = p.mnt.clone();
     let mut d = p.dentry.clone();
     let mut reachable = false;

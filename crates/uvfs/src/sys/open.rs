@@ -336,7 +336,7 @@ fn open_last<'w>(
                 may_create(w.cred, &dinode, dir.is_dead())?;
                 let mode = (req.mode & S_IALLUGO) | (req.mode & S_IFMT);
                 let mode = prepare_mode(w.cred, &dinode, mode, umask);
-                let name: Name = Arc::from(&*last.name);
+                let name = Name::new(&last.name);
                 let inode =
                     dinode
                         .ops()

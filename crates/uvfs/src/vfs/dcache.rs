@@ -38,6 +38,7 @@ use std::sync::atomic::{AtomicUsize as StdAtomicUsize, Ordering as StdOrdering};
 use std::sync::{Arc, LazyLock};
 
 use super::dentry::Dentry;
+use super::name::Name;
 use crate::sync::atomic::{AtomicPtr, Ordering};
 use crate::sync::cell::Frozen;
 use crate::sync::lock::{Mutex, MutexGuard};
@@ -188,10 +189,14 @@ pub(crate) fn hash_component_checked(seed: u64, s: &[u8]) -> Option<(usize, u64)
 /// Name equality for names of equal length, eight bytes at a time (no library call).
 #[inline(always)]
 fn same_name(a: &[u8], b: &[u8]) -> bool {
-    let n = a.len();
-    if n != b.len() {
+    // Every branch below is on `b`'s length: a chain walk passes the probe as `b`, so the
+    // compiler specialises the walk's loop for it (a stored name's length is read from its
+    // block, which would keep the loop general).
+    let n = b.len();
+    if a.len() != n {
         return false;
     }
+    let a = &a[..n];
     let mut k = 0;
     while k + 8 <= n {
         if load8(a, k) != load8(b, k) {
@@ -209,12 +214,16 @@ pub(crate) struct Node {
     next: AtomicPtr<Node>,
 }
 
+// Four words, the 32-byte allocator class: one per cached name (issue 7, compact objects).
+#[cfg(not(any(loom, feature = "shuttle")))]
+const _: () = assert!(std::mem::size_of::<Node>() == 32);
+
 /// What a node says: `name` (with its `hash_len`) in this directory is `dentry`.
 struct Entry {
     hash_len: u64,
     /// The dentry's own name (`Dentry::name` at insertion): one copy per child, and a
     /// resize copies the pointer, not the bytes.
-    name: Arc<[u8]>,
+    name: Name,
     dentry: Arc<Dentry>,
 }
 
@@ -383,7 +392,7 @@ impl TableWriter<'_> {
     }
 
     /// Publishes `dentry` under `name`; the caller checked the name is absent.
-    pub(crate) fn insert(&mut self, hash_len: u64, name: Arc<[u8]>, dentry: Arc<Dentry>) {
+    pub(crate) fn insert(&mut self, hash_len: u64, name: Name, dentry: Arc<Dentry>) {
         let negative = dentry.inode().is_none();
         let mut b = self.table.buckets.load(Ordering::Acquire);
         if b.is_null() {

@@ -13,6 +13,7 @@ pub mod file;
 pub(crate) mod fs_struct;
 pub mod inode;
 pub mod mount;
+pub mod name;
 pub(crate) mod namei;
 pub mod ops;
 pub mod permission;

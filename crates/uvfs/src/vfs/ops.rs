@@ -31,7 +31,7 @@ pub struct NewInode<'a> {
 
 /// The name of a new directory entry: the VFS's dentry and the filesystem's own directory
 /// share these bytes (a filesystem keeps a clone, not a copy).
-pub type Name = Arc<[u8]>;
+pub use super::name::Name;
 
 /// One directory entry handed to a `readdir` sink.
 #[derive(Clone, Copy, Debug)]

@@ -29,7 +29,7 @@ const NIL: u32 = u32::MAX;
 
 /// One name of a directory, a node of its list.
 struct Entry {
-    name: Arc<[u8]>,
+    name: Name,
     /// `None` for a place reserved for a whiteout: in the list, but not listed and not found
     /// by name until its inode is added.
     inode: Option<Arc<Inode>>,
@@ -48,7 +48,7 @@ struct Entry {
 
 // Six words: the directory's per-name cost beside the hash and offset indexes (issue 7,
 // compact objects). `Option<Entry>` takes the name's niche.
-const _: () = assert!(std::mem::size_of::<Option<Entry>>() == 48);
+const _: () = assert!(std::mem::size_of::<Option<Entry>>() == 40);
 
 /// Entry offsets to array positions, sorted by offset (the `by_off` index of [`Entries`]).
 ///
@@ -238,7 +238,7 @@ impl Entries {
 
     /// Puts an entry at the head of the list with offset `off`, indexed by name if it has an
     /// inode; returns its position.
-    fn insert(&mut self, name: Arc<[u8]>, inode: Option<Arc<Inode>>, off: u32) -> u32 {
+    fn insert(&mut self, name: Name, inode: Option<Arc<Inode>>, off: u32) -> u32 {
         let named = inode.is_some();
         let (ino, d_type) = inode
             .as_ref()
@@ -408,7 +408,7 @@ impl DirData {
     /// Adds the entry a rename moved here: at the head, with the offset
     /// [`rename_offset`](Self::rename_offset) gave.
     fn add_moved(&self, name: &[u8], inode: Arc<Inode>, off: u32) {
-        self.inner.write().insert(Arc::from(name), Some(inode), off);
+        self.inner.write().insert(Name::new(name), Some(inode), off);
     }
 
     /// Puts `inode` under the existing `name`, which keeps its offset and moves to the head;
@@ -426,7 +426,7 @@ impl DirData {
     pub(super) fn reserve(&self, name: &[u8]) {
         let mut e = self.inner.write();
         let off = e.take_off();
-        let i = e.insert(Arc::from(name), None, off);
+        let i = e.insert(Name::new(name), None, off);
         e.reserved = Some(i);
     }
 
