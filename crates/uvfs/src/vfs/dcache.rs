@@ -39,7 +39,7 @@ use std::sync::{Arc, LazyLock};
 
 use super::dentry::Dentry;
 use super::name::Name;
-use crate::sync::atomic::{AtomicPtr, Ordering};
+use crate::sync::atomic::{AtomicPtr, AtomicU32, Ordering};
 use crate::sync::cell::Frozen;
 use crate::sync::lock::{Mutex, MutexGuard};
 use crate::sync::rcu::{self, Collector, Guard};
@@ -298,6 +298,11 @@ pub(crate) struct ChildTable {
     /// Serialises writers of `buckets`, the chains and the array's counts.
     /// Order: after the directory's inode lock (shared or exclusive); innermost otherwise.
     writer: Mutex<()>,
+    /// A word of the owning dentry's (its dead flag and mount count, `Dentry::state`), kept
+    /// here to fill the padding after `writer`: the dentry is then 48 bytes, which with its
+    /// `Arc` header is one 64-byte allocator class (issue 7, compact objects). A walk step
+    /// reads it beside `buckets`. The table never touches it.
+    pub(crate) owner_state: AtomicU32,
 }
 
 impl Default for ChildTable {
@@ -305,6 +310,7 @@ impl Default for ChildTable {
         ChildTable {
             buckets: AtomicPtr::new(ptr::null_mut()),
             writer: Mutex::new(()),
+            owner_state: AtomicU32::new(0),
         }
     }
 }

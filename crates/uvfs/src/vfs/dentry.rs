@@ -16,7 +16,8 @@ use crate::sync::lock::Mutex;
 use crate::sync::rcu::Guard;
 
 /// Dentry flag: unlinked, removed, or replaced; lookups in it find nothing.
-const DEAD: u32 = 1;
+/// In `Dentry::state`: set once the dentry is dead; the bits below count its mounts.
+const DEAD: u32 = 1 << 31;
 
 /// Name and parent of a dentry, changed by rename.
 struct Links {
@@ -26,11 +27,6 @@ struct Links {
 
 /// A directory entry.
 pub struct Dentry {
-    /// The DEAD flag. Set (never cleared) with the parent directory's inode lock exclusive,
-    /// after the dentry's node left the parent's table.
-    flags: AtomicU32,
-    /// Number of mounts whose mountpoint is this dentry (changed under the namespace lock).
-    mounts: AtomicU32,
     /// Never changes; read by lock-free walkers that reached this dentry through a node.
     inode: Frozen<Option<Arc<Inode>>>,
     pub(crate) children: ChildTable,
@@ -39,11 +35,12 @@ pub struct Dentry {
     links: Mutex<Links>,
 }
 
-// With its `Arc` header a dentry fits one 80-byte allocator class (issue 7, compact
-// objects): the child table's counts live in its bucket array, which files do not have, and
-// the name is one word ([`Name`]). Eight bytes less would reach the 64-byte class.
+// With its `Arc` header a dentry fills one 64-byte allocator class (issue 7, compact
+// objects): the child table's counts live in its bucket array, which files do not have, the
+// name is one word ([`Name`]), and the dead flag and mount count share one word in the child
+// table's padding.
 #[cfg(not(any(loom, feature = "shuttle")))]
-const _: () = assert!(std::mem::size_of::<Dentry>() <= 56);
+const _: () = assert!(std::mem::size_of::<Dentry>() <= 48);
 
 /// The result of the lock-free child lookup.
 pub(crate) enum Cached<'g> {
@@ -79,8 +76,6 @@ impl Dentry {
 
     fn new(name: Name, parent: Option<Weak<Dentry>>, inode: Option<Arc<Inode>>) -> Dentry {
         Dentry {
-            flags: AtomicU32::new(0),
-            mounts: AtomicU32::new(0),
             inode: Frozen::new(inode),
             children: ChildTable::default(),
             links: Mutex::new(Links { name, parent }),
@@ -106,21 +101,30 @@ impl Dentry {
     /// True once unlinked, removed or replaced.
     #[inline]
     pub fn is_dead(&self) -> bool {
-        self.flags.load(Ordering::Acquire) & DEAD != 0
+        self.state().load(Ordering::Acquire) & DEAD != 0
     }
 
     /// True if something is mounted here (in some mount).
     #[inline]
     pub fn is_mountpoint(&self) -> bool {
-        self.mounts.load(Ordering::Acquire) != 0
+        self.state().load(Ordering::Acquire) & !DEAD != 0
     }
 
     pub(crate) fn add_mount(&self) {
-        self.mounts.fetch_add(1, Ordering::AcqRel);
+        self.state().fetch_add(1, Ordering::AcqRel);
     }
 
     pub(crate) fn remove_mount(&self) {
-        self.mounts.fetch_sub(1, Ordering::AcqRel);
+        self.state().fetch_sub(1, Ordering::AcqRel);
+    }
+
+    /// The dead flag (`DEAD`, set with the parent directory's inode lock exclusive after the
+    /// dentry's node left the parent's table, never cleared) and, below it, the number of
+    /// mounts whose mountpoint this dentry is (changed under the namespace lock; fewer than
+    /// 2^31). Kept in the child table's padding (`ChildTable::owner_state`).
+    #[inline]
+    fn state(&self) -> &AtomicU32 {
+        &self.children.owner_state
     }
 
     /// The lock-free lookup of a cached child.
@@ -223,7 +227,7 @@ impl Dentry {
     /// Unpublishes `child` (lookups that start now miss it), then marks it dead.
     fn kill(w: &mut TableWriter<'_>, hl: u64, name: &[u8], child: &Dentry) {
         w.remove(hl, name, child);
-        child.flags.fetch_or(DEAD, Ordering::AcqRel);
+        child.state().fetch_or(DEAD, Ordering::AcqRel);
     }
 
     /// Drops every cached negative child (before rmdir, so the directory can die empty).
