@@ -336,3 +336,29 @@ impl std::fmt::Debug for Dentry {
             .finish()
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The dead flag and the mount count share `Dentry::state`: each reads as itself
+    /// whatever the other holds.
+    #[test]
+    fn the_state_word_keeps_the_dead_flag_and_the_mount_count_apart() {
+        let dir = Arc::new(Dentry::new(Name::new(b"/"), None, None));
+        let child = dir.d_add(b"c", None);
+        let other = dir.d_add(b"o", None);
+        let seen = |d: &Dentry| (d.is_dead(), d.is_mountpoint());
+        assert_eq!(seen(&child), (false, false));
+        child.add_mount();
+        child.add_mount();
+        assert_eq!(seen(&child), (false, true));
+        dir.d_delete(b"c", &child);
+        assert_eq!(seen(&child), (true, true));
+        child.remove_mount();
+        assert_eq!(seen(&child), (true, true));
+        child.remove_mount();
+        assert_eq!(seen(&child), (true, false));
+        assert_eq!(seen(&other), (false, false));
+    }
+}
