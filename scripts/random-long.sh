@@ -10,11 +10,34 @@
 # FROM=500000): each claims a chunk by creating its OUT/chunks/START.txt.part, and a chunk that
 # has one is skipped. A killed runner leaves its .part behind: delete those before resuming.
 #
+# A seed reported as diverged is replayed by `confirm` (after the run, nothing else running):
+# three times, alone, with the run's binaries; it is confirmed if a replay diverges again, and
+# listed as "did not replay" otherwise (the host's answer then depended on the moment: an
+# RCU walk that `RESOLVE_CACHED` turns into EAGAIN when another mount changes the machine-wide
+# mount_lock mid-walk, a mount ID another process took). The report shows both kinds.
+#
 # Usage: [FROM=S] scripts/random-long.sh OUT [SEEDS [CHUNK [WORKERS]]]   (defaults 1000000 20000 3)
 #        scripts/random-long.sh OUT report
+#        scripts/random-long.sh OUT confirm
 set -eu
 OUT=${1:?usage: scripts/random-long.sh OUT [SEEDS [CHUNK [WORKERS]]] | OUT report}
 top=$(cd "$(dirname "$0")/.." && pwd)
+
+if [ "${2:-}" = confirm ]; then
+  : > "$OUT/confirm.txt.part"
+  for seed in $(cat "$OUT"/chunks/*.txt | sed -n 's/^DIVERGED seed \([0-9]*\) .*/\1/p' | sort -un); do
+    again=0
+    for _ in 1 2 3; do
+      if ! "$OUT/bin/uvfs-conformance-random" --start "$seed" --seeds 1 --minimise 0 \
+        > "$OUT/confirm-$seed.txt" 2>&1; then
+        again=$((again + 1))
+      fi
+    done
+    echo "$seed $again" >> "$OUT/confirm.txt.part"
+  done
+  mv "$OUT/confirm.txt.part" "$OUT/confirm.txt"
+  exec "$0" "$OUT" report
+fi
 
 if [ "${2:-}" = report ]; then
   exec python3 - "$OUT" <<'PY'
@@ -43,8 +66,23 @@ print(f"commit {commit}: {chunks} chunks, {tot['seeds']} seeds ({tot['ticked']} 
       f"{tot['ops']} ops on each side, {tot['calls']} of them calls, {tot['secs']/3600:.1f} h of chunk time")
 print(f"{tot['matched']} matched, {sum(classes.values())} stopped or went on at an expected divergence "
       f"({', '.join(f'{k} {v}' for k, v in sorted(classes.items())) or 'none'}), {tot['diverged']} diverged")
+confirm = {}
+cpath = os.path.join(out, "confirm.txt")
+if os.path.exists(cpath):
+    for line in open(cpath):
+        seed, again = line.split()
+        confirm[seed] = int(again)
 for d in divs:
-    print(d)
+    seed = re.match(r"DIVERGED seed (\d+)", d)[1]
+    if seed in confirm:
+        verdict = (f"CONFIRMED: diverged again in {confirm[seed]} of 3 replays" if confirm[seed]
+                   else "did not replay: 3 of 3 replays matched")
+    else:
+        verdict = "not replayed yet (`confirm`)"
+    print(f"{d}\n  -> {verdict}")
+if confirm:
+    firm = sum(1 for v in confirm.values() if v)
+    print(f"confirmed divergences: {firm}; reported but not replaying: {len(confirm) - firm}")
 PY
 fi
 
