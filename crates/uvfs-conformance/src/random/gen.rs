@@ -16,6 +16,8 @@
 use std::path::PathBuf;
 
 use super::rng::Rng;
+
+mod mount;
 use crate::backend::{Backend, Fds};
 use crate::op::cred::{CapMasks, CapWhich, CredOp};
 use crate::op::{Fcntl, Fd, Offset, Op, Time, XattrTarget};
@@ -1029,100 +1031,6 @@ impl Gen {
             _ => Op::Removexattr {
                 target,
                 name: self.xattr_name(),
-            },
-        }
-    }
-
-    fn mount(&mut self) -> Op {
-        const MS_RDONLY: u64 = 1;
-        const MS_NOSUID: u64 = 2;
-        const MS_NODEV: u64 = 4;
-        const MS_NOEXEC: u64 = 8;
-        const MS_REMOUNT: u64 = 32;
-        const MS_NOSYMFOLLOW: u64 = 256;
-        const MS_NOATIME: u64 = 1024;
-        const MS_BIND: u64 = 4096;
-        const MS_MOVE: u64 = 8192;
-        const MS_REC: u64 = 16384;
-        const MS_PRIVATE: u64 = 1 << 18;
-        const MS_STRICTATIME: u64 = 1 << 24;
-        match self.rng.below(10) {
-            0..=2 => {
-                let mut flags = 0;
-                for bit in [
-                    MS_RDONLY,
-                    MS_NOSUID,
-                    MS_NODEV,
-                    MS_NOEXEC,
-                    MS_NOATIME,
-                    MS_NOSYMFOLLOW,
-                ] {
-                    if self.rng.chance(15) {
-                        flags |= bit;
-                    }
-                }
-                Op::Mount {
-                    src: Some(b"none".to_vec()),
-                    target: self.path(),
-                    fstype: Some("tmpfs".into()),
-                    flags,
-                    data: Some(self.rng.pick(&MOUNT_DATA).to_string()),
-                }
-            }
-            3 | 4 => Op::Mount {
-                src: Some(self.path()),
-                target: self.path(),
-                fstype: None,
-                flags: MS_BIND | if self.rng.chance(30) { MS_REC } else { 0 },
-                data: None,
-            },
-            5 | 6 => {
-                let mut flags = MS_REMOUNT;
-                if self.rng.chance(50) {
-                    flags |= MS_BIND;
-                }
-                for bit in [
-                    MS_RDONLY,
-                    MS_NOSUID,
-                    MS_NODEV,
-                    MS_NOEXEC,
-                    MS_NOATIME,
-                    MS_STRICTATIME,
-                    MS_NOSYMFOLLOW,
-                ] {
-                    if self.rng.chance(20) {
-                        flags |= bit;
-                    }
-                }
-                let data = (flags & MS_BIND == 0 && self.rng.chance(50))
-                    .then(|| self.rng.pick(&MOUNT_DATA).to_string());
-                Op::Mount {
-                    src: None,
-                    target: self.path(),
-                    fstype: None,
-                    flags,
-                    data,
-                }
-            }
-            7 => Op::Mount {
-                src: Some(self.path()),
-                target: self.path(),
-                fstype: None,
-                flags: MS_MOVE,
-                data: None,
-            },
-            8 => Op::Mount {
-                src: None,
-                target: self.path(),
-                fstype: None,
-                flags: MS_PRIVATE,
-                data: None,
-            },
-            _ => Op::Umount2 {
-                target: self.path(),
-                flags: *self
-                    .rng
-                    .weighted(&[(5, 0), (3, 2), (1, 1), (1, 4), (1, 8), (1, 0x10)]),
             },
         }
     }
