@@ -25,23 +25,32 @@ pub(crate) fn touch_atime(file: &FileDescription) {
 /// Updates the atime of `inode` reached through `mnt` (readlink, readdir, read).
 #[inline]
 pub(crate) fn touch_atime_at(mnt: &super::mount::Mount, inode: &super::inode::Inode) {
+    if let Some(now) = atime_update(mnt, inode) {
+        inode.write_attrs(|w| w.set_atime(now));
+    }
+}
+
+/// Whether an access to `inode` through `mnt` would update its atime, and to what
+/// (Linux: `atime_needs_update()`).
+#[inline]
+pub(crate) fn atime_update(
+    mnt: &super::mount::Mount,
+    inode: &super::inode::Inode,
+) -> Option<crate::abi::Timespec> {
     let mf = mnt.flags();
     if mf.contains(MntFlags::NOATIME)
         || (inode.is_dir() && mf.contains(MntFlags::NODIRATIME))
         || mnt.is_rdonly()
     {
-        return;
+        return None;
     }
     let atime = inode.atime_raw();
     if mf.contains(MntFlags::RELATIME) && atime > inode.mtime_raw() && atime > inode.ctime_raw() {
         // relatime: newer than both mtime and ctime, so only the age rule can ask for an update.
         if coarse_now().sec - atime.sec < RELATIME_MAX_AGE_SEC {
-            return;
+            return None;
         }
     }
     let now = coarse_now();
-    if atime == now {
-        return;
-    }
-    inode.write_attrs(|w| w.set_atime(now));
+    (atime != now).then_some(now)
 }

@@ -8,7 +8,7 @@ use super::lookup::lookup_slow;
 use super::{Pos, Ref, WalkMode};
 use crate::abi::{Errno, FileType, ResolveFlags, Result, MAXSYMLINKS, NAME_MAX};
 use crate::sync::rcu::Guard;
-use crate::vfs::atime::touch_atime_at;
+use crate::vfs::atime::atime_update;
 use crate::vfs::cred::Cred;
 use crate::vfs::dcache::{hash_component_checked, hash_len, hash_seed};
 use crate::vfs::dentry::{Cached, Dentry};
@@ -496,9 +496,16 @@ impl<'a> Walker<'a> {
             return Err(Errno::ELOOP);
         }
         let inode = link.inode().ok_or(Errno::ENOENT)?;
+        // Following a link reads it (Linux: `touch_atime()` in `pick_link()`). Linux's
+        // RCU-walk cannot write the atime: it leaves RCU-walk first, which a
+        // `RESOLVE_CACHED` walk may not do, so there a stale link atime means `EAGAIN`.
+        if let Some(now) = atime_update(&link.mnt, inode) {
+            if self.resolve.contains(ResolveFlags::CACHED) {
+                return Err(Errno::EAGAIN);
+            }
+            inode.write_attrs(|w| w.set_atime(now));
+        }
         let body = inode.ops().get_link(inode)?;
-        // Following a link reads it (Linux: `touch_atime()` in `pick_link()`).
-        touch_atime_at(&link.mnt, inode);
         if body.is_empty() {
             return Err(Errno::ENOENT);
         }
