@@ -63,6 +63,11 @@ pub const CLASSES: &[Class] = &[
         then: Then::Continue,
     },
     Class {
+        name: "burst_cached_link_atime",
+        matches: burst_cached_link_atime,
+        then: Then::Stop,
+    },
+    Class {
         name: "statx_attributes_mask",
         matches: statx_attributes_mask,
         then: Then::Continue,
@@ -181,6 +186,34 @@ fn removed_name_keeps_its_directory(
 /// out where the host tmpfs advertises them; every other field must match.
 fn statx_attributes_mask(_: &Case, op: &Op, _: &Outcome, _: &Outcome, diff: &StepDiff) -> bool {
     only_statx_attributes_mask(op, diff)
+}
+
+/// A timing difference, not a rule difference: in burst timing, an `openat2` with
+/// `RESOLVE_CACHED` that follows a symbolic link says `EAGAIN` on one side only. Following a
+/// link whose atime is stale writes it, which a cached walk may not do (Linux: `pick_link()`,
+/// `atime_needs_update()`); a link made (or last followed) on this tick is not stale, one made
+/// on an earlier tick is, and the host crosses ticks the faster uvfs run does not (see
+/// [`burst_stamp_timing`]). Matched only in a sequence that made a symbolic link before the
+/// step; ticked timing, where every op starts on a fresh tick, checks the rule itself.
+fn burst_cached_link_atime(
+    case: &Case,
+    op: &Op,
+    uvfs: &Outcome,
+    host: &Outcome,
+    diff: &StepDiff,
+) -> bool {
+    const EAGAIN: i32 = 11;
+    const RESOLVE_CACHED: u64 = 0x20;
+    let Op::Openat2 { resolve, .. } = op else {
+        return false;
+    };
+    let before = &case.steps[..diff.step.saturating_sub(1).min(case.steps.len())];
+    let linked = before.iter().any(|s| matches!(s.op, Op::Symlink { .. }));
+    let one_side_gave_up = (*uvfs == Outcome::Errno(EAGAIN)) != (*host == Outcome::Errno(EAGAIN));
+    case.timing == crate::parse::Timing::Burst
+        && resolve & RESOLVE_CACHED != 0
+        && linked
+        && one_side_gave_up
 }
 
 /// True if `diff`, a step of `op`, is a statx answer that differs in its `attributes_mask`
@@ -359,6 +392,50 @@ mod tests {
             ..d.clone()
         };
         assert!(!m(&unlinked_only, &fs(125), &fs(126), &d2), "no rmdir");
+    }
+
+    /// Seed 741141's rule in burst timing: one side's link atime went stale, the other's not.
+    #[test]
+    fn burst_cached_link_atime_needs_burst_timing_a_link_and_one_eagain() {
+        let text = |timing: &str, link: &str| {
+            let t = format!(
+                "case c\ntiming {timing}\n{link}\n\
+                 openat2 AT_FDCWD /l O_RDONLY 0 RESOLVE_CACHED\nend\n"
+            );
+            parse_cases(&t, std::path::Path::new("t.cases"))
+                .expect("parses")
+                .remove(0)
+        };
+        let d = StepDiff {
+            step: 2,
+            ..diff("EAGAIN", "ok 3")
+        };
+        let (again, fd) = (Outcome::Errno(11), Outcome::Ok(Value::Int(3)));
+        let m = |c: &Case, u: &Outcome, h: &Outcome| {
+            burst_cached_link_atime(c, &c.steps[1].op, u, h, &d)
+        };
+        let burst = text("burst", "symlink /f /l");
+        assert!(m(&burst, &again, &fd));
+        assert!(m(&burst, &fd, &again), "either side");
+        assert!(!m(&burst, &again, &again), "both gave up");
+        assert!(
+            m(&burst, &again, &Outcome::Errno(2)),
+            "the other side may fail later on"
+        );
+        assert!(
+            !m(&text("ticked", "symlink /f /l"), &again, &fd),
+            "ticked timing checks the rule"
+        );
+        assert!(
+            !m(&text("burst", "mkdir /l 0755"), &again, &fd),
+            "no link made"
+        );
+        let plain = text("burst", "symlink /f /l");
+        let mut no_cached = plain.clone();
+        if let Op::Openat2 { resolve, .. } = &mut no_cached.steps[1].op {
+            *resolve = 0;
+        }
+        assert!(!m(&no_cached, &again, &fd), "not a cached walk");
     }
 
     const STAT: &str = "stat mode=040777 nlink=2 uid=0 gid=0 size=40 ino=ino#1 dev=dev#1 atime=* mtime=first ctime=first";
