@@ -55,11 +55,7 @@ struct Entry {
 }
 
 struct Inner {
-    /// Made with room for [`FIRST_SLOTS`] fds, so that the slots a task writes most (its
-    /// low fds) do not share a cache line with another table's: the slots of two tables
-    /// made one after the other, small, would sit side by side in the allocator, and every
-    /// open and close writes them (`open1` in processes mode, issue 7).
-    slots: Vec<Option<Entry>>,
+    slots: Slots,
     /// Lowest free index (exact).
     first_free: usize,
     limit: u32,
@@ -102,8 +98,72 @@ impl Drop for Published {
     }
 }
 
+/// Fds whose slots sit inline, beside the lock ([`Slots`]).
+const LOW: usize = 4;
+
+/// The fds' slots: the first [`LOW`] inline in the table's lock line pair, the rest in a
+/// `Vec`. Every open and close of a table's lowest fds takes the lock and writes a slot; with
+/// both in one line pair, two threads sharing the table move one line pair per call instead
+/// of two (`open1`, `dup1` in threads mode, issue 7: POSIX's lowest-free-fd rule makes that
+/// one unavoidable). The `Vec` is made with room for [`FIRST_SLOTS`] fds, so that slots a
+/// task writes do not share a cache line with another table's (two small tables made one
+/// after the other would sit side by side in the allocator: `open1` in processes mode).
+#[derive(Clone)]
+struct Slots {
+    low: [Option<Entry>; LOW],
+    rest: Vec<Option<Entry>>,
+}
+
+impl Slots {
+    fn new(capacity: usize) -> Slots {
+        Slots {
+            low: Default::default(),
+            rest: Vec::with_capacity(capacity.saturating_sub(LOW)),
+        }
+    }
+
+    /// Fds with a slot (at least [`LOW`]).
+    fn len(&self) -> usize {
+        LOW + self.rest.len()
+    }
+
+    fn get(&self, i: usize) -> Option<&Option<Entry>> {
+        match i.checked_sub(LOW) {
+            None => self.low.get(i),
+            Some(j) => self.rest.get(j),
+        }
+    }
+
+    fn get_mut(&mut self, i: usize) -> Option<&mut Option<Entry>> {
+        match i.checked_sub(LOW) {
+            None => self.low.get_mut(i),
+            Some(j) => self.rest.get_mut(j),
+        }
+    }
+
+    /// Gives fds below `n` a slot.
+    fn grow_to(&mut self, n: usize) {
+        if n > self.len() {
+            self.rest.resize(n - LOW, None);
+        }
+    }
+}
+
+impl std::ops::Index<usize> for Slots {
+    type Output = Option<Entry>;
+    fn index(&self, i: usize) -> &Option<Entry> {
+        self.get(i).expect("an fd inside the slots")
+    }
+}
+
+impl std::ops::IndexMut<usize> for Slots {
+    fn index_mut(&mut self, i: usize) -> &mut Option<Entry> {
+        self.get_mut(i).expect("an fd inside the slots")
+    }
+}
+
 /// The lowest free index of `slots` at or after `from` (its length if none before it).
-fn next_free(slots: &[Option<Entry>], from: usize) -> usize {
+fn next_free(slots: &Slots, from: usize) -> usize {
     let mut i = from;
     while i < slots.len() && slots[i].is_some() {
         i += 1;
@@ -161,13 +221,18 @@ struct Locked {
     limit: AtomicU32,
 }
 
+// The lock, the mirrors and the inline slots fill one cache-line pair ([`Slots`]); a field
+// added here should be weighed against that. (Model-checking builds use larger locks.)
+#[cfg(not(any(loom, feature = "shuttle")))]
+const _: () = assert!(std::mem::size_of::<Locked>() <= 128);
+
 impl Default for FdTable {
     fn default() -> Self {
         FdTable {
             published: AtomicPtr::new(std::ptr::null_mut()),
             inner: Slot(Locked {
                 lock: Mutex::new(Inner {
-                    slots: Vec::with_capacity(FIRST_SLOTS),
+                    slots: Slots::new(FIRST_SLOTS),
                     first_free: 0,
                     limit: DEFAULT_NOFILE,
                 }),
@@ -372,9 +437,7 @@ impl FdTable {
         if i >= limit {
             return Err(Errno::EMFILE);
         }
-        if i >= g.slots.len() {
-            g.slots.resize(i + 1, None);
-        }
+        g.slots.grow_to(i + 1);
         g.slots[i] = Some(Entry { file, cloexec });
         if start == g.first_free {
             g.first_free = next_free(&g.slots, i + 1);
@@ -397,9 +460,7 @@ impl FdTable {
         if i >= g.limit as usize {
             return Err(Errno::EBADF);
         }
-        if i >= g.slots.len() {
-            g.slots.resize(i + 1, None);
-        }
+        g.slots.grow_to(i + 1);
         let old = g.slots[i].replace(Entry { file, cloexec });
         if i == g.first_free {
             g.first_free = next_free(&g.slots, i + 1);
@@ -507,8 +568,9 @@ impl FdTable {
             inner: Slot(Locked {
                 lock: Mutex::new(Inner {
                     slots: {
-                        let mut v = Vec::with_capacity(g.slots.len().max(FIRST_SLOTS));
-                        v.extend(g.slots.iter().cloned());
+                        let mut v = Slots::new(g.slots.len().max(FIRST_SLOTS));
+                        v.low.clone_from(&g.slots.low);
+                        v.rest.extend(g.slots.rest.iter().cloned());
                         v
                     },
                     first_free: g.first_free,
