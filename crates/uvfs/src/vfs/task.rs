@@ -149,11 +149,6 @@ impl Task {
         &self.ns
     }
 
-    /// The fd table.
-    pub fn fd_table(&self) -> &Arc<FdTable> {
-        &self.files
-    }
-
     /// Sets the open file limit (`RLIMIT_NOFILE`).
     ///
     /// # Errors
