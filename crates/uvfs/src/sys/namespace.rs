@@ -242,6 +242,11 @@ impl Task {
                 if inode.is_dir() {
                     return Err(Errno::EPERM);
                 }
+                // The source's inode lock, which an unlink holds while it drops a link: the
+                // count checked here cannot reach 0 before the new link is made, so a link
+                // never revives an inode its last unlink released (Linux: `vfs_link()` takes
+                // `inode_lock()` of the source, `vfs_unlink()` of the victim).
+                let _src = inode.lock.write();
                 if inode.nlink() == 0 && !inode.is_linkable() {
                     return Err(Errno::ENOENT);
                 }
@@ -306,6 +311,8 @@ impl Task {
             dir.ops().rmdir(&dir, &p.name, &victim)?;
             p.path.dentry.d_delete(&p.name, &child);
         } else {
+            // The victim's inode lock excludes a link of it (see `linkat`).
+            let _vlock = victim.lock.write();
             dir.ops().unlink(&dir, &p.name, &victim)?;
             p.path.dentry.d_delete(&p.name, &child);
         }
