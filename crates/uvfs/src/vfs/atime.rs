@@ -22,16 +22,22 @@ pub(crate) fn touch_atime(file: &FileDescription) {
     touch_atime_at(&file.path().mnt, file.inode());
 }
 
-/// Updates the atime of `inode` reached through `mnt` (readlink, readdir, read).
+/// Updates the atime of `inode` reached through `mnt` (readlink, readdir, read), if it needs
+/// one and the mount lets it be written (Linux: `touch_atime()`, which asks
+/// `atime_needs_update()` and then skips the write on a read-only mount).
 #[inline]
 pub(crate) fn touch_atime_at(mnt: &super::mount::Mount, inode: &super::inode::Inode) {
     if let Some(now) = atime_update(mnt, inode) {
-        inode.write_attrs(|w| w.set_atime(now));
+        if !mnt.is_rdonly() {
+            inode.write_attrs(|w| w.set_atime(now));
+        }
     }
 }
 
-/// Whether an access to `inode` through `mnt` would update its atime, and to what
-/// (Linux: `atime_needs_update()`).
+/// Whether an access to `inode` through `mnt` needs an atime update, and to what (Linux:
+/// `atime_needs_update()`). A read-only filesystem never does (`IS_NOATIME()`); a read-only
+/// mount of a writable one may, and only the write is skipped (`touch_atime()`): a
+/// `RESOLVE_CACHED` walk follows a symbolic link there only if its atime needs no update.
 #[inline]
 pub(crate) fn atime_update(
     mnt: &super::mount::Mount,
@@ -40,7 +46,7 @@ pub(crate) fn atime_update(
     let mf = mnt.flags();
     if mf.contains(MntFlags::NOATIME)
         || (inode.is_dir() && mf.contains(MntFlags::NODIRATIME))
-        || mnt.is_rdonly()
+        || mnt.sb().is_rdonly()
     {
         return None;
     }

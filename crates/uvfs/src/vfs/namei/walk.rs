@@ -499,11 +499,14 @@ impl<'a> Walker<'a> {
         // Following a link reads it (Linux: `touch_atime()` in `pick_link()`). Linux's
         // RCU-walk cannot write the atime: it leaves RCU-walk first, which a
         // `RESOLVE_CACHED` walk may not do, so there a stale link atime means `EAGAIN`.
+        // A read-only mount skips the write, not the need (`touch_atime()`).
         if let Some(now) = atime_update(&link.mnt, inode) {
             if self.resolve.contains(ResolveFlags::CACHED) {
                 return Err(Errno::EAGAIN);
             }
-            inode.write_attrs(|w| w.set_atime(now));
+            if !link.mnt.is_rdonly() {
+                inode.write_attrs(|w| w.set_atime(now));
+            }
         }
         let body = inode.ops().get_link(inode)?;
         if body.is_empty() {
