@@ -168,7 +168,7 @@ fn removed_name_keeps_its_directory(
     if !matches!(op, Op::Statfs { .. } | Op::Fstatfs { .. }) {
         return false;
     }
-    let before = &case.steps[..diff.step.saturating_sub(1).min(case.steps.len())];
+    let before = steps_before(case, diff);
     let linked = before.iter().any(|s| matches!(s.op, Op::Linkat { .. }));
     let rmdir = before
         .iter()
@@ -207,7 +207,7 @@ fn burst_cached_link_atime(
     let Op::Openat2 { resolve, .. } = op else {
         return false;
     };
-    let before = &case.steps[..diff.step.saturating_sub(1).min(case.steps.len())];
+    let before = steps_before(case, diff);
     let linked = before.iter().any(|s| matches!(s.op, Op::Symlink { .. }));
     let one_side_gave_up = (*uvfs == Outcome::Errno(EAGAIN)) != (*host == Outcome::Errno(EAGAIN));
     case.timing == crate::parse::Timing::Burst
@@ -251,6 +251,11 @@ fn fifo_open(case: &Case, op: &Op, uvfs: &Outcome, host: &Outcome, _: &StepDiff)
         _ => false,
     };
     makes_fifo && *uvfs == Outcome::Errno(ENXIO) && host_opened
+}
+
+/// The steps of `case` before the divergent step of `diff`.
+fn steps_before<'c>(case: &'c Case, diff: &StepDiff) -> &'c [crate::parse::Step] {
+    &case.steps[..diff.step.saturating_sub(1).min(case.steps.len())]
 }
 
 /// The class that explains step `step` (1-based) of `case`, if one does.
