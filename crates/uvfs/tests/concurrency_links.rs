@@ -1,4 +1,4 @@
-//! Seeded, bounded concurrency test of hard links made while the source's last name goes. The
+//! Seeded, bounded concurrency tests of hard links made while the source's last name goes. The
 //! rules are those of `tests/concurrency.rs` (the same harness): every check counted and every
 //! count asserted, no sleeps, every loop bounded, a panic on any thread fails the test, a hang
 //! is declared after a deadline; seed `UVFS_STRESS_SEED`.
@@ -11,7 +11,7 @@ mod harness;
 use std::thread;
 
 use harness::*;
-use uvfs::abi::{AtFlags, Errno, OpenFlags, AT_FDCWD};
+use uvfs::abi::{AtFlags, Errno, OpenFlags, RenameFlags, AT_FDCWD};
 use uvfs::{Cred, Vfs};
 
 /// One task creates `/a/x` and unlinks it, over and over; another links `/a/x` to `/b/y` and
@@ -106,4 +106,93 @@ fn a_link_racing_the_last_unlink_never_revives_a_released_inode() {
     });
     println!("link against unlink: {checks} checks, {linked} links made");
     assert_eq!(checks, ROUNDS + 1, "every link and the end state checked");
+}
+
+/// As [`a_link_racing_the_last_unlink_never_revives_a_released_inode`], with the last name
+/// going by a rename over it: one task makes `/a/x` and `/a/t` and renames `/a/t` over `/a/x`
+/// (the old `/a/x`'s inode loses its last link), then unlinks `/a/x`; the other links `/a/x`
+/// to `/b/y` and unlinks `/b/y`. Linux's `vfs_rename()` holds the replaced inode's lock.
+#[test]
+#[cfg_attr(
+    any(loom, feature = "shuttle"),
+    ignore = "skipped: uvfs built with loom/shuttle primitives, which work only inside a model"
+)]
+fn a_link_racing_a_rename_over_its_source_never_revives_a_released_inode() {
+    const ROUNDS: u64 = 10_000;
+    let seed = seed();
+    let (checks, linked) = run(move |crew| {
+        let vfs = Vfs::new();
+        let setup = vfs.task(Cred::root());
+        mkdir(&setup, "/a");
+        mkdir(&setup, "/b");
+        let free_before = setup.statfs("/").expect("statfs").ffree;
+        let (maker, linker) = (vfs.task(Cred::root()), vfs.task(Cred::root()));
+        let (made, (links, checks)) = thread::scope(|s| {
+            let m = s.spawn(move || {
+                let _g = crew.enlist();
+                let mut made = 0u64;
+                if !crew.start_line(2) {
+                    return made;
+                }
+                let flags = OpenFlags::CREAT | OpenFlags::EXCL | OpenFlags::WRONLY;
+                for _ in 0..ROUNDS {
+                    if crew.stopped() {
+                        break;
+                    }
+                    for path in ["/a/x", "/a/t"] {
+                        let fd = maker
+                            .openat(AT_FDCWD, path, flags, 0o644)
+                            .unwrap_or_else(|e| panic!("seed {seed}: create {path}: {e:?}"));
+                        maker.close(fd).expect("close");
+                    }
+                    maker
+                        .renameat2(AT_FDCWD, "/a/t", AT_FDCWD, "/a/x", RenameFlags::empty())
+                        .unwrap_or_else(|e| panic!("seed {seed}: rename /a/t /a/x: {e:?}"));
+                    maker
+                        .unlinkat(AT_FDCWD, "/a/x", AtFlags::empty())
+                        .unwrap_or_else(|e| panic!("seed {seed}: unlink /a/x: {e:?}"));
+                    made += 1;
+                }
+                made
+            });
+            let l = s.spawn(move || {
+                let _g = crew.enlist();
+                let (mut links, mut checks) = (0u64, 0u64);
+                if !crew.start_line(2) {
+                    return (links, checks);
+                }
+                for _ in 0..ROUNDS * 2 {
+                    if crew.stopped() {
+                        break;
+                    }
+                    match linker.linkat(AT_FDCWD, "/a/x", AT_FDCWD, "/b/y", AtFlags::empty()) {
+                        Ok(()) => {
+                            linker
+                                .unlinkat(AT_FDCWD, "/b/y", AtFlags::empty())
+                                .expect("unlink /b/y");
+                            links += 1;
+                        }
+                        Err(Errno::ENOENT) => {}
+                        Err(e) => panic!("seed {seed}: link /a/x /b/y: {e:?}"),
+                    }
+                    checks += 1;
+                }
+                (links, checks)
+            });
+            (join(m), join(l))
+        });
+        assert_eq!(made, ROUNDS, "seed {seed}: every round made");
+        let free_after = setup.statfs("/").expect("statfs").ffree;
+        assert_eq!(
+            free_after, free_before,
+            "seed {seed}: with every name gone every inode is free ({links} links made)"
+        );
+        (checks + 1, links)
+    });
+    println!("link against rename: {checks} checks, {linked} links made");
+    assert_eq!(
+        checks,
+        2 * ROUNDS + 1,
+        "every link and the end state checked"
+    );
 }

@@ -453,11 +453,16 @@ impl Task {
         if old_child.is_mountpoint() || new_child.is_mountpoint() {
             return Err(Errno::EBUSY);
         }
+        // A replaced target's inode lock: a directory's, so that nothing is created in it; a
+        // non-directory's, so that a link of it cannot revive it once its last name is gone
+        // (see `linkat`; Linux: `vfs_rename()` locks the target, and both inodes when they
+        // are non-directories).
         let _tlock = match &tgt {
             Some(t) if t.is_dir() && !exchange => {
                 new_child.prune_negatives();
                 Some(t.lock.write())
             }
+            Some(t) if !exchange => Some(t.lock.write()),
             _ => None,
         };
         // The filesystem makes the whiteout before it moves the source, so a failure to make
