@@ -12,23 +12,33 @@ use std::thread;
 
 use harness::*;
 use uvfs::abi::{AtFlags, Errno, OpenFlags, RenameFlags, AT_FDCWD};
-use uvfs::{Cred, Vfs};
+use uvfs::{Cred, Task, Vfs};
 
-/// One task creates `/a/x` and unlinks it, over and over; another links `/a/x` to `/b/y` and
-/// unlinks `/b/y` whenever the link was made. Linux (`vfs_link()` and `vfs_unlink()` both hold
-/// the inode's lock): a link either finds the file (and the file then lives on under `/b/y`
-/// with one link) or says `ENOENT`; it never makes a name for an inode whose last unlink
-/// already released it. So at the end, with every name gone, the filesystem's free inode
-/// count is what it was before (a revived inode keeps the charge of the link that revived it).
-#[test]
-#[cfg_attr(
-    any(loom, feature = "shuttle"),
-    ignore = "skipped: uvfs built with loom/shuttle primitives, which work only inside a model"
-)]
-fn a_link_racing_the_last_unlink_never_revives_a_released_inode() {
-    const ROUNDS: u64 = 20_000;
+/// Creates `path` (it must not exist).
+fn create(t: &Task, path: &str, seed: u64) {
+    let flags = OpenFlags::CREAT | OpenFlags::EXCL | OpenFlags::WRONLY;
+    let fd = t
+        .openat(AT_FDCWD, path, flags, 0o644)
+        .unwrap_or_else(|e| panic!("seed {seed}: create {path}: {e:?}"));
+    t.close(fd).expect("close");
+}
+
+/// Unlinks `path` (it must exist).
+fn unlink(t: &Task, path: &str, seed: u64) {
+    t.unlinkat(AT_FDCWD, path, AtFlags::empty())
+        .unwrap_or_else(|e| panic!("seed {seed}: unlink {path}: {e:?}"));
+}
+
+/// One task runs `round` (which makes `/a/x` and then takes its last name away) `rounds`
+/// times; another links `/a/x` to `/b/y` and unlinks `/b/y` whenever the link was made, twice
+/// as often. Linux (the inode's lock, held by `vfs_link()`, `vfs_unlink()` and `vfs_rename()`):
+/// a link either finds the file, which then lives on under `/b/y`, or says `ENOENT`; it never
+/// makes a name for an inode whose last name's removal already released it. So at the end,
+/// with every name gone, the filesystem's free inode count is what it was before (a revived
+/// inode keeps the charge of the link that revived it). Returns the checks made and the links.
+fn link_race(rounds: u64, round: fn(&Task, u64)) -> (u64, u64) {
     let seed = seed();
-    let (checks, linked) = run(move |crew| {
+    let (checks, links) = run(move |crew| {
         let vfs = Vfs::new();
         let setup = vfs.task(Cred::root());
         mkdir(&setup, "/a");
@@ -42,18 +52,8 @@ fn a_link_racing_the_last_unlink_never_revives_a_released_inode() {
                 if !crew.start_line(2) {
                     return made;
                 }
-                for _ in 0..ROUNDS {
-                    if crew.stopped() {
-                        break;
-                    }
-                    let flags = OpenFlags::CREAT | OpenFlags::EXCL | OpenFlags::WRONLY;
-                    let fd = maker
-                        .openat(AT_FDCWD, "/a/x", flags, 0o644)
-                        .unwrap_or_else(|e| panic!("seed {seed}: create /a/x: {e:?}"));
-                    maker.close(fd).expect("close");
-                    maker
-                        .unlinkat(AT_FDCWD, "/a/x", AtFlags::empty())
-                        .unwrap_or_else(|e| panic!("seed {seed}: unlink /a/x: {e:?}"));
+                while made < rounds && !crew.stopped() {
+                    round(&maker, seed);
                     made += 1;
                 }
                 made
@@ -65,10 +65,7 @@ fn a_link_racing_the_last_unlink_never_revives_a_released_inode() {
                 if !crew.start_line(2) {
                     return (links, checks);
                 }
-                for _ in 0..ROUNDS {
-                    if crew.stopped() {
-                        break;
-                    }
+                while checks < 2 * rounds && !crew.stopped() {
                     let follow = if rng.below(2) == 0 {
                         AtFlags::empty()
                     } else {
@@ -77,14 +74,8 @@ fn a_link_racing_the_last_unlink_never_revives_a_released_inode() {
                     match linker.linkat(AT_FDCWD, "/a/x", AT_FDCWD, "/b/y", follow) {
                         Ok(()) => {
                             let st = linker.stat("/b/y").expect("the new link");
-                            assert!(
-                                st.nlink >= 1,
-                                "seed {seed}: a made link has a count: {}",
-                                st.nlink
-                            );
-                            linker
-                                .unlinkat(AT_FDCWD, "/b/y", AtFlags::empty())
-                                .expect("unlink /b/y");
+                            assert!(st.nlink >= 1, "seed {seed}: a made link has a count");
+                            unlink(&linker, "/b/y", seed);
                             links += 1;
                         }
                         Err(Errno::ENOENT) => {}
@@ -96,7 +87,7 @@ fn a_link_racing_the_last_unlink_never_revives_a_released_inode() {
             });
             (join(m), join(l))
         });
-        assert_eq!(made, ROUNDS, "seed {seed}: every create and unlink made");
+        assert_eq!(made, rounds, "seed {seed}: every round made");
         let free_after = setup.statfs("/").expect("statfs").ffree;
         assert_eq!(
             free_after, free_before,
@@ -104,95 +95,41 @@ fn a_link_racing_the_last_unlink_never_revives_a_released_inode() {
         );
         (checks + 1, links)
     });
-    println!("link against unlink: {checks} checks, {linked} links made");
-    assert_eq!(checks, ROUNDS + 1, "every link and the end state checked");
+    assert_eq!(
+        checks,
+        2 * rounds + 1,
+        "every link and the end state checked"
+    );
+    (checks, links)
 }
 
-/// As [`a_link_racing_the_last_unlink_never_revives_a_released_inode`], with the last name
-/// going by a rename over it: one task makes `/a/x` and `/a/t` and renames `/a/t` over `/a/x`
-/// (the old `/a/x`'s inode loses its last link), then unlinks `/a/x`; the other links `/a/x`
-/// to `/b/y` and unlinks `/b/y`. Linux's `vfs_rename()` holds the replaced inode's lock.
+/// The last name goes by `unlink`.
+#[test]
+#[cfg_attr(
+    any(loom, feature = "shuttle"),
+    ignore = "skipped: uvfs built with loom/shuttle primitives, which work only inside a model"
+)]
+fn a_link_racing_the_last_unlink_never_revives_a_released_inode() {
+    let (checks, links) = link_race(10_000, |t, seed| {
+        create(t, "/a/x", seed);
+        unlink(t, "/a/x", seed);
+    });
+    println!("link against unlink: {checks} checks, {links} links made");
+}
+
+/// The last name goes by a rename over it (`/a/t` onto `/a/x`); then the new `/a/x` goes.
 #[test]
 #[cfg_attr(
     any(loom, feature = "shuttle"),
     ignore = "skipped: uvfs built with loom/shuttle primitives, which work only inside a model"
 )]
 fn a_link_racing_a_rename_over_its_source_never_revives_a_released_inode() {
-    const ROUNDS: u64 = 10_000;
-    let seed = seed();
-    let (checks, linked) = run(move |crew| {
-        let vfs = Vfs::new();
-        let setup = vfs.task(Cred::root());
-        mkdir(&setup, "/a");
-        mkdir(&setup, "/b");
-        let free_before = setup.statfs("/").expect("statfs").ffree;
-        let (maker, linker) = (vfs.task(Cred::root()), vfs.task(Cred::root()));
-        let (made, (links, checks)) = thread::scope(|s| {
-            let m = s.spawn(move || {
-                let _g = crew.enlist();
-                let mut made = 0u64;
-                if !crew.start_line(2) {
-                    return made;
-                }
-                let flags = OpenFlags::CREAT | OpenFlags::EXCL | OpenFlags::WRONLY;
-                for _ in 0..ROUNDS {
-                    if crew.stopped() {
-                        break;
-                    }
-                    for path in ["/a/x", "/a/t"] {
-                        let fd = maker
-                            .openat(AT_FDCWD, path, flags, 0o644)
-                            .unwrap_or_else(|e| panic!("seed {seed}: create {path}: {e:?}"));
-                        maker.close(fd).expect("close");
-                    }
-                    maker
-                        .renameat2(AT_FDCWD, "/a/t", AT_FDCWD, "/a/x", RenameFlags::empty())
-                        .unwrap_or_else(|e| panic!("seed {seed}: rename /a/t /a/x: {e:?}"));
-                    maker
-                        .unlinkat(AT_FDCWD, "/a/x", AtFlags::empty())
-                        .unwrap_or_else(|e| panic!("seed {seed}: unlink /a/x: {e:?}"));
-                    made += 1;
-                }
-                made
-            });
-            let l = s.spawn(move || {
-                let _g = crew.enlist();
-                let (mut links, mut checks) = (0u64, 0u64);
-                if !crew.start_line(2) {
-                    return (links, checks);
-                }
-                for _ in 0..ROUNDS * 2 {
-                    if crew.stopped() {
-                        break;
-                    }
-                    match linker.linkat(AT_FDCWD, "/a/x", AT_FDCWD, "/b/y", AtFlags::empty()) {
-                        Ok(()) => {
-                            linker
-                                .unlinkat(AT_FDCWD, "/b/y", AtFlags::empty())
-                                .expect("unlink /b/y");
-                            links += 1;
-                        }
-                        Err(Errno::ENOENT) => {}
-                        Err(e) => panic!("seed {seed}: link /a/x /b/y: {e:?}"),
-                    }
-                    checks += 1;
-                }
-                (links, checks)
-            });
-            (join(m), join(l))
-        });
-        assert_eq!(made, ROUNDS, "seed {seed}: every round made");
-        let free_after = setup.statfs("/").expect("statfs").ffree;
-        assert_eq!(
-            free_after, free_before,
-            "seed {seed}: with every name gone every inode is free ({links} links made)"
-        );
-        (checks + 1, links)
+    let (checks, links) = link_race(10_000, |t, seed| {
+        create(t, "/a/x", seed);
+        create(t, "/a/t", seed);
+        t.renameat2(AT_FDCWD, "/a/t", AT_FDCWD, "/a/x", RenameFlags::empty())
+            .unwrap_or_else(|e| panic!("seed {seed}: rename /a/t /a/x: {e:?}"));
+        unlink(t, "/a/x", seed);
     });
-    println!("link against rename: {checks} checks, {linked} links made");
-    assert_eq!(
-        checks,
-        2 * ROUNDS + 1,
-        "every link and the end state checked"
-    );
+    println!("link against rename: {checks} checks, {links} links made");
 }
