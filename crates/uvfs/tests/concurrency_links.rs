@@ -11,7 +11,7 @@ mod harness;
 use std::thread;
 
 use harness::*;
-use uvfs::abi::{AtFlags, Errno, OpenFlags, RenameFlags, AT_FDCWD};
+use uvfs::abi::{AtFlags, Errno, MountFlags, OpenFlags, RenameFlags, UmountFlags, AT_FDCWD};
 use uvfs::{Cred, Task, Vfs};
 
 /// Creates `path` (it must not exist).
@@ -132,4 +132,79 @@ fn a_link_racing_a_rename_over_its_source_never_revives_a_released_inode() {
         unlink(t, "/a/x", seed);
     });
     println!("link against rename: {checks} checks, {links} links made");
+}
+
+/// One task bind-mounts `/src` onto `/a/x` and unmounts it, over and over; another creates
+/// `/a/x` and unlinks it (`EBUSY` while something is mounted there: it then tries again).
+/// Linux (`do_lock_mount()` checks `cant_mount()`, `vfs_unlink()` checks for a mountpoint,
+/// both under the inode's lock): a mount lands only on a name that stays until it is
+/// unmounted, so every mount made is unmounted by its own path.
+#[test]
+#[cfg_attr(
+    any(loom, feature = "shuttle"),
+    ignore = "skipped: uvfs built with loom/shuttle primitives, which work only inside a model"
+)]
+fn a_bind_mount_never_lands_on_a_name_being_unlinked() {
+    const ROUNDS: u64 = 10_000;
+    let seed = seed();
+    let (mounts, checks) = run(move |crew| {
+        let vfs = Vfs::new();
+        let setup = vfs.task(Cred::root());
+        mkdir(&setup, "/a");
+        create(&setup, "/src", seed);
+        let (maker, mounter) = (vfs.task(Cred::root()), vfs.task(Cred::root()));
+        thread::scope(|s| {
+            let m = s.spawn(move || {
+                let _g = crew.enlist();
+                let mut done = 0u64;
+                if !crew.start_line(2) {
+                    return done;
+                }
+                while done < ROUNDS && !crew.stopped() {
+                    create(&maker, "/a/x", seed);
+                    let mut busy = 0u64;
+                    loop {
+                        match maker.unlinkat(AT_FDCWD, "/a/x", AtFlags::empty()) {
+                            Ok(()) => break,
+                            Err(Errno::EBUSY) if busy < 1_000_000 && !crew.stopped() => {
+                                busy += 1;
+                                thread::yield_now();
+                            }
+                            Err(e) => panic!("seed {seed}: unlink /a/x: {e:?}"),
+                        }
+                    }
+                    done += 1;
+                }
+                done
+            });
+            let u = s.spawn(move || {
+                let _g = crew.enlist();
+                let (mut mounts, mut checks) = (0u64, 0u64);
+                if !crew.start_line(2) {
+                    return (mounts, checks);
+                }
+                while checks < ROUNDS && !crew.stopped() {
+                    let src = Some(b"/src".as_slice());
+                    match mounter.mount(src, "/a/x", None, MountFlags::BIND, None) {
+                        Ok(()) => {
+                            mounter
+                                .umount2("/a/x", UmountFlags::empty())
+                                .unwrap_or_else(|e| {
+                                    panic!("seed {seed}: a mount made on /a/x is gone: {e:?}")
+                                });
+                            mounts += 1;
+                        }
+                        Err(Errno::ENOENT) => {}
+                        Err(e) => panic!("seed {seed}: bind /src /a/x: {e:?}"),
+                    }
+                    checks += 1;
+                }
+                (mounts, checks)
+            });
+            assert_eq!(join(m), ROUNDS, "seed {seed}: every create and unlink made");
+            join(u)
+        })
+    });
+    println!("bind mount against unlink: {checks} checks, {mounts} mounts made");
+    assert_eq!(checks, ROUNDS, "every mount checked");
 }

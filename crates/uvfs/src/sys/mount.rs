@@ -168,7 +168,9 @@ impl Task {
         if flags.contains(MountFlags::BIND) {
             let src = source_name(source)?;
             let src = self.mount_point(src, FollowLast::Yes)?;
-            let target = self.lock_mount(target)?;
+            let (target, point) = self.lock_mount(target)?;
+            let _point = point.lock.write();
+            self.still_mountable(&target)?;
             // Linux: `__do_loopback()` refuses a source outside the namespace (`check_mnt()`).
             if !self.in_namespace(&src.mnt) {
                 return Err(Errno::EINVAL);
@@ -218,7 +220,9 @@ impl Task {
             {
                 return Err(Errno::EINVAL);
             }
-            let target = self.lock_mount(target)?;
+            let (target, point) = self.lock_mount(target)?;
+            let _point = point.lock.write();
+            self.still_mountable(&target)?;
             // The namespace's root mount counts as attached (on Linux it sits on the hidden
             // rootfs), so moving it fails below with ELOOP.
             let attached = src.mnt.parent().is_some() || MountRef::ptr_eq(&src.mnt, self.ns.root());
@@ -244,7 +248,9 @@ impl Task {
                 Tmpfs::new_instance(&TmpfsOptions::parse(data)?, c.fsuid, c.fsgid)?
             }
         };
-        let target = self.lock_mount(target)?;
+        let (target, point) = self.lock_mount(target)?;
+        let _point = point.lock.write();
+        self.still_mountable(&target)?;
         if !target.dentry.inode().is_some_and(|i| i.is_dir()) {
             return Err(Errno::ENOTDIR);
         }
@@ -262,16 +268,34 @@ impl Task {
     /// and never on a name that was unlinked or removed (`cant_mount()`) or in a mount taken
     /// out of the tree (`is_mounted()`, false for every mount of a tree `umount2(MNT_DETACH)`
     /// took out), both ENOENT, checked at each level.
-    fn lock_mount(&self, mut target: VfsPath) -> Result<VfsPath> {
+    ///
+    /// Returns the mountpoint and its inode, whose lock the caller takes (exclusive) and then
+    /// checks [`Task::still_mountable`] under it, holding it until the mount is attached: an
+    /// unlink or rmdir of the name checks for a mountpoint under the same lock, so a mount
+    /// never lands on a name being removed (Linux: `do_lock_mount()` takes the mountpoint's
+    /// `inode_lock()` and checks `cant_mount()` under it).
+    fn lock_mount(&self, mut target: VfsPath) -> Result<(VfsPath, Arc<crate::vfs::Inode>)> {
         loop {
             if target.dentry.is_dead() || !self.in_namespace(&target.mnt) {
                 return Err(Errno::ENOENT);
             }
             match self.mounted_on(&target) {
                 Some(top) => target = top,
-                None => return Ok(target),
+                None => {
+                    let inode = target.dentry.inode().ok_or(Errno::ENOENT)?.clone();
+                    return Ok((target, inode));
+                }
             }
         }
+    }
+
+    /// [`Task::lock_mount`]'s check again, under the mountpoint's inode lock: the name was
+    /// not removed meanwhile (ENOENT).
+    fn still_mountable(&self, target: &VfsPath) -> Result<()> {
+        if target.dentry.is_dead() {
+            return Err(Errno::ENOENT);
+        }
+        Ok(())
     }
 
     /// The root of the mount stacked directly on `p`, if any (Linux: `lookup_mnt()`).

@@ -302,20 +302,20 @@ impl Task {
             VictimKind::NonDirectory
         };
         may_delete(&cred, &dir, &victim, kind, p.path.dentry.is_dead())?;
+        // The victim's inode lock excludes a link of it (see `linkat`) and a mount on it (see
+        // `Task::mount`), so that nothing is mounted between this check and the removal
+        // (Linux: `vfs_unlink()` and `vfs_rmdir()` test `is_local_mountpoint()` under it).
+        let _vlock = victim.lock.write();
         if child.is_mountpoint() {
             return Err(Errno::EBUSY);
         }
         if rmdir {
-            let _vlock = victim.lock.write();
             child.prune_negatives();
             dir.ops().rmdir(&dir, &p.name, &victim)?;
-            p.path.dentry.d_delete(&p.name, &child);
         } else {
-            // The victim's inode lock excludes a link of it (see `linkat`).
-            let _vlock = victim.lock.write();
             dir.ops().unlink(&dir, &p.name, &victim)?;
-            p.path.dentry.d_delete(&p.name, &child);
         }
+        p.path.dentry.d_delete(&p.name, &child);
         victim.ops().keep_parent(&victim, &dir);
         Ok(())
     }
