@@ -20,19 +20,17 @@ impl Gen {
         const MS_STRICTATIME: u64 = 1 << 24;
         match self.rng.below(10) {
             0..=2 => {
-                let mut flags = 0;
-                for bit in [
-                    MS_RDONLY,
-                    MS_NOSUID,
-                    MS_NODEV,
-                    MS_NOEXEC,
-                    MS_NOATIME,
-                    MS_NOSYMFOLLOW,
-                ] {
-                    if self.rng.chance(15) {
-                        flags |= bit;
-                    }
-                }
+                let flags = self.some_of(
+                    &[
+                        MS_RDONLY,
+                        MS_NOSUID,
+                        MS_NODEV,
+                        MS_NOEXEC,
+                        MS_NOATIME,
+                        MS_NOSYMFOLLOW,
+                    ],
+                    15,
+                );
                 Op::Mount {
                     src: Some(b"none".to_vec()),
                     target: self.path(),
@@ -53,19 +51,18 @@ impl Gen {
                 if self.rng.chance(50) {
                     flags |= MS_BIND;
                 }
-                for bit in [
-                    MS_RDONLY,
-                    MS_NOSUID,
-                    MS_NODEV,
-                    MS_NOEXEC,
-                    MS_NOATIME,
-                    MS_STRICTATIME,
-                    MS_NOSYMFOLLOW,
-                ] {
-                    if self.rng.chance(20) {
-                        flags |= bit;
-                    }
-                }
+                flags |= self.some_of(
+                    &[
+                        MS_RDONLY,
+                        MS_NOSUID,
+                        MS_NODEV,
+                        MS_NOEXEC,
+                        MS_NOATIME,
+                        MS_STRICTATIME,
+                        MS_NOSYMFOLLOW,
+                    ],
+                    20,
+                );
                 let data = (flags & MS_BIND == 0 && self.rng.chance(50))
                     .then(|| self.rng.pick(&MOUNT_DATA).to_string());
                 Op::Mount {
@@ -97,5 +94,12 @@ impl Gen {
                     .weighted(&[(5, 0), (3, 2), (1, 1), (1, 4), (1, 8), (1, 0x10)]),
             },
         }
+    }
+
+    /// Each of `bits`, kept with `percent`% chance, in order (one draw per bit).
+    fn some_of(&mut self, bits: &[u64], percent: u32) -> u64 {
+        bits.iter()
+            .filter(|_| self.rng.chance(percent))
+            .fold(0, |acc, b| acc | b)
     }
 }
