@@ -37,6 +37,8 @@ struct Parent<'p> {
     name: Cow<'p, [u8]>,
     kind: LastKind,
     trailing_slash: bool,
+    /// `dcache::hash_len` of `name` (for `Normal`), for [`Inode::lock_name`].
+    hash_len: u64,
 }
 
 impl Task {
@@ -56,6 +58,7 @@ impl Task {
                     name: last.name,
                     kind: last.kind,
                     trailing_slash: last.trailing_slash,
+                    hash_len: last.hash_len,
                 })
             },
         )
@@ -285,7 +288,14 @@ impl Task {
             return Err(Errno::EROFS);
         }
         let dir = p.path.dentry.inode().ok_or(Errno::ENOENT)?.clone();
-        let _lock = dir.lock.write();
+        // An unlink holds the directory shared and its name's lock, as a create does (see
+        // `open_last`); rmdir holds it exclusive, as every other namespace change does.
+        let (_lock, _shared) = if rmdir {
+            (Some(dir.lock.write()), None)
+        } else {
+            (None, Some(dir.lock.read()))
+        };
+        let _name = (!rmdir).then(|| dir.lock_name(p.hash_len));
         let child = lookup_locked(&p.path.dentry, &p.name)?;
         let victim = child.inode().ok_or(Errno::ENOENT)?.clone();
         if !rmdir && p.trailing_slash {

@@ -323,7 +323,11 @@ fn open_last<'w>(
         }
         let dir = parent.dentry.arc().clone();
         let dinode = dir.inode().ok_or(Errno::ENOENT)?.clone();
-        let _lock = dinode.lock.write();
+        // Shared: creates and unlinks of other names in this directory go on beside this one;
+        // the name's lock keeps out those of this name and the locked lookup of it (see
+        // docs/locking.md, "Creates and unlinks side by side").
+        let _lock = dinode.lock.read();
+        let _name = dinode.lock_name(last.hash_len);
         // A missing name is not cached as a negative dentry: the create caches the new one.
         let found = lookup_locked_for_create(&dir, &last.name)?.filter(|c| c.inode().is_some());
         match found {
@@ -356,6 +360,7 @@ fn open_last<'w>(
                     mode: dinode.mode(),
                     uid: dinode.uid(),
                 };
+                drop(_name);
                 drop(_lock);
                 // The dentry found under the lock, not a second lookup: the name may be
                 // unlinked or replaced by now, and open(O_CREAT) never says ENOENT for a name

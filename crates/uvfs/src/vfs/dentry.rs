@@ -187,7 +187,8 @@ impl Dentry {
     /// (after create, mkdir, link, symlink). Returns the new dentry.
     ///
     /// # Locking
-    /// Caller holds this directory's inode lock exclusive.
+    /// Caller holds this directory's inode lock exclusive, or shared and the name's lock
+    /// (`Inode::lock_name`: `open(O_CREAT)`).
     pub(crate) fn d_instantiate(self: &Arc<Self>, name: &[u8], inode: Arc<Inode>) -> Arc<Dentry> {
         self.d_instantiate_shared(&Name::new(name), inode)
     }
@@ -217,7 +218,8 @@ impl Dentry {
     /// Removes `child` from this directory's cache and marks it dead (unlink, rmdir).
     ///
     /// # Locking
-    /// Caller holds this directory's inode lock exclusive.
+    /// Caller holds this directory's inode lock exclusive, or shared and the name's lock
+    /// (`Inode::lock_name`: unlink).
     pub(crate) fn d_delete(&self, name: &[u8], child: &Dentry) {
         let hl = hash_len(hash_seed(), name);
         let mut w = self.children.writer();

@@ -450,15 +450,19 @@ impl Node {
             d.remove(name);
         }
         // The victim is stamped and the directory takes the victim's stamp, so a directory
-        // observed in the same tick may keep its ctime (Linux: `shmem_unlink()`).
-        let now = victim.current_time();
-        victim.write_attrs(|w| w.set_ctime(now));
-        dir.write_attrs(|w| {
+        // observed in the same tick may keep its ctime (Linux: `shmem_unlink()`). The stamp is
+        // read inside the directory's section: unlinks and creates of other names run beside
+        // this one (the directory lock is shared), and the directory's stamps must follow the
+        // order of its sections, never go back.
+        let now = dir.write_attrs(|w| {
+            let now = victim.current_time();
             w.add_nlink(dir_delta);
             w.set_size(dir.size().saturating_sub(BOGO_DIRENT_SIZE));
             w.set_mtime(now);
             w.set_ctime(now);
+            now
         });
+        victim.write_attrs(|w| w.set_ctime(now));
         dir.clear_ctime_queried();
     }
 }
@@ -466,12 +470,13 @@ impl Node {
 /// Stamps a new entry: the new inode takes its own (coarse) stamp before `enter` puts it in
 /// the directory's table, then the directory takes one that may be fine-grained, and grows by
 /// one entry and `nlink_delta` links (Linux: `shmem_get_inode()` before `shmem_mknod()` stamps
-/// `dir`).
+/// `dir`). The directory's stamp is read inside its section, so that creates and unlinks side
+/// by side in one directory stamp it in the order of their sections.
 fn stamp_new_entry(dir: &Inode, inode: &Inode, nlink_delta: i32, enter: impl FnOnce()) {
     let born = inode.current_time();
     enter();
-    let now = dir.current_time();
     dir.write_attrs(|w| {
+        let now = dir.current_time();
         w.add_nlink(nlink_delta);
         w.set_size(dir.size() + BOGO_DIRENT_SIZE);
         w.set_mtime(now);

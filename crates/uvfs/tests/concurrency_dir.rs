@@ -1,0 +1,324 @@
+//! Seeded, bounded concurrency tests of creates and unlinks side by side in one directory
+//! (issue 7, item 3: they hold the directory's lock shared and the name's lock). The rules are
+//! those of `tests/concurrency.rs` (the same harness): every check counted and every count
+//! asserted, no sleeps, every loop bounded, a panic on any thread fails the test, a hang is
+//! declared after a deadline; seed `UVFS_STRESS_SEED`.
+//!
+//! Oracle: Linux, where a create or unlink holds the directory's `i_rwsem` exclusive, so that
+//! each one is atomic to every other call on the directory; uvfs must look the same from
+//! outside.
+
+#[path = "concurrency/harness.rs"]
+#[allow(dead_code)]
+// Reason: the harness is shared with tests/concurrency.rs, which uses all of it.
+mod harness;
+
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::thread;
+
+use harness::*;
+use uvfs::abi::{AtFlags, Dirent, Errno, OpenFlags, Timespec, AT_FDCWD};
+use uvfs::vfs::WalkMode;
+use uvfs::{Cred, Task, Vfs};
+
+/// Names the churn threads share: few, so that they meet on one name often.
+const NAMES: usize = 6;
+
+/// What `stat` says of `path`: its mtime, or `None` for ENOENT; any other answer fails.
+fn mtime_or_gone(t: &Task, path: &str, seed: u64) -> Option<Timespec> {
+    match t.stat(path) {
+        Ok(st) => Some(st.mtime),
+        Err(Errno::ENOENT) => None,
+        Err(e) => panic!("seed {seed}: stat {path}: {e:?}"),
+    }
+}
+
+/// Two tasks create (`O_CREAT|O_EXCL`) and unlink names of one directory, drawn from a set of
+/// [`NAMES`], each counting per name the creates and unlinks that succeeded; a third looks the
+/// names up, half the time through the locked lookup (`WalkMode::Ref`), and watches the
+/// directory's mtime. Linux (each create and unlink atomic under the directory's lock): a
+/// create says done or EEXIST, an unlink done or ENOENT, so per name the successes alternate
+/// and at the end a name exists exactly when its creates outnumber its unlinks (by one); a
+/// lookup says found or ENOENT; the directory's mtime never goes back; with every name
+/// removed, the directory is as it began and every inode is given back.
+#[test]
+fn creates_and_unlinks_in_one_directory_exclude_each_other_per_name() {
+    const ROUNDS: u64 = 20_000;
+    let seed = seed();
+    let (tries, done_ops, looks) = run(move |crew| {
+        let vfs = Vfs::new();
+        let setup = vfs.task(Cred::root());
+        setup.mkdirat(AT_FDCWD, "/d", 0o755).expect("mkdir /d");
+        let free_before = setup.statfs("/").expect("statfs").ffree;
+        let st_before = setup.stat("/d").expect("stat /d");
+        let made: [AtomicU64; NAMES] = Default::default();
+        let removed: [AtomicU64; NAMES] = Default::default();
+        let finished = AtomicU64::new(0);
+        let (made, removed, finished) = (&made, &removed, &finished);
+        let churners = [vfs.task(Cred::root()), vfs.task(Cred::root())];
+        let looker = vfs.task(Cred::root());
+        let (tries, looks) = thread::scope(|s| {
+            let hs: Vec<_> = churners
+                .into_iter()
+                .enumerate()
+                .map(|(i, t)| {
+                    s.spawn(move || {
+                        let _g = crew.enlist();
+                        let mut rng = Rng::new(seed ^ (i as u64 + 1));
+                        let mut tries = 0u64;
+                        if crew.start_line(3) {
+                            while tries < ROUNDS && !crew.stopped() {
+                                let k = rng.below(NAMES as u64) as usize;
+                                let path = format!("/d/n{k}");
+                                if rng.below(2) == 0 {
+                                    let flags =
+                                        OpenFlags::CREAT | OpenFlags::EXCL | OpenFlags::WRONLY;
+                                    match t.openat(AT_FDCWD, &path, flags, 0o644) {
+                                        Ok(fd) => {
+                                            made[k].fetch_add(1, Ordering::Relaxed);
+                                            t.close(fd).expect("close");
+                                        }
+                                        Err(Errno::EEXIST) => {}
+                                        Err(e) => panic!("seed {seed}: create {path}: {e:?}"),
+                                    }
+                                } else {
+                                    match t.unlinkat(AT_FDCWD, &path, AtFlags::empty()) {
+                                        Ok(()) => {
+                                            removed[k].fetch_add(1, Ordering::Relaxed);
+                                        }
+                                        Err(Errno::ENOENT) => {}
+                                        Err(e) => panic!("seed {seed}: unlink {path}: {e:?}"),
+                                    }
+                                }
+                                tries += 1;
+                            }
+                        }
+                        finished.fetch_add(1, Ordering::AcqRel);
+                        tries
+                    })
+                })
+                .collect();
+            let l = s.spawn(move || {
+                let _g = crew.enlist();
+                let mut rng = Rng::new(seed ^ 0x100);
+                let mut looks = 0u64;
+                let mut last = None::<Timespec>;
+                if !crew.start_line(3) {
+                    return looks;
+                }
+                while finished.load(Ordering::Acquire) < 2
+                    && looks < MAX_READER_ROUNDS
+                    && !crew.stopped()
+                {
+                    looker.set_walk_mode(if rng.below(2) == 0 {
+                        WalkMode::Ref
+                    } else {
+                        WalkMode::Rcu
+                    });
+                    let k = rng.below(NAMES as u64);
+                    mtime_or_gone(&looker, &format!("/d/n{k}"), seed);
+                    let m = mtime_or_gone(&looker, "/d", seed).expect("/d is there");
+                    if let Some(prev) = last {
+                        assert!(
+                            m >= prev,
+                            "seed {seed}: /d's mtime went back: {prev:?} then {m:?}"
+                        );
+                    }
+                    last = Some(m);
+                    looks += 1;
+                }
+                looks
+            });
+            let tries: u64 = hs.into_iter().map(join).sum();
+            (tries, join(l))
+        });
+        // Quiet now. Per name, the successes alternated: the name exists exactly when one
+        // more create than unlink succeeded.
+        let mut done_ops = 0;
+        for k in 0..NAMES {
+            let path = format!("/d/n{k}");
+            let (m, r) = (
+                made[k].load(Ordering::Relaxed),
+                removed[k].load(Ordering::Relaxed),
+            );
+            let exists = mtime_or_gone(&setup, &path, seed).is_some();
+            assert_eq!(
+                m,
+                r + u64::from(exists),
+                "seed {seed}: {path}: {m} creates and {r} unlinks succeeded, and it {}",
+                if exists { "exists" } else { "does not exist" }
+            );
+            if exists {
+                setup
+                    .unlinkat(AT_FDCWD, &path, AtFlags::empty())
+                    .expect("unlink");
+            }
+            done_ops += m + r;
+        }
+        // With every name removed, the directory is as it began, and every inode was given
+        // back.
+        let fd = setup
+            .openat(AT_FDCWD, "/d", OpenFlags::RDONLY | OpenFlags::DIRECTORY, 0)
+            .expect("open /d");
+        let mut buf = vec![0u8; 4096];
+        let n = setup.getdents64(fd, &mut buf).expect("getdents64");
+        let names: Vec<Vec<u8>> = Dirent::parse(&buf[..n])
+            .into_iter()
+            .map(|d| d.name)
+            .collect();
+        assert_eq!(
+            names,
+            [b".".to_vec(), b"..".to_vec()],
+            "seed {seed}: /d is empty again"
+        );
+        setup.close(fd).expect("close");
+        let st = setup.stat("/d").expect("stat /d");
+        assert_eq!(
+            (st.nlink, st.size),
+            (st_before.nlink, st_before.size),
+            "seed {seed}"
+        );
+        assert_eq!(
+            setup.statfs("/").expect("statfs").ffree,
+            free_before,
+            "seed {seed}"
+        );
+        (tries, done_ops, looks)
+    });
+    // Each churner made exactly ROUNDS attempts.
+    assert_eq!(tries, 2 * ROUNDS, "seed {seed}: every attempt counted");
+    assert!(
+        done_ops > 0,
+        "seed {seed}: some creates and unlinks succeeded"
+    );
+    assert!(looks > 0, "seed {seed}: the looker looked");
+}
+
+/// One task makes `a0`, then, round by round, `a{i+1}` and unlinks `a{i}`: each name is made
+/// once and removed once, in order. Another lists the directory in one `getdents64` call
+/// and then stats names; a third stats the next names before they exist, caching negative
+/// entries. Linux: a listing runs under the directory's lock, which a create or unlink holds
+/// exclusive, so it sees each one whole, and a `stat` after it agrees: a listed name is found
+/// unless its unlink came later, and an older name the listing lacks is gone.
+#[test]
+fn a_listing_sees_each_create_and_unlink_whole() {
+    const LISTINGS: u64 = 20_000;
+    const MAX_ROUNDS: u64 = 20_000_000;
+    let seed = seed();
+    let (checks, listings) = run(move |crew| {
+        let vfs = Vfs::new();
+        let setup = vfs.task(Cred::root());
+        setup.mkdirat(AT_FDCWD, "/d", 0o755).expect("mkdir /d");
+        let (writer, lister, peeker) = (
+            vfs.task(Cred::root()),
+            vfs.task(Cred::root()),
+            vfs.task(Cred::root()),
+        );
+        // `unlinking`: the unlinks of a0..a{unlinking} have begun; `made`: a0..a{made} were made.
+        let (unlinking, made, listed) =
+            (AtomicU64::new(0), AtomicU64::new(0), AtomicBool::new(false));
+        let (unlinking, made, listed) = (&unlinking, &made, &listed);
+        let create = move |t: &Task, i: u64| {
+            let fd = t
+                .openat(
+                    AT_FDCWD,
+                    format!("/d/a{i}"),
+                    OpenFlags::CREAT | OpenFlags::EXCL,
+                    0o644,
+                )
+                .unwrap_or_else(|e| panic!("seed {seed}: create a{i}: {e:?}"));
+            t.close(fd).expect("close");
+        };
+        create(&writer, 0);
+        made.store(1, Ordering::Release);
+        thread::scope(|s| {
+            s.spawn(move || {
+                let _g = crew.enlist();
+                if !crew.start_line(3) {
+                    return;
+                }
+                let mut i = 0;
+                while !listed.load(Ordering::Acquire) && i < MAX_ROUNDS && !crew.stopped() {
+                    create(&writer, i + 1);
+                    made.store(i + 2, Ordering::Release);
+                    // Published before the call: from here on a{i} may be gone.
+                    unlinking.store(i + 1, Ordering::Release);
+                    writer
+                        .unlinkat(AT_FDCWD, format!("/d/a{i}"), AtFlags::empty())
+                        .unwrap_or_else(|e| panic!("seed {seed}: unlink a{i}: {e:?}"));
+                    i += 1;
+                }
+            });
+            s.spawn(move || {
+                let _g = crew.enlist();
+                if !crew.start_line(3) {
+                    return;
+                }
+                while !listed.load(Ordering::Acquire) && !crew.stopped() {
+                    let next = made.load(Ordering::Acquire);
+                    for j in next..next + 2 {
+                        mtime_or_gone(&peeker, &format!("/d/a{j}"), seed);
+                    }
+                }
+            });
+            let l = s.spawn(move || {
+                let _g = crew.enlist();
+                let (mut checks, mut listings) = (0u64, 0u64);
+                if !crew.start_line(3) {
+                    return (checks, listings);
+                }
+                let fd = lister
+                    .openat(AT_FDCWD, "/d", OpenFlags::RDONLY | OpenFlags::DIRECTORY, 0)
+                    .expect("open /d");
+                let mut buf = vec![0u8; 4096];
+                while listings < LISTINGS && !crew.stopped() {
+                    lister.lseek(fd, 0, uvfs::abi::Whence::SET).expect("rewind");
+                    let n = lister.getdents64(fd, &mut buf).expect("getdents64");
+                    let listed_names: Vec<u64> = Dirent::parse(&buf[..n])
+                        .iter()
+                        .filter_map(|d| {
+                            std::str::from_utf8(d.name.strip_prefix(b"a")?)
+                                .ok()?
+                                .parse()
+                                .ok()
+                        })
+                        .collect();
+                    listings += 1;
+                    let Some(&top) = listed_names.iter().max() else {
+                        panic!("seed {seed}: a listing with no name: one is always there");
+                    };
+                    // Names below the listing's oldest were made and removed long ago: the
+                    // two before it are checked.
+                    let oldest = listed_names.iter().copied().min().unwrap_or(top);
+                    for j in oldest.saturating_sub(2)..=top {
+                        let found = mtime_or_gone(&lister, &format!("/d/a{j}"), seed).is_some();
+                        let gone_by_now = unlinking.load(Ordering::Acquire) > j;
+                        if listed_names.contains(&j) {
+                            assert!(
+                                found || gone_by_now,
+                                "seed {seed}: a{j} was listed, a stat after the listing missed it, \
+                                 and its unlink had not begun"
+                            );
+                        } else {
+                            assert!(
+                                !found,
+                                "seed {seed}: a{j} is older than the listed a{top}, the listing \
+                                 lacked it, and a stat after the listing found it"
+                            );
+                        }
+                        checks += 1;
+                    }
+                }
+                listed.store(true, Ordering::Release);
+                lister.close(fd).expect("close");
+                (checks, listings)
+            });
+            join(l)
+        })
+    });
+    assert_eq!(listings, LISTINGS, "seed {seed}: every listing ran");
+    assert!(
+        checks >= LISTINGS,
+        "seed {seed}: each listing checked a name ({checks})"
+    );
+}
