@@ -134,17 +134,30 @@ fn a_link_racing_a_rename_over_its_source_never_revives_a_released_inode() {
     println!("link against rename: {checks} checks, {links} links made");
 }
 
-/// One task bind-mounts `/src` onto `/a/x` and unmounts it, over and over; another creates
-/// `/a/x` and unlinks it (`EBUSY` while something is mounted there: it then tries again).
-/// Linux (`do_lock_mount()` checks `cant_mount()`, `vfs_unlink()` checks for a mountpoint,
-/// both under the inode's lock): a mount lands only on a name that stays until it is
-/// unmounted, so every mount made is unmounted by its own path.
-#[test]
-#[cfg_attr(
-    any(loom, feature = "shuttle"),
-    ignore = "skipped: uvfs built with loom/shuttle primitives, which work only inside a model"
-)]
-fn a_bind_mount_never_lands_on_a_name_being_unlinked() {
+/// Runs `step` until it says yes, trying again (yielding) while it says `EBUSY`: something is
+/// mounted on the name it works on.
+fn until_not_busy(crew: &Crew, what: &str, seed: u64, mut step: impl FnMut() -> uvfs::Result<()>) {
+    let mut busy = 0u64;
+    loop {
+        match step() {
+            Ok(()) => return,
+            Err(Errno::EBUSY) if busy < 1_000_000 && !crew.stopped() => {
+                busy += 1;
+                thread::yield_now();
+            }
+            Err(e) => panic!("seed {seed}: {what}: {e:?}"),
+        }
+    }
+}
+
+/// One task bind-mounts `/src` onto `/a/x` and unmounts it, over and over; another runs
+/// `round` (which takes the name `/a/x` away and gives it back, waiting while something is
+/// mounted there) `ROUNDS` times. Linux (`do_lock_mount()` checks `cant_mount()` under the
+/// mountpoint's inode lock; `vfs_unlink()` and `vfs_rename()` test for a mountpoint under the
+/// locks of the non-directories they change): a mount lands only on a name that stays until
+/// it is unmounted, so every mount made is unmounted by its own path. Returns the mounts made
+/// and the checks.
+fn mount_race(round: fn(&Task, &Crew, u64)) -> (u64, u64) {
     const ROUNDS: u64 = 10_000;
     let seed = seed();
     let (mounts, checks) = run(move |crew| {
@@ -161,18 +174,7 @@ fn a_bind_mount_never_lands_on_a_name_being_unlinked() {
                     return done;
                 }
                 while done < ROUNDS && !crew.stopped() {
-                    create(&maker, "/a/x", seed);
-                    let mut busy = 0u64;
-                    loop {
-                        match maker.unlinkat(AT_FDCWD, "/a/x", AtFlags::empty()) {
-                            Ok(()) => break,
-                            Err(Errno::EBUSY) if busy < 1_000_000 && !crew.stopped() => {
-                                busy += 1;
-                                thread::yield_now();
-                            }
-                            Err(e) => panic!("seed {seed}: unlink /a/x: {e:?}"),
-                        }
-                    }
+                    round(&maker, crew, seed);
                     done += 1;
                 }
                 done
@@ -201,10 +203,43 @@ fn a_bind_mount_never_lands_on_a_name_being_unlinked() {
                 }
                 (mounts, checks)
             });
-            assert_eq!(join(m), ROUNDS, "seed {seed}: every create and unlink made");
+            assert_eq!(join(m), ROUNDS, "seed {seed}: every round made");
             join(u)
         })
     });
-    println!("bind mount against unlink: {checks} checks, {mounts} mounts made");
     assert_eq!(checks, ROUNDS, "every mount checked");
+    (mounts, checks)
+}
+
+/// The name goes by `unlink` and comes back by a create.
+#[test]
+#[cfg_attr(
+    any(loom, feature = "shuttle"),
+    ignore = "skipped: uvfs built with loom/shuttle primitives, which work only inside a model"
+)]
+fn a_bind_mount_never_lands_on_a_name_being_unlinked() {
+    let (mounts, checks) = mount_race(|t, crew, seed| {
+        create(t, "/a/x", seed);
+        until_not_busy(crew, "unlink /a/x", seed, || {
+            t.unlinkat(AT_FDCWD, "/a/x", AtFlags::empty())
+        });
+    });
+    println!("bind mount against unlink: {checks} checks, {mounts} mounts made");
+}
+
+/// The file goes by a rename of another over it (`/a/t` onto `/a/x`, which makes the name
+/// again at once).
+#[test]
+#[cfg_attr(
+    any(loom, feature = "shuttle"),
+    ignore = "skipped: uvfs built with loom/shuttle primitives, which work only inside a model"
+)]
+fn a_bind_mount_never_lands_on_a_file_being_renamed_over() {
+    let (mounts, checks) = mount_race(|t, crew, seed| {
+        create(t, "/a/t", seed);
+        until_not_busy(crew, "rename /a/t /a/x", seed, || {
+            t.renameat2(AT_FDCWD, "/a/t", AT_FDCWD, "/a/x", RenameFlags::empty())
+        });
+    });
+    println!("bind mount against rename over: {checks} checks, {mounts} mounts made");
 }

@@ -460,21 +460,33 @@ impl Task {
                 }
             }
         }
+        // The inode locks of the two ends (Linux: `vfs_rename()` locks the source and the
+        // target when they are non-directories, by address, `lock_two_nondirectories()`, and
+        // a replaced directory target alone): a replaced directory's, so that nothing is
+        // created in it; a replaced non-directory's, so that a link of it cannot revive it
+        // once its last name is gone (see `linkat`); and a non-directory's on either end, so
+        // that nothing is mounted on it between the mountpoint test below and the move (see
+        // `Task::mount`, which mounts under the mountpoint's lock).
+        let tgt_dir_replaced = tgt.as_ref().is_some_and(|t| t.is_dir()) && !exchange;
+        if tgt_dir_replaced {
+            new_child.prune_negatives();
+        }
+        fn nondir(i: &Arc<Inode>) -> Option<&Arc<Inode>> {
+            (!i.is_dir()).then_some(i)
+        }
+        let (first, second) = match (nondir(&src), tgt.as_ref().and_then(nondir)) {
+            (Some(a), Some(b)) if Arc::as_ptr(b) < Arc::as_ptr(a) => (Some(b), Some(a)),
+            (a, b) => (a, b),
+        };
+        let _lock1 = first.map(|i| i.lock.write());
+        let _lock2 = second.map(|i| i.lock.write());
+        let _tdir_lock = tgt
+            .as_ref()
+            .filter(|_| tgt_dir_replaced)
+            .map(|t| t.lock.write());
         if old_child.is_mountpoint() || new_child.is_mountpoint() {
             return Err(Errno::EBUSY);
         }
-        // A replaced target's inode lock: a directory's, so that nothing is created in it; a
-        // non-directory's, so that a link of it cannot revive it once its last name is gone
-        // (see `linkat`; Linux: `vfs_rename()` locks the target, and both inodes when they
-        // are non-directories).
-        let _tlock = match &tgt {
-            Some(t) if t.is_dir() && !exchange => {
-                new_child.prune_negatives();
-                Some(t.lock.write())
-            }
-            Some(t) if !exchange => Some(t.lock.write()),
-            _ => None,
-        };
         // The filesystem makes the whiteout before it moves the source, so a failure to make
         // it (ENOSPC) changes nothing (Linux: `shmem_whiteout()` in `shmem_rename2()`).
         let whiteout = flags
