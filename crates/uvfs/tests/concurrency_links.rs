@@ -243,3 +243,88 @@ fn a_bind_mount_never_lands_on_a_file_being_renamed_over() {
     });
     println!("bind mount against rename over: {checks} checks, {mounts} mounts made");
 }
+
+/// Two tasks bind-mount `/src` onto `/a/x` and unmount `/a/x`, over and over, at once. Linux
+/// (`do_lock_mount()` looks for a mount there again under the mountpoint's lock and goes up to
+/// it): two mounts on one name stack. An unmount takes off whichever is on top, and may say
+/// EBUSY (the other task's walk holds that mount for a moment) or EINVAL (the other task
+/// took it off first), a mount ENOENT (the mount it would go on top of is going): so the
+/// mounts made equal the unmounts made, counting those that empty the name at the end, and
+/// then `/a/x` is the file it was and can be unlinked.
+#[test]
+#[cfg_attr(
+    any(loom, feature = "shuttle"),
+    ignore = "skipped: uvfs built with loom/shuttle primitives, which work only inside a model"
+)]
+fn two_bind_mounts_on_one_name_at_once_stack() {
+    const ROUNDS: u64 = 3_000;
+    let seed = seed();
+    let (tries, mounts, umounts) = run(move |crew| {
+        let vfs = Vfs::new();
+        let setup = vfs.task(Cred::root());
+        mkdir(&setup, "/a");
+        create(&setup, "/src", seed);
+        create(&setup, "/a/x", seed);
+        let ino_before = setup.stat("/a/x").expect("stat").ino;
+        let mounters = [vfs.task(Cred::root()), vfs.task(Cred::root())];
+        let counts: Vec<(u64, u64, u64)> = thread::scope(|s| {
+            let hs: Vec<_> = mounters
+                .into_iter()
+                .map(|t| {
+                    s.spawn(move || {
+                        let _g = crew.enlist();
+                        let (mut tries, mut mounts, mut umounts) = (0u64, 0u64, 0u64);
+                        if !crew.start_line(2) {
+                            return (tries, mounts, umounts);
+                        }
+                        while tries < ROUNDS && !crew.stopped() {
+                            let src = Some(b"/src".as_slice());
+                            match t.mount(src, "/a/x", None, MountFlags::BIND, None) {
+                                Ok(()) => mounts += 1,
+                                Err(Errno::ENOENT) => {}
+                                Err(e) => panic!("seed {seed}: bind /src /a/x: {e:?}"),
+                            }
+                            // EBUSY is tried again a while, so that the stack stays low.
+                            for _ in 0..1000 {
+                                match t.umount2("/a/x", UmountFlags::empty()) {
+                                    Ok(()) => umounts += 1,
+                                    Err(Errno::EBUSY) if !crew.stopped() => {
+                                        thread::yield_now();
+                                        continue;
+                                    }
+                                    Err(Errno::EBUSY | Errno::EINVAL) => {}
+                                    Err(e) => panic!("seed {seed}: umount /a/x: {e:?}"),
+                                }
+                                break;
+                            }
+                            tries += 1;
+                        }
+                        (tries, mounts, umounts)
+                    })
+                })
+                .collect();
+            hs.into_iter().map(join).collect()
+        });
+        let mut left = 0u64;
+        while setup.umount2("/a/x", UmountFlags::empty()).is_ok() {
+            left += 1;
+        }
+        println!("two mounters: {left} mounts left stacked at the end");
+        assert_eq!(
+            setup.stat("/a/x").expect("stat").ino,
+            ino_before,
+            "seed {seed}"
+        );
+        setup
+            .unlinkat(AT_FDCWD, "/a/x", AtFlags::empty())
+            .unwrap_or_else(|e| panic!("seed {seed}: unlink /a/x with nothing mounted: {e:?}"));
+        let sum = |f: fn(&(u64, u64, u64)) -> u64| counts.iter().map(f).sum::<u64>();
+        (sum(|c| c.0), sum(|c| c.1), sum(|c| c.2) + left)
+    });
+    assert_eq!(tries, 2 * ROUNDS, "seed {seed}: every round counted");
+    assert_eq!(
+        mounts, umounts,
+        "seed {seed}: every mount made was unmounted"
+    );
+    assert!(mounts > 0, "seed {seed}: mounts were made");
+}

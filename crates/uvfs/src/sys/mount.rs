@@ -168,29 +168,28 @@ impl Task {
         if flags.contains(MountFlags::BIND) {
             let src = source_name(source)?;
             let src = self.mount_point(src, FollowLast::Yes)?;
-            let (target, point) = self.lock_mount(target)?;
-            let _point = point.lock.write();
-            self.still_mountable(&target)?;
-            // Linux: `__do_loopback()` refuses a source outside the namespace (`check_mnt()`).
-            if !self.in_namespace(&src.mnt) {
-                return Err(Errno::EINVAL);
-            }
-            if src.dentry.inode().is_some_and(|i| i.is_dir())
-                != target.dentry.inode().is_some_and(|i| i.is_dir())
-            {
-                // Linux: `graft_tree()` says ENOTDIR for either mismatch.
-                return Err(Errno::ENOTDIR);
-            }
-            source_root_mountable(&src.dentry)?;
-            let m = Mount::new(src.mnt.sb().clone(), src.dentry.clone(), src.mnt.flags());
-            // Copy the tree before grafting it (Linux: `copy_tree()` then `graft_tree()`): a
-            // target inside the source would otherwise see its own copy among the source's
-            // submounts and copy it again, without end.
-            if flags.contains(MountFlags::REC) {
-                self.copy_submounts(&src.mnt, &src.dentry, &m);
-            }
-            self.ns.attach(&m, &target);
-            return Ok(());
+            return self.with_mountpoint(target, |target| {
+                // Linux: `__do_loopback()` refuses a source outside the namespace
+                // (`check_mnt()`).
+                if !self.in_namespace(&src.mnt) {
+                    return Err(Errno::EINVAL);
+                }
+                if src.dentry.inode().is_some_and(|i| i.is_dir())
+                    != target.dentry.inode().is_some_and(|i| i.is_dir())
+                {
+                    // Linux: `graft_tree()` says ENOTDIR for either mismatch.
+                    return Err(Errno::ENOTDIR);
+                }
+                source_root_mountable(&src.dentry)?;
+                let m = Mount::new(src.mnt.sb().clone(), src.dentry.clone(), src.mnt.flags());
+                // Copy the tree before grafting it (Linux: `copy_tree()` then `graft_tree()`):
+                // a target inside the source would otherwise see its own copy among the
+                // source's submounts and copy it again, without end.
+                if flags.contains(MountFlags::REC) {
+                    self.copy_submounts(&src.mnt, &src.dentry, &m);
+                }
+                self.ns.graft(&m, &target, false)
+            });
         }
         // A propagation change comes before a move (Linux: `path_mount()`); its target must be
         // a mount's root and it takes one propagation type, with only `MS_REC`/`MS_SILENT`
@@ -220,24 +219,22 @@ impl Task {
             {
                 return Err(Errno::EINVAL);
             }
-            let (target, point) = self.lock_mount(target)?;
-            let _point = point.lock.write();
-            self.still_mountable(&target)?;
-            // The namespace's root mount counts as attached (on Linux it sits on the hidden
-            // rootfs), so moving it fails below with ELOOP.
-            let attached = src.mnt.parent().is_some() || MountRef::ptr_eq(&src.mnt, self.ns.root());
-            if !attached || !self.in_namespace(&src.mnt) {
-                return Err(Errno::EINVAL);
-            }
-            if self.is_under(&target, &src.mnt) {
-                return Err(Errno::ELOOP);
-            }
-            source_root_mountable(&src.dentry)?;
-            let m = src.mnt.clone();
-            drop(src);
-            self.ns.detach(&m, Detach::Move, 0)?;
-            self.ns.attach(&m, &target);
-            return Ok(());
+            return self.with_mountpoint(target, |target| {
+                // The namespace's root mount counts as attached (on Linux it sits on the
+                // hidden rootfs), so moving it fails below with ELOOP.
+                let attached =
+                    src.mnt.parent().is_some() || MountRef::ptr_eq(&src.mnt, self.ns.root());
+                if !attached || !self.in_namespace(&src.mnt) {
+                    return Err(Errno::EINVAL);
+                }
+                if self.is_under(&target, &src.mnt) {
+                    return Err(Errno::ELOOP);
+                }
+                source_root_mountable(&src.dentry)?;
+                let m = src.mnt.clone();
+                drop(src);
+                self.ns.graft(&m, &target, true)
+            });
         }
         // Linux (`do_new_mount()`): the type, the options and the new superblock, then the
         // mountpoint (`lock_mount()`), then `graft_tree()`'s ENOTDIR.
@@ -248,19 +245,40 @@ impl Task {
                 Tmpfs::new_instance(&TmpfsOptions::parse(data)?, c.fsuid, c.fsgid)?
             }
         };
-        let (target, point) = self.lock_mount(target)?;
-        let _point = point.lock.write();
-        self.still_mountable(&target)?;
-        if !target.dentry.inode().is_some_and(|i| i.is_dir()) {
-            return Err(Errno::ENOTDIR);
+        self.with_mountpoint(target, |target| {
+            if !target.dentry.inode().is_some_and(|i| i.is_dir()) {
+                return Err(Errno::ENOTDIR);
+            }
+            if flags.contains(MountFlags::RDONLY) {
+                sb.set_rdonly(true);
+            }
+            sb.set_synchronous(flags.contains(MountFlags::SYNCHRONOUS));
+            let m = Mount::new(sb, root, mnt_flags_of(flags));
+            self.ns.graft(&m, &target, false)
+        })
+    }
+
+    /// Runs `graft` (which attaches a mount at the path it is given) with the mountpoint found
+    /// by [`Task::lock_mount`] locked: its inode lock exclusive, taken and then checked again
+    /// ([`Task::still_mountable`]), and held until `graft` returns. If another mount landed
+    /// there before the lock was taken, it starts again from that mount's root, so two mounts
+    /// on one name at once stack, the later on top (Linux: `do_lock_mount()` looks again with
+    /// `lookup_mnt()` under the locks and goes up).
+    fn with_mountpoint<R>(
+        &self,
+        mut target: VfsPath,
+        graft: impl FnOnce(VfsPath) -> Result<R>,
+    ) -> Result<R> {
+        loop {
+            let (point, inode) = self.lock_mount(target)?;
+            let _lock = inode.lock.write();
+            self.still_mountable(&point)?;
+            if self.mounted_on(&point).is_some() {
+                target = point;
+                continue;
+            }
+            return graft(point);
         }
-        if flags.contains(MountFlags::RDONLY) {
-            sb.set_rdonly(true);
-        }
-        sb.set_synchronous(flags.contains(MountFlags::SYNCHRONOUS));
-        let m = Mount::new(sb, root, mnt_flags_of(flags));
-        self.ns.attach(&m, &target);
-        Ok(())
     }
 
     /// Where something mounted at `target` goes (Linux: `do_lock_mount()`): on top of every
@@ -269,8 +287,9 @@ impl Task {
     /// out of the tree (`is_mounted()`, false for every mount of a tree `umount2(MNT_DETACH)`
     /// took out), both ENOENT, checked at each level.
     ///
-    /// Returns the mountpoint and its inode, whose lock the caller takes (exclusive) and then
-    /// checks [`Task::still_mountable`] under it, holding it until the mount is attached: an
+    /// Returns the mountpoint and its inode, whose lock [`Task::with_mountpoint`] takes
+    /// (exclusive) and then checks [`Task::still_mountable`] under it, holding it until the
+    /// mount is attached: an
     /// unlink or rmdir of the name checks for a mountpoint under the same lock, so a mount
     /// never lands on a name being removed (Linux: `do_lock_mount()` takes the mountpoint's
     /// `inode_lock()` and checks `cant_mount()` under it).
@@ -333,16 +352,7 @@ impl Task {
     /// Whether `m` and every mount above it are in the namespace's tree (Linux: a mount's
     /// `mnt_ns`, which a lazy unmount clears for the whole tree it takes out).
     fn in_namespace(&self, m: &MountRef) -> bool {
-        let mut cur = m.clone();
-        loop {
-            if !cur.is_attached() {
-                return false;
-            }
-            match cur.parent() {
-                Some((p, _)) => cur = p,
-                None => return MountRef::ptr_eq(&cur, self.ns.root()),
-            }
-        }
+        self.ns.in_tree(m)
     }
 
     fn copy_submounts(

@@ -308,17 +308,68 @@ impl MountNamespace {
             .unwrap_or_default()
     }
 
-    /// Attaches `child` at `point`.
+    /// Attaches `child` at `point`: a mount being built (its submounts' copies), or a test's.
     ///
     /// # Locking
     /// Takes `lock`.
     pub(crate) fn attach(&self, child: &MountRef, point: &VfsPath) {
+        let g = self.lock.lock();
+        self.attach_locked(child, point);
+        drop(g);
+    }
+
+    /// Attaches `child` at `point` in the tree, first detaching it from where it is if
+    /// `moving`: all under `lock`, after checking there that `point`'s mount and every mount
+    /// above it are still in the tree, so that nothing is grafted onto a mount an unmount has
+    /// just taken out (Linux: `do_lock_mount()` checks `is_mounted()` under `namespace_sem`,
+    /// which it holds to the graft).
+    ///
+    /// # Errors
+    /// `ENOENT` if `point`'s mount left the tree; a move's detach errors.
+    ///
+    /// # Locking
+    /// Takes `lock`.
+    pub(crate) fn graft(
+        &self,
+        child: &MountRef,
+        point: &VfsPath,
+        moving: bool,
+    ) -> crate::abi::Result<()> {
+        let g = self.lock.lock();
+        if !self.in_tree(&point.mnt) {
+            return Err(crate::abi::Errno::ENOENT);
+        }
+        let gone = if moving {
+            Some(self.detach_locked(child, Detach::Move, 0)?)
+        } else {
+            None
+        };
+        self.attach_locked(child, point);
+        drop(g);
+        drop(gone);
+        Ok(())
+    }
+
+    /// Whether `m` and every mount above it are attached, up to this namespace's root.
+    pub(crate) fn in_tree(&self, m: &MountRef) -> bool {
+        let mut cur = m.clone();
+        loop {
+            if !cur.is_attached() {
+                return false;
+            }
+            match cur.parent() {
+                Some((p, _)) => cur = p,
+                None => return MountRef::ptr_eq(&cur, &self.root),
+            }
+        }
+    }
+
+    fn attach_locked(&self, child: &MountRef, point: &VfsPath) {
         let at = Attachment {
             mnt: point.mnt.clone(),
             point: point.dentry.clone(),
             _hold: InodeHold::of(&point.dentry),
         };
-        let g = self.lock.lock();
         let mut t = MountTable::clone(&self.table.load());
         t.by_point
             .insert(key(&point.mnt, &point.dentry), child.clone());
@@ -330,7 +381,8 @@ impl MountNamespace {
         child.attached.store(true, Ordering::Relaxed);
         point.dentry.add_mount();
         self.table.store(Arc::new(t));
-        drop(g);
+        // `old` (none: a mount is attached once, or detached first) is dropped after `lock`.
+        debug_assert!(old.is_none(), "a mount attached twice");
         drop(old);
     }
 
@@ -352,6 +404,21 @@ impl MountNamespace {
         caller_refs: usize,
     ) -> crate::abi::Result<()> {
         let g = self.lock.lock();
+        let gone = self.detach_locked(child, how, caller_refs)?;
+        drop(g);
+        drop(gone);
+        Ok(())
+    }
+
+    /// [`MountNamespace::detach`] with `lock` held. Returns what it took apart: the
+    /// attachments, whose inodes are given back, and the mounts disconnected, to be dropped
+    /// after `lock`.
+    fn detach_locked(
+        &self,
+        child: &MountRef,
+        how: Detach,
+        caller_refs: usize,
+    ) -> crate::abi::Result<Detached> {
         let parent = child.parent();
         let lazy_root = how == Detach::Lazy && MountRef::ptr_eq(child, &self.root);
         if parent.is_none() && !(lazy_root && child.is_attached()) {
@@ -405,11 +472,18 @@ impl MountNamespace {
         for at in released.iter().flatten() {
             at.point.remove_mount();
         }
-        drop(g);
-        drop(released);
-        drop(disconnected);
-        Ok(())
+        Ok(Detached {
+            _released: released,
+            _disconnected: disconnected,
+        })
     }
+}
+
+/// What a detach took apart, dropped after the namespace's lock: attachments (each holds its
+/// mountpoint's inode) and disconnected mounts.
+pub(crate) struct Detached {
+    _released: Vec<Option<Attachment>>,
+    _disconnected: Vec<MountRef>,
 }
 
 impl Drop for MountNamespace {
