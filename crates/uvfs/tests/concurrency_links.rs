@@ -328,3 +328,171 @@ fn two_bind_mounts_on_one_name_at_once_stack() {
     );
     assert!(mounts > 0, "seed {seed}: mounts were made");
 }
+
+/// Where the mount whose root holds a file named `marker` is, searched from `/` down to
+/// depth 4 (every place the crossing moves below can put it), or `None`.
+fn find_marker(t: &Task, marker: &str) -> Option<String> {
+    let mut todo = vec![String::new()];
+    while let Some(dir) = todo.pop() {
+        if t.stat(format!("{dir}/{marker}")).is_ok() {
+            return Some(dir);
+        }
+        if dir.matches('/').count() < 4 {
+            for sub in ["a", "b", "x", "y"] {
+                let p = format!("{dir}/{sub}");
+                if t.stat(&p).is_ok_and(|st| st.mode & 0o170000 == 0o040000) {
+                    todo.push(p);
+                }
+            }
+        }
+    }
+    None
+}
+
+/// Two tmpfs mounts, A at `/a` (holding a directory `y`) and B at `/b` (holding `x`); one task
+/// moves A to `/b/x` and back, the other B to `/a/y` and back, at once. Linux
+/// (`do_move_mount()`'s checks run under `namespace_sem`, held to the graft): a move under the
+/// mount being moved is ELOOP, so the two can never put A under B and B under A; a move whose
+/// source or target went says EINVAL or ENOENT. So each mount stays reachable from `/`, and
+/// no call hangs (a cycle would make every later look up the tree loop).
+#[test]
+#[cfg_attr(
+    any(loom, feature = "shuttle"),
+    ignore = "skipped: uvfs built with loom/shuttle primitives, which work only inside a model"
+)]
+fn two_crossing_moves_never_make_a_cycle() {
+    const ROUNDS: u64 = 3_000;
+    let seed = seed();
+    let (moves, a_at, b_at) = run(move |crew| {
+        let vfs = Vfs::new();
+        let setup = vfs.task(Cred::root());
+        for (dir, inner, marker) in [("/a", "/a/y", "/a/isA"), ("/b", "/b/x", "/b/isB")] {
+            mkdir(&setup, dir);
+            setup
+                .mount(None, dir, Some("tmpfs"), MountFlags::empty(), None)
+                .expect("mount tmpfs");
+            mkdir(&setup, inner);
+            create(&setup, marker, seed);
+        }
+        let movers = [
+            (vfs.task(Cred::root()), "/a", "/b/x"),
+            (vfs.task(Cred::root()), "/b", "/a/y"),
+        ];
+        let moves: u64 = thread::scope(|s| {
+            let hs: Vec<_> = movers
+                .into_iter()
+                .map(|(t, home, away)| {
+                    s.spawn(move || {
+                        let _g = crew.enlist();
+                        let mut moves = 0u64;
+                        if !crew.start_line(2) {
+                            return moves;
+                        }
+                        for round in 0..2 * ROUNDS {
+                            if crew.stopped() {
+                                break;
+                            }
+                            let (from, to) = if round % 2 == 0 {
+                                (home, away)
+                            } else {
+                                (away, home)
+                            };
+                            let src = Some(from.as_bytes());
+                            match t.mount(src, to, None, MountFlags::MOVE, None) {
+                                Ok(()) => moves += 1,
+                                Err(Errno::EINVAL | Errno::ENOENT | Errno::ELOOP) => {}
+                                Err(e) => panic!("seed {seed}: move {from} {to}: {e:?}"),
+                            }
+                        }
+                        moves
+                    })
+                })
+                .collect();
+            hs.into_iter().map(join).sum()
+        });
+        (
+            moves,
+            find_marker(&setup, "isA"),
+            find_marker(&setup, "isB"),
+        )
+    });
+    assert!(moves > 0, "seed {seed}: some moves were made");
+    assert!(
+        a_at.is_some() && b_at.is_some(),
+        "seed {seed}: after {moves} moves, A is at {a_at:?} and B at {b_at:?}: both must be \
+         reachable from /"
+    );
+}
+
+/// One task mounts a tmpfs at `/m`, makes `/m/t` and lazily unmounts `/m`, over and over;
+/// another bind-mounts the directory `/src` onto `/m/t` at once. Linux (`do_lock_mount()`
+/// checks `is_mounted()` under `namespace_sem`): a bind onto a mount an unmount just took out
+/// says ENOENT, and the mount it would have made is freed; one that lands is taken out with
+/// `/m`'s tree and freed when that goes. So at the end, with `/src` removed, the root
+/// filesystem has every inode back: no mount is left holding `/src`.
+#[test]
+#[cfg_attr(
+    any(loom, feature = "shuttle"),
+    ignore = "skipped: uvfs built with loom/shuttle primitives, which work only inside a model"
+)]
+fn a_bind_onto_a_mount_being_unmounted_leaves_nothing_behind() {
+    const ROUNDS: u64 = 3_000;
+    let seed = seed();
+    let (binds, free_before, free_after) = run(move |crew| {
+        let vfs = Vfs::new();
+        let setup = vfs.task(Cred::root());
+        mkdir(&setup, "/m");
+        let free_before = setup.statfs("/").expect("statfs").ffree;
+        mkdir(&setup, "/src");
+        let (mounter, binder) = (vfs.task(Cred::root()), vfs.task(Cred::root()));
+        let binds = thread::scope(|s| {
+            s.spawn(move || {
+                let _g = crew.enlist();
+                if !crew.start_line(2) {
+                    return;
+                }
+                for _ in 0..ROUNDS {
+                    if crew.stopped() {
+                        break;
+                    }
+                    mounter
+                        .mount(None, "/m", Some("tmpfs"), MountFlags::empty(), None)
+                        .unwrap_or_else(|e| panic!("seed {seed}: mount /m: {e:?}"));
+                    mkdir(&mounter, "/m/t");
+                    mounter
+                        .umount2("/m", UmountFlags::DETACH)
+                        .unwrap_or_else(|e| panic!("seed {seed}: umount -l /m: {e:?}"));
+                }
+            });
+            let b = s.spawn(move || {
+                let _g = crew.enlist();
+                let mut binds = 0u64;
+                if !crew.start_line(2) {
+                    return binds;
+                }
+                for _ in 0..ROUNDS {
+                    if crew.stopped() {
+                        break;
+                    }
+                    let src = Some(b"/src".as_slice());
+                    match binder.mount(src, "/m/t", None, MountFlags::BIND, None) {
+                        Ok(()) => binds += 1,
+                        Err(Errno::ENOENT) => {}
+                        Err(e) => panic!("seed {seed}: bind /src /m/t: {e:?}"),
+                    }
+                }
+                binds
+            });
+            join(b)
+        });
+        setup
+            .unlinkat(AT_FDCWD, "/src", AtFlags::REMOVEDIR)
+            .unwrap_or_else(|e| panic!("seed {seed}: rmdir /src: {e:?}"));
+        (binds, free_before, setup.statfs("/").expect("statfs").ffree)
+    });
+    println!("bind onto a mount being unmounted: {binds} binds made");
+    assert_eq!(
+        free_after, free_before,
+        "seed {seed}: every inode given back"
+    );
+}

@@ -188,7 +188,14 @@ impl Task {
                 if flags.contains(MountFlags::REC) {
                     self.copy_submounts(&src.mnt, &src.dentry, &m);
                 }
-                self.ns.graft(&m, &target, false)
+                // The source may have left the tree since the check above.
+                self.ns.graft(&m, &target, false, || {
+                    if self.in_namespace(&src.mnt) {
+                        Ok(())
+                    } else {
+                        Err(Errno::EINVAL)
+                    }
+                })
             });
         }
         // A propagation change comes before a move (Linux: `path_mount()`); its target must be
@@ -220,20 +227,21 @@ impl Task {
                 return Err(Errno::EINVAL);
             }
             return self.with_mountpoint(target, |target| {
-                // The namespace's root mount counts as attached (on Linux it sits on the
-                // hidden rootfs), so moving it fails below with ELOOP.
-                let attached =
-                    src.mnt.parent().is_some() || MountRef::ptr_eq(&src.mnt, self.ns.root());
-                if !attached || !self.in_namespace(&src.mnt) {
-                    return Err(Errno::EINVAL);
-                }
-                if self.is_under(&target, &src.mnt) {
-                    return Err(Errno::ELOOP);
-                }
-                source_root_mountable(&src.dentry)?;
-                let m = src.mnt.clone();
-                drop(src);
-                self.ns.graft(&m, &target, true)
+                // Checked under the namespace's lock (`graft`), so that two moves cannot
+                // cross into a cycle (Linux: `do_move_mount()` under `namespace_sem`).
+                self.ns.graft(&src.mnt, &target, true, || {
+                    // The namespace's root mount counts as attached (on Linux it sits on the
+                    // hidden rootfs), so moving it fails below with ELOOP.
+                    let attached =
+                        src.mnt.parent().is_some() || MountRef::ptr_eq(&src.mnt, self.ns.root());
+                    if !attached || !self.in_namespace(&src.mnt) {
+                        return Err(Errno::EINVAL);
+                    }
+                    if self.is_under(&target, &src.mnt) {
+                        return Err(Errno::ELOOP);
+                    }
+                    source_root_mountable(&src.dentry)
+                })
             });
         }
         // Linux (`do_new_mount()`): the type, the options and the new superblock, then the
@@ -254,7 +262,7 @@ impl Task {
             }
             sb.set_synchronous(flags.contains(MountFlags::SYNCHRONOUS));
             let m = Mount::new(sb, root, mnt_flags_of(flags));
-            self.ns.graft(&m, &target, false)
+            self.ns.graft(&m, &target, false, || Ok(()))
         })
     }
 

@@ -289,13 +289,15 @@ impl Task {
         }
         let dir = p.path.dentry.inode().ok_or(Errno::ENOENT)?.clone();
         // An unlink holds the directory shared and its name's lock, as a create does (see
-        // `open_last`); rmdir holds it exclusive, as every other namespace change does.
-        let (_lock, _shared) = if rmdir {
-            (Some(dir.lock.write()), None)
-        } else {
+        // `open_last`), where the filesystem allows it; rmdir holds it exclusive, as every
+        // other namespace change does.
+        let parallel = !rmdir && dir.ops().parallel_create_unlink();
+        let (_lock, _shared) = if parallel {
             (None, Some(dir.lock.read()))
+        } else {
+            (Some(dir.lock.write()), None)
         };
-        let _name = (!rmdir).then(|| dir.lock_name(p.hash_len));
+        let _name = parallel.then(|| dir.lock_name(p.hash_len));
         let child = lookup_locked(&p.path.dentry, &p.name)?;
         let victim = child.inode().ok_or(Errno::ENOENT)?.clone();
         if !rmdir && p.trailing_slash {

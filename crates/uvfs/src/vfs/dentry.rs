@@ -118,8 +118,9 @@ impl Dentry {
         self.state().fetch_sub(1, Ordering::AcqRel);
     }
 
-    /// The dead flag (`DEAD`, set with the parent directory's inode lock exclusive after the
-    /// dentry's node left the parent's table, never cleared) and, below it, the number of
+    /// The dead flag (`DEAD`, set under the parent's `ChildTable::writer`, with the parent
+    /// directory's inode lock exclusive or shared with the name's lock, after the dentry's
+    /// node left the parent's table, never cleared) and, below it, the number of
     /// mounts whose mountpoint this dentry is (changed under the namespace lock; fewer than
     /// 2^31). Kept in the child table's padding (`ChildTable::owner_state`).
     #[inline]

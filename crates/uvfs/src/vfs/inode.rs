@@ -381,8 +381,11 @@ impl Inode {
 
     /// Stamps ctime (and mtime when `also_mtime`) now; used by directory changes.
     pub fn touch_ctime(&self, also: Stamp) {
-        let now = self.current_time();
+        // The stamp is read inside the section: a directory being renamed takes creates and
+        // unlinks in it at the same time (they stamp it inside their sections too), and its
+        // stamps must follow the order of the sections.
         self.write_attrs(|w| {
+            let now = self.current_time();
             w.set_ctime(now);
             if also == Stamp::CtimeMtime {
                 w.set_mtime(now);

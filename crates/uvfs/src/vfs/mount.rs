@@ -95,6 +95,18 @@ struct Attachment {
     _hold: InodeHold,
 }
 
+impl Attachment {
+    /// The attachment at `point`, with its hold on the mountpoint's inode (taken before the
+    /// namespace's lock: docs/locking.md, "Inode holds").
+    fn at(point: &VfsPath) -> Attachment {
+        Attachment {
+            mnt: point.mnt.clone(),
+            point: point.dentry.clone(),
+            _hold: InodeHold::of(&point.dentry),
+        }
+    }
+}
+
 impl Mount {
     /// A detached mount of `root` in `sb`. Its count is spread until killed: attach it
     /// (`MountNamespace::attach`; the tree kills it when it lets it go) or kill it
@@ -273,7 +285,7 @@ pub struct MountNamespace {
     root: MountRef,
     table: ArcSwap<MountTable>,
     /// Serialises changes of the mount tree (Linux: `namespace_sem`).
-    /// Order: before every dentry and inode lock.
+    /// Order: after a mountpoint's inode lock (docs/locking.md), before `Mount::parent`.
     pub(crate) lock: Mutex<()>,
 }
 
@@ -313,19 +325,23 @@ impl MountNamespace {
     /// # Locking
     /// Takes `lock`.
     pub(crate) fn attach(&self, child: &MountRef, point: &VfsPath) {
+        let at = Attachment::at(point);
         let g = self.lock.lock();
-        self.attach_locked(child, point);
+        self.attach_locked(child, point, at);
         drop(g);
     }
 
     /// Attaches `child` at `point` in the tree, first detaching it from where it is if
     /// `moving`: all under `lock`, after checking there that `point`'s mount and every mount
-    /// above it are still in the tree, so that nothing is grafted onto a mount an unmount has
-    /// just taken out (Linux: `do_lock_mount()` checks `is_mounted()` under `namespace_sem`,
-    /// which it holds to the graft).
+    /// above it are still in the tree, and after the caller's `check` (which sees the tree as
+    /// the graft will), so that nothing is grafted onto a mount an unmount has just taken out
+    /// and no two moves cross into a cycle (Linux: `do_lock_mount()` checks `is_mounted()`,
+    /// and `do_move_mount()` its loop check, under `namespace_sem`, held to the graft). A new
+    /// mount (not `moving`) that is not grafted is discarded: killed, with the copies
+    /// attached below it (`MS_REC`) taken apart, so that it is freed.
     ///
     /// # Errors
-    /// `ENOENT` if `point`'s mount left the tree; a move's detach errors.
+    /// `ENOENT` if `point`'s mount left the tree; what `check` says; a move's detach errors.
     ///
     /// # Locking
     /// Takes `lock`.
@@ -334,20 +350,78 @@ impl MountNamespace {
         child: &MountRef,
         point: &VfsPath,
         moving: bool,
+        check: impl FnOnce() -> crate::abi::Result<()>,
     ) -> crate::abi::Result<()> {
+        let at = Attachment::at(point);
         let g = self.lock.lock();
-        if !self.in_tree(&point.mnt) {
-            return Err(crate::abi::Errno::ENOENT);
-        }
-        let gone = if moving {
-            Some(self.detach_locked(child, Detach::Move, 0)?)
+        let checked = if self.in_tree(&point.mnt) {
+            check()
         } else {
-            None
+            Err(crate::abi::Errno::ENOENT)
         };
-        self.attach_locked(child, point);
+        let gone = match checked {
+            Ok(()) if moving => self.detach_locked(child, Detach::Move, 0).map(Some),
+            Ok(()) => Ok(None),
+            Err(e) => Err(e),
+        };
+        let gone = match gone {
+            Ok(gone) => {
+                self.attach_locked(child, point, at);
+                gone
+            }
+            Err(e) => {
+                let discarded = (!moving).then(|| self.discard_locked(child));
+                drop(g);
+                drop(at);
+                drop(discarded);
+                return Err(e);
+            }
+        };
         drop(g);
         drop(gone);
         Ok(())
+    }
+
+    /// Takes apart a mount that was never attached, with the copies attached below it, and
+    /// kills them all. Returns what is dropped after `lock`.
+    fn discard_locked(&self, child: &MountRef) -> Detached {
+        let mut t = MountTable::clone(&self.table.load());
+        let (mut released, mut disconnected) = (Vec::new(), Vec::new());
+        Self::take_out_below(&mut t, child, &mut released, &mut disconnected);
+        child.set_detached();
+        child.kill();
+        self.table.store(Arc::new(t));
+        for at in released.iter().flatten() {
+            at.point.remove_mount();
+        }
+        Detached {
+            _released: released,
+            _disconnected: disconnected,
+        }
+    }
+
+    /// Takes every mount below `top` out of `t`, detached, disconnected and killed (a lazy
+    /// unmount's tree, a discarded copy's).
+    fn take_out_below(
+        t: &mut MountTable,
+        top: &MountRef,
+        released: &mut Vec<Option<Attachment>>,
+        disconnected: &mut Vec<MountRef>,
+    ) {
+        let mut todo = vec![top.clone()];
+        while let Some(m) = todo.pop() {
+            for c in t.children.remove(&m.id).unwrap_or_default() {
+                let at = c.parent.lock().take();
+                if let Some(at) = &at {
+                    t.by_point.remove(&key(&m, &at.point));
+                }
+                c.set_detached();
+                c.kill();
+                released.push(at);
+                todo.push(c.clone());
+                disconnected.push(c);
+            }
+        }
     }
 
     /// Whether `m` and every mount above it are attached, up to this namespace's root.
@@ -364,12 +438,7 @@ impl MountNamespace {
         }
     }
 
-    fn attach_locked(&self, child: &MountRef, point: &VfsPath) {
-        let at = Attachment {
-            mnt: point.mnt.clone(),
-            point: point.dentry.clone(),
-            _hold: InodeHold::of(&point.dentry),
-        };
+    fn attach_locked(&self, child: &MountRef, point: &VfsPath, at: Attachment) {
         let mut t = MountTable::clone(&self.table.load());
         t.by_point
             .insert(key(&point.mnt, &point.dentry), child.clone());
@@ -453,20 +522,7 @@ impl MountNamespace {
             child.kill();
         }
         if how == Detach::Lazy {
-            let mut todo = vec![child.clone()];
-            while let Some(m) = todo.pop() {
-                for c in t.children.remove(&m.id).unwrap_or_default() {
-                    let at = c.parent.lock().take();
-                    if let Some(at) = &at {
-                        t.by_point.remove(&key(&m, &at.point));
-                    }
-                    c.set_detached();
-                    c.kill();
-                    released.push(at);
-                    todo.push(c.clone());
-                    disconnected.push(c);
-                }
-            }
+            Self::take_out_below(&mut t, child, &mut released, &mut disconnected);
         }
         self.table.store(Arc::new(t));
         for at in released.iter().flatten() {

@@ -530,6 +530,12 @@ impl InodeOps for Node {
         matches!(self.kind, Kind::Dir(_))
     }
 
+    /// A directory's entry map, its listing offsets and its attributes each have their own
+    /// lock, and the directory's stamp is read inside its attribute section.
+    fn parallel_create_unlink(&self) -> bool {
+        matches!(self.kind, Kind::Dir(_))
+    }
+
     fn create(&self, dir: &Inode, name: &Name, new: &NewInode<'_>) -> Result<Arc<Inode>> {
         self.create_entry(dir, name, new, Kind::Reg(OnceBox::new()))
     }
