@@ -483,6 +483,16 @@ impl AttrWriter<'_> {
     pub fn set_ctime(&self, t: Timespec) {
         self.inode.times.store(CTIME, t);
     }
+    /// Sets ctime to another inode's stamp and forgets that the old ctime was observed
+    /// (Linux: `inode_set_ctime_to_ts()`, whose write clears `I_CTIME_QUERIED` with the same
+    /// store). Inside the section, so that a `stat` that marks the ctime observed and then
+    /// reads the new value (its snapshot waits for the section) keeps its mark; cleared
+    /// after the section, that mark was lost and the next change in the same tick could
+    /// keep the observed ctime.
+    pub fn set_ctime_to(&self, t: Timespec) {
+        self.inode.clear_ctime_queried();
+        self.set_ctime(t);
+    }
     /// The current permission bits.
     pub fn perm(&self) -> u32 {
         self.inode.perm.load(Ordering::Relaxed)

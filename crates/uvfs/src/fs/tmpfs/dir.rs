@@ -639,9 +639,8 @@ pub(super) fn rename(
         }
         new_dir.write_attrs(|w| {
             w.set_mtime(now);
-            w.set_ctime(now);
+            w.set_ctime_to(now);
         });
-        new_dir.clear_ctime_queried();
         if let Some(tn) = Node::of(&tgt) {
             tn.maybe_release(&tgt);
         }

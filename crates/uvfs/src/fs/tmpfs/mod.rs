@@ -459,11 +459,10 @@ impl Node {
             w.add_nlink(dir_delta);
             w.set_size(dir.size().saturating_sub(BOGO_DIRENT_SIZE));
             w.set_mtime(now);
-            w.set_ctime(now);
+            w.set_ctime_to(now);
             now
         });
         victim.write_attrs(|w| w.set_ctime(now));
-        dir.clear_ctime_queried();
     }
 }
 
@@ -617,9 +616,8 @@ impl InodeOps for Node {
         dir.write_attrs(|w| {
             w.set_size(dir.size() + BOGO_DIRENT_SIZE);
             w.set_mtime(now);
-            w.set_ctime(now);
+            w.set_ctime_to(now);
         });
-        dir.clear_ctime_queried();
         Ok(())
     }
 
