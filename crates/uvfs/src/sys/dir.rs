@@ -18,12 +18,9 @@ impl Task {
     /// position; returns the bytes written, 0 at the end. Decode with [`Dirent::parse`].
     ///
     /// # Locking
-    /// The file position, then the directory's inode lock exclusive for the whole listing, so
-    /// that it sees each namespace change whole: never half a rename, never a create or unlink
-    /// that the filesystem's table shows and the dcache does not yet (or still does), nor a
-    /// size out of step with the entries. Linux takes `i_rwsem` shared there
-    /// (`iterate_dir()` in fs/readdir.c, for `iterate_shared`), which its creates and unlinks
-    /// hold exclusive; uvfs's hold it shared (docs/locking.md), so here the roles swap.
+    /// The file position, then the directory's inode lock shared for the whole listing, so
+    /// that it sees each namespace change whole, never half a rename (Linux: `iterate_dir()`
+    /// in fs/readdir.c, for `iterate_shared`).
     ///
     /// # Errors
     /// `EBADF`; `ENOTDIR`; `EINVAL` if `buf` cannot hold the next entry; `ENOENT` if the
@@ -37,7 +34,7 @@ impl Task {
             return Err(Errno::ENOTDIR);
         }
         let mut pos = file.pos.lock();
-        let dir_lock = file.inode().lock.write();
+        let dir_lock = file.inode().lock.read();
         // Checked under the lock, which rmdir holds exclusive when it kills the directory.
         if file.path().dentry.is_dead() {
             return Err(Errno::ENOENT);

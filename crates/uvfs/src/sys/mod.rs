@@ -192,9 +192,8 @@ fn init_owner(cred: &Cred, dir: &Inode, mut mode: u32) -> (u32, u32, u32) {
     }
 }
 
-/// Looks up `name` in `dir` while the caller holds `dir`'s inode lock exclusive, or shared
-/// with the name's lock (`Inode::lock_name`); caches the answer. Linux:
-/// `lookup_one_qstr_excl()`.
+/// Looks up `name` in `dir` while the caller holds `dir`'s inode lock exclusive; caches the
+/// answer. Linux: `lookup_one_qstr_excl()`.
 ///
 /// # Errors
 /// `ENOENT` if `dir` was removed; `ENAMETOOLONG`; what the filesystem returns.

@@ -37,8 +37,6 @@ struct Parent<'p> {
     name: Cow<'p, [u8]>,
     kind: LastKind,
     trailing_slash: bool,
-    /// `dcache::hash_len` of `name` (for `Normal`), for [`Inode::lock_name`].
-    hash_len: u64,
 }
 
 impl Task {
@@ -58,7 +56,6 @@ impl Task {
                     name: last.name,
                     kind: last.kind,
                     trailing_slash: last.trailing_slash,
-                    hash_len: last.hash_len,
                 })
             },
         )
@@ -288,16 +285,7 @@ impl Task {
             return Err(Errno::EROFS);
         }
         let dir = p.path.dentry.inode().ok_or(Errno::ENOENT)?.clone();
-        // An unlink holds the directory shared and its name's lock, as a create does (see
-        // `open_last`), where the filesystem allows it; rmdir holds it exclusive, as every
-        // other namespace change does.
-        let parallel = !rmdir && dir.ops().parallel_create_unlink();
-        let (_lock, _shared) = if parallel {
-            (None, Some(dir.lock.read()))
-        } else {
-            (Some(dir.lock.write()), None)
-        };
-        let _name = parallel.then(|| dir.lock_name(p.hash_len));
+        let _lock = dir.lock.write();
         let child = lookup_locked(&p.path.dentry, &p.name)?;
         let victim = child.inode().ok_or(Errno::ENOENT)?.clone();
         if !rmdir && p.trailing_slash {

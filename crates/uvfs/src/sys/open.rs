@@ -323,18 +323,7 @@ fn open_last<'w>(
         }
         let dir = parent.dentry.arc().clone();
         let dinode = dir.inode().ok_or(Errno::ENOENT)?.clone();
-        // Shared: creates and unlinks of other names in this directory go on beside this one;
-        // the name's lock keeps out those of this name and the locked lookup of it (see
-        // docs/locking.md, "Creates and unlinks side by side").
-        let (_shared, _name, _lock) = if dinode.ops().parallel_create_unlink() {
-            (
-                Some(dinode.lock.read()),
-                Some(dinode.lock_name(last.hash_len)),
-                None,
-            )
-        } else {
-            (None, None, Some(dinode.lock.write()))
-        };
+        let _lock = dinode.lock.write();
         // A missing name is not cached as a negative dentry: the create caches the new one.
         let found = lookup_locked_for_create(&dir, &last.name)?.filter(|c| c.inode().is_some());
         match found {
@@ -367,8 +356,6 @@ fn open_last<'w>(
                     mode: dinode.mode(),
                     uid: dinode.uid(),
                 };
-                drop(_name);
-                drop(_shared);
                 drop(_lock);
                 // The dentry found under the lock, not a second lookup: the name may be
                 // unlinked or replaced by now, and open(O_CREAT) never says ENOENT for a name

@@ -118,9 +118,8 @@ impl Dentry {
         self.state().fetch_sub(1, Ordering::AcqRel);
     }
 
-    /// The dead flag (`DEAD`, set under the parent's `ChildTable::writer`, with the parent
-    /// directory's inode lock exclusive or shared with the name's lock, after the dentry's
-    /// node left the parent's table, never cleared) and, below it, the number of
+    /// The dead flag (`DEAD`, set with the parent directory's inode lock exclusive after the
+    /// dentry's node left the parent's table, never cleared) and, below it, the number of
     /// mounts whose mountpoint this dentry is (changed under the namespace lock; fewer than
     /// 2^31). Kept in the child table's padding (`ChildTable::owner_state`).
     #[inline]
@@ -188,8 +187,7 @@ impl Dentry {
     /// (after create, mkdir, link, symlink). Returns the new dentry.
     ///
     /// # Locking
-    /// Caller holds this directory's inode lock exclusive, or shared and the name's lock
-    /// (`Inode::lock_name`: `open(O_CREAT)`).
+    /// Caller holds this directory's inode lock exclusive.
     pub(crate) fn d_instantiate(self: &Arc<Self>, name: &[u8], inode: Arc<Inode>) -> Arc<Dentry> {
         self.d_instantiate_shared(&Name::new(name), inode)
     }
@@ -219,8 +217,7 @@ impl Dentry {
     /// Removes `child` from this directory's cache and marks it dead (unlink, rmdir).
     ///
     /// # Locking
-    /// Caller holds this directory's inode lock exclusive, or shared and the name's lock
-    /// (`Inode::lock_name`: unlink).
+    /// Caller holds this directory's inode lock exclusive.
     pub(crate) fn d_delete(&self, name: &[u8], child: &Dentry) {
         let hl = hash_len(hash_seed(), name);
         let mut w = self.children.writer();

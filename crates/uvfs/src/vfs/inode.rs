@@ -126,27 +126,11 @@ pub struct Inode {
     times: Times,
     flags: AtomicU32,
     /// The inode lock (Linux `i_rwsem`). Directories: exclusive for namespace changes in this
-    /// directory and listings, shared (with the name's lock, [`Inode::lock_name`]) for
-    /// `open(O_CREAT)`, unlink and the lookups that fill the dcache. All inodes: exclusive for
-    /// `setattr`.
+    /// directory, shared for lookups that fill the dcache. All inodes: exclusive for `setattr`.
     /// Order: see docs/locking.md (parent before child; `SuperBlock::rename_lock` before any).
     pub(crate) lock: RwLock<()>,
     ops: Box<dyn InodeOps>,
 }
-
-/// log2 of the number of name locks.
-const NAME_LOCK_BITS: u32 = 8;
-
-/// A name lock in its own cache-line pair, so that two names that hash to neighbouring
-/// locks are not written on one line.
-#[repr(align(128))]
-struct NameLock(Mutex<()>);
-
-/// The name locks of every directory ([`Inode::lock_name`]): 256, shared by all
-/// filesystems, as Linux's hash of in-progress lookups is (32 KiB in all, where one per
-/// directory would grow every directory inode).
-static NAME_LOCKS: [NameLock; 1 << NAME_LOCK_BITS] =
-    [const { NameLock(Mutex::new(())) }; 1 << NAME_LOCK_BITS];
 
 // With its `Arc` header an inode fills one 160-byte allocator class (issue 7, compact
 // objects); a field added here should be weighed against that. (Model-checking builds use
@@ -212,23 +196,6 @@ impl Inode {
     #[inline]
     pub fn ops(&self) -> &dyn InodeOps {
         &*self.ops
-    }
-
-    /// Locks one name of this directory: the creates and unlinks that hold the directory's
-    /// inode lock shared, and the locked lookup, take it for the name they work on, so that
-    /// two of them never work on one name at once while different names proceed side by
-    /// side (Linux holds `i_rwsem` exclusive for a create or unlink; its parallel lookups
-    /// meet in the hashed `in_lookup_hashtable` of fs/dcache.c, `d_alloc_parallel()`).
-    /// `hash_len` is the name's `dcache::hash_len`, which the walk has already computed.
-    ///
-    /// # Locking
-    /// One of [`NAME_LOCKS`] mutexes, picked by the directory's address and the name's hash;
-    /// after the directory's inode lock, before any other inode's lock (docs/locking.md). A
-    /// thread holds at most one.
-    pub(crate) fn lock_name(&self, hash_len: u64) -> parking_lot::MutexGuard<'_, ()> {
-        let addr = self as *const Inode as u64;
-        let k = (addr >> 6 ^ hash_len ^ hash_len >> 32).wrapping_mul(0x9e37_79b9_7f4a_7c15);
-        NAME_LOCKS[(k >> (64 - NAME_LOCK_BITS)) as usize].0.lock()
     }
 
     /// Full mode (type and permission bits). A single load: no snapshot needed.
@@ -381,9 +348,8 @@ impl Inode {
 
     /// Stamps ctime (and mtime when `also_mtime`) now; used by directory changes.
     pub fn touch_ctime(&self, also: Stamp) {
-        // The stamp is read inside the section: a directory being renamed takes creates and
-        // unlinks in it at the same time (they stamp it inside their sections too), and its
-        // stamps must follow the order of the sections.
+        // The stamp is read inside the section, so that stamps follow the order of the
+        // sections (a directory moved by rename is stamped without its own lock).
         self.write_attrs(|w| {
             let now = self.current_time();
             w.set_ctime(now);

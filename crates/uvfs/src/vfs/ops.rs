@@ -116,22 +116,10 @@ pub trait InodeOps: Send + Sync + 'static {
         false
     }
 
-    /// True if this directory takes [`InodeOps::create`] and [`InodeOps::unlink`] of
-    /// different names at the same time: the VFS then holds the directory's inode lock
-    /// shared and the name's own lock for `open(O_CREAT)` and unlink, instead of the
-    /// directory's lock exclusive (docs/locking.md, "Creates and unlinks side by side"). The
-    /// filesystem must then keep its directory state consistent itself. Default: false,
-    /// every change of the directory exclusive, as Linux's `i_rwsem`.
-    fn parallel_create_unlink(&self) -> bool {
-        false
-    }
-
     /// Creates a regular file (`open(O_CREAT)`, `mknod(S_IFREG)`).
     ///
     /// # Locking
-    /// The directory's inode lock is held exclusive, or for `open(O_CREAT)` in a directory
-    /// that says [`InodeOps::parallel_create_unlink`], shared with the name's lock; `name`
-    /// does not exist.
+    /// The directory's inode lock is held exclusive; `name` does not exist.
     ///
     /// # Errors
     /// `ENOSPC` when the filesystem is full; `EPERM` if unsupported.
@@ -182,8 +170,7 @@ pub trait InodeOps: Send + Sync + 'static {
     /// Removes the non-directory entry `name`, whose inode is `victim`.
     ///
     /// # Locking
-    /// The victim's inode lock is held exclusive, and the directory's exclusive too, or shared
-    /// with the name's lock in a directory that says [`InodeOps::parallel_create_unlink`].
+    /// The directory's and the victim's inode locks are held exclusive.
     ///
     /// # Errors
     /// `EPERM` if unsupported.
@@ -291,8 +278,7 @@ pub trait InodeOps: Send + Sync + 'static {
     /// frees nothing at the last link keeps the no-op default.
     ///
     /// # Locking
-    /// After a removal, the victim's inode lock held exclusive and `dir`'s as
-    /// [`InodeOps::unlink`] says; after an
+    /// After a removal, `dir`'s inode lock (and the victim's) held exclusive; after an
     /// `O_TMPFILE` open, no lock (the inode has no name to race with).
     fn keep_parent(&self, inode: &Inode, dir: &Arc<Inode>) {}
 

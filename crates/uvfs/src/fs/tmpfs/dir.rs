@@ -444,8 +444,7 @@ impl FileOps for DirFile {
     /// first entry not accepted, or at `END_POS`.
     ///
     /// # Locking
-    /// The caller holds the directory's inode lock (`getdents64`: exclusive); takes
-    /// `DirData::inner` shared.
+    /// The caller holds the directory's inode lock shared; takes `DirData::inner` shared.
     fn readdir(
         &self,
         file: &FileDescription,

@@ -451,9 +451,8 @@ impl Node {
         }
         // The victim is stamped and the directory takes the victim's stamp, so a directory
         // observed in the same tick may keep its ctime (Linux: `shmem_unlink()`). The stamp is
-        // read inside the directory's section: unlinks and creates of other names run beside
-        // this one (the directory lock is shared), and the directory's stamps must follow the
-        // order of its sections, never go back.
+        // read inside the directory's section, so that the directory's stamps follow the
+        // order of its sections even where they are not all under one lock.
         let now = dir.write_attrs(|w| {
             let now = victim.current_time();
             w.add_nlink(dir_delta);
@@ -469,8 +468,8 @@ impl Node {
 /// Stamps a new entry: the new inode takes its own (coarse) stamp before `enter` puts it in
 /// the directory's table, then the directory takes one that may be fine-grained, and grows by
 /// one entry and `nlink_delta` links (Linux: `shmem_get_inode()` before `shmem_mknod()` stamps
-/// `dir`). The directory's stamp is read inside its section, so that creates and unlinks side
-/// by side in one directory stamp it in the order of their sections.
+/// `dir`). The directory's stamp is read inside its section, so that its stamps follow the
+/// order of the sections.
 fn stamp_new_entry(dir: &Inode, inode: &Inode, nlink_delta: i32, enter: impl FnOnce()) {
     let born = inode.current_time();
     enter();
@@ -526,12 +525,6 @@ impl InodeOps for Node {
     /// rename's whiteout, `linkat` of an `O_TMPFILE`) and loses it only with the entry
     /// (unlink, rmdir, rename): nothing evicts a positive dentry.
     fn dcache_complete(&self) -> bool {
-        matches!(self.kind, Kind::Dir(_))
-    }
-
-    /// A directory's entry map, its listing offsets and its attributes each have their own
-    /// lock, and the directory's stamp is read inside its attribute section.
-    fn parallel_create_unlink(&self) -> bool {
         matches!(self.kind, Kind::Dir(_))
     }
 

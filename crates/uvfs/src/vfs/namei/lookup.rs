@@ -9,26 +9,19 @@ use crate::vfs::dentry::Dentry;
 /// when the dcache has no current entry, and caches the answer. Linux: `lookup_slow()`.
 ///
 /// # Locking
-/// Takes `dir`'s inode lock shared, then the name's lock ([`Inode::lock_name`], `hash_len`
-/// is the name's `dcache::hash_len`), then the child table's writer lock.
+/// Takes `dir`'s inode lock shared, then the child table's writer lock.
 ///
 /// # Errors
 /// `ENOENT` if `dir` is negative or was removed; what the filesystem's `lookup` returns.
-///
-/// [`Inode::lock_name`]: crate::vfs::Inode::lock_name
 #[cold]
-pub(crate) fn lookup_slow(dir: &Arc<Dentry>, name: &[u8], hash_len: u64) -> Result<Arc<Dentry>> {
+pub(crate) fn lookup_slow(dir: &Arc<Dentry>, name: &[u8]) -> Result<Arc<Dentry>> {
     let inode = dir.inode().ok_or(Errno::ENOENT)?;
     let _g = inode.lock.read();
-    // Creates and unlinks hold the directory lock shared too: the name's lock keeps one of
-    // them on this name from running between the filesystem's answer and the dcache's.
-    let _name = inode.lock_name(hash_len);
     if dir.is_dead() {
         return Err(Errno::ENOENT);
     }
-    // Under the directory lock no rename or removal of a directory in it is in progress, and
-    // under the name's lock no create or unlink of this name, so a cached entry found here
-    // is current.
+    // Under the directory lock no rename or removal in it is in progress, so a cached entry
+    // found here is current.
     if let Some(d) = dir.cached_child(name) {
         return Ok(d);
     }

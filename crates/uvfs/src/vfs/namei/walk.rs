@@ -369,10 +369,10 @@ impl<'a> Walker<'a> {
             }
             return Err(Errno::ENAMETOOLONG);
         }
-        let hl = hash_len(self.seed, name);
         if self.mode == WalkMode::Ref {
-            return lookup_slow(dir.dentry.arc(), name, hl).map(Ref::O);
+            return lookup_slow(dir.dentry.arc(), name).map(Ref::O);
         }
+        let hl = hash_len(self.seed, name);
         match dir.dentry.lookup_fast(hl, name, self.guard) {
             // A negative entry is uvfs's own cache of a miss: Linux's tmpfs keeps none (its
             // dentries are deleted on their last `dput()`, `always_delete_dentry()` in
@@ -388,7 +388,7 @@ impl<'a> Walker<'a> {
                 if self.resolve.contains(ResolveFlags::CACHED) {
                     return Err(Errno::EAGAIN);
                 }
-                lookup_slow(dir.dentry.arc(), name, hl).map(Ref::O)
+                lookup_slow(dir.dentry.arc(), name).map(Ref::O)
             }
         }
     }
