@@ -322,3 +322,144 @@ fn a_listing_sees_each_create_and_unlink_whole() {
         "seed {seed}: each listing checked a name ({checks})"
     );
 }
+
+/// The names a listing in [`a_listing_never_sees_half_a_rename`] found, with their inodes.
+fn listed(t: &Task, fd: i32, buf: &mut [u8]) -> Vec<(Vec<u8>, u64)> {
+    t.lseek(fd, 0, uvfs::abi::Whence::SET).expect("rewind");
+    let n = t.getdents64(fd, buf).expect("getdents64");
+    Dirent::parse(&buf[..n])
+        .into_iter()
+        .filter(|d| d.name != b"." && d.name != b"..")
+        .map(|d| (d.name, d.ino))
+        .collect()
+}
+
+/// One task swaps `x` and `y` (`RENAME_EXCHANGE`) and another moves `m` to `n` and back, over
+/// and over; a third lists the directory in one `getdents64` call per listing. A rename
+/// changes two entries (tmpfs: an exchange puts each inode under the other name one entry at
+/// a time, a move takes the new place and then drops the old): Linux's listing runs under the
+/// directory's lock, which a rename holds exclusive, so every listing shows `x` and `y` on the
+/// two inodes, one each, and exactly one of `m` and `n`, on its inode, never half a rename.
+/// (Creates and unlinks change one entry each, so `a_listing_sees_each_create_and_unlink_whole`
+/// cannot tell whether the listing takes the lock; this test can.) The lister goes on until
+/// it has made its listings and each renamer has made [`RENAMES`] renames, so the three
+/// overlap even when the machine runs one thread at a time for a while.
+#[test]
+fn a_listing_never_sees_half_a_rename() {
+    use uvfs::abi::RenameFlags;
+    /// Renames each renamer makes at least while the lister lists.
+    const RENAMES: u64 = 50_000;
+    const LISTINGS: u64 = 50_000;
+    let seed = seed();
+    let (checks, renames) = run(move |crew| {
+        let vfs = Vfs::new();
+        let setup = vfs.task(Cred::root());
+        setup.mkdirat(AT_FDCWD, "/d", 0o755).expect("mkdir /d");
+        let ino = |name: &str| {
+            let fd = setup
+                .openat(AT_FDCWD, name, OpenFlags::CREAT | OpenFlags::EXCL, 0o644)
+                .expect("create");
+            setup.close(fd).expect("close");
+            setup.stat(name).expect("stat").ino
+        };
+        let (x, y, m) = (ino("/d/x"), ino("/d/y"), ino("/d/m"));
+        let (swapper, mover, lister) = (
+            vfs.task(Cred::root()),
+            vfs.task(Cred::root()),
+            vfs.task(Cred::root()),
+        );
+        let done = AtomicBool::new(false);
+        let counts = [AtomicU64::new(0), AtomicU64::new(0)];
+        let (done, counts) = (&done, &counts);
+        thread::scope(|s| {
+            s.spawn(move || {
+                let _g = crew.enlist();
+                if !crew.start_line(3) {
+                    return;
+                }
+                let mut rounds = 0;
+                while !done.load(Ordering::Acquire) && rounds < MAX_READER_ROUNDS && !crew.stopped()
+                {
+                    swapper
+                        .renameat2(AT_FDCWD, "/d/x", AT_FDCWD, "/d/y", RenameFlags::EXCHANGE)
+                        .unwrap_or_else(|e| panic!("seed {seed}: exchange: {e:?}"));
+                    rounds += 1;
+                    counts[0].store(rounds, Ordering::Release);
+                }
+            });
+            s.spawn(move || {
+                let _g = crew.enlist();
+                if !crew.start_line(3) {
+                    return;
+                }
+                let mut rounds = 0;
+                while !done.load(Ordering::Acquire) && rounds < MAX_READER_ROUNDS && !crew.stopped()
+                {
+                    let (from, to) = if rounds % 2 == 0 {
+                        ("/d/m", "/d/n")
+                    } else {
+                        ("/d/n", "/d/m")
+                    };
+                    mover
+                        .renameat2(AT_FDCWD, from, AT_FDCWD, to, RenameFlags::empty())
+                        .unwrap_or_else(|e| panic!("seed {seed}: rename {from}: {e:?}"));
+                    rounds += 1;
+                    counts[1].store(rounds, Ordering::Release);
+                }
+            });
+            let l = s.spawn(move || {
+                let _g = crew.enlist();
+                let mut checks = 0u64;
+                if !crew.start_line(3) {
+                    return checks;
+                }
+                let fd = lister
+                    .openat(AT_FDCWD, "/d", OpenFlags::RDONLY | OpenFlags::DIRECTORY, 0)
+                    .expect("open /d");
+                let mut buf = vec![0u8; 4096];
+                let more = |checks: u64| {
+                    checks < LISTINGS || counts.iter().any(|c| c.load(Ordering::Acquire) < RENAMES)
+                };
+                while more(checks) && checks < MAX_READER_ROUNDS && !crew.stopped() {
+                    let mut names = listed(&lister, fd, &mut buf);
+                    names.sort();
+                    let of = |n: &[u8]| names.iter().find(|(k, _)| k == n).map(|&(_, i)| i);
+                    let (lx, ly) = (of(b"x"), of(b"y"));
+                    assert!(
+                        (lx, ly) == (Some(x), Some(y)) || (lx, ly) == (Some(y), Some(x)),
+                        "seed {seed}: x and y listed on {lx:?} and {ly:?}, not on {x} and {y} \
+                         one each: half an exchange ({names:?})"
+                    );
+                    let moved: Vec<_> = names
+                        .iter()
+                        .filter(|(k, _)| k == b"m" || k == b"n")
+                        .collect();
+                    assert!(
+                        moved.len() == 1 && moved[0].1 == m,
+                        "seed {seed}: m and n listed as {moved:?}, not one of them on {m}: half a \
+                         move"
+                    );
+                    assert_eq!(
+                        names.len(),
+                        3,
+                        "seed {seed}: only x, y and m or n: {names:?}"
+                    );
+                    checks += 1;
+                }
+                done.store(true, Ordering::Release);
+                lister.close(fd).expect("close");
+                checks
+            });
+            let checks = join(l);
+            (checks, counts.each_ref().map(|c| c.load(Ordering::Acquire)))
+        })
+    });
+    assert!(
+        checks >= LISTINGS,
+        "seed {seed}: every listing checked ({checks})"
+    );
+    assert!(
+        renames.iter().all(|&r| r >= RENAMES),
+        "seed {seed}: each renamer renamed while the listings ran ({renames:?})"
+    );
+}
