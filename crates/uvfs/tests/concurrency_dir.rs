@@ -1,5 +1,5 @@
-//! Seeded, bounded concurrency tests of creates, unlinks and listings at once in one directory:
-//! whatever locks they take, each must look atomic to the others. The rules are
+//! Seeded, bounded concurrency tests of creates, unlinks, renames and listings at once in one
+//! directory: whatever locks they take, each must look atomic to the others. The rules are
 //! those of `tests/concurrency.rs` (the same harness): every check counted and every count
 //! asserted, no sleeps, every loop bounded, a panic on any thread fails the test, a hang is
 //! declared after a deadline; seed `UVFS_STRESS_SEED`.
