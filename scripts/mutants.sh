@@ -13,7 +13,9 @@
 # `cargo test -p uvfs -p uvfs-conformance --lib --tests`: the parts skip cargo-mutants' baseline.
 # MUTANTS_TIMEOUT (seconds, default 240) bounds one mutant's tests; ITERATE=1 passes --iterate,
 # which skips mutants caught in an earlier run into the same OUT (to re-test survivors after
-# adding tests).
+# adding tests). SHARD=K/N runs only shard K (0-based) of N of each part, mutant i on shard
+# i mod N (cargo-mutants' round-robin sharding), so that a pass too long for one sitting can
+# be split: give each shard its own OUT; together the N shards test every mutant once.
 #
 # cargo-mutants runs this script as cargo ($CARGO, with UVFS_MUTANTS_AS_CARGO set): it passes
 # every call to cargo unchanged except the test run, which it splits in two so that a mutant
@@ -51,7 +53,8 @@ export CARGO=$self UVFS_MUTANTS_AS_CARGO=1
 # -j 2: two scratch trees; --timeout: a missed mutant's tests take 20 s on an idle machine and
 # over a minute when other builds share the two cores.
 COMMON=(-p uvfs --test-package uvfs --test-package uvfs-conformance -j 2 --copy-target true
-  --timeout ${MUTANTS_TIMEOUT:-240} --baseline skip ${ITERATE:+--iterate})
+  --timeout ${MUTANTS_TIMEOUT:-240} --baseline skip ${ITERATE:+--iterate}
+  ${SHARD:+--shard "$SHARD" --sharding round-robin})
 
 TMPFS_RW='RegData::resize|copy_small|zeroed_page|<impl FileOps for RegFile>::(read|write)'
 RENAME='Task::renameat2|rename|<impl InodeOps for Node>::(rename|setattr)'
@@ -98,10 +101,10 @@ for p in "${parts[@]}"; do
   [ -n "$re" ] && sel+=(--re "$re")
   [ "$p" = part3-attr ] && sel+=(-E '<impl std::fmt::Debug for Inode>::fmt')
   if [ -n "$list" ]; then
-    cargo-mutants mutants -p uvfs --list "${sel[@]}" | sed "s/^/$p /"
+    cargo-mutants mutants -p uvfs --list "${sel[@]}" ${SHARD:+--shard "$SHARD" --sharding round-robin} | sed "s/^/$p /"
     continue
   fi
-  echo "== $(date +%T) $p: $(cargo-mutants mutants -p uvfs --list "${sel[@]}" | wc -l) mutants"
+  echo "== $(date +%T) $p: $(cargo-mutants mutants -p uvfs --list "${sel[@]}" ${SHARD:+--shard "$SHARD" --sharding round-robin} | wc -l) mutants"
   cargo-mutants mutants "${COMMON[@]}" -o "$OUT/$p" "${sel[@]}" -- --lib --tests \
     >"$OUT/$p.log" 2>&1
   echo "== $(date +%T) $p done (exit $?): $(wc -l <"$OUT/$p/mutants.out/missed.txt") missed"
