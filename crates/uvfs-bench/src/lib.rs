@@ -2,6 +2,7 @@
 //! kernel, on uvfs, on uvfs "vanilla" and on the peers, interleaved in one run, and reports the
 //! results the way the seeds do (mmtests-style tables beside the host kernel).
 
+pub mod calibrate;
 pub mod column;
 pub mod columns;
 pub mod find;

@@ -273,16 +273,8 @@ pub fn run(
 }
 
 /// Picks an operation count that makes one sample last about `target`: a multiple of
-/// [`Params::ops_granule`] (whole walks for `find`), at least one granule.
+/// [`Params::ops_granule`] (whole walks for `find`), at least one granule
+/// ([`crate::calibrate::iterations`]).
 fn calibrate(c: &mut dyn Column, p: &Params, target: Duration) -> anyhow::Result<u64> {
-    let granule = p.ops_granule();
-    let mut ops = 16u64.next_multiple_of(granule);
-    loop {
-        let d = c.run(p, ops)?;
-        if d >= target / 4 || ops >= 1 << 26 {
-            let scaled = (ops as f64 * target.as_secs_f64() / d.as_secs_f64().max(1e-9)) as u64;
-            return Ok(scaled.clamp(8, 1 << 28).next_multiple_of(granule));
-        }
-        ops *= 8;
-    }
+    crate::calibrate::iterations(target, p.ops_granule(), |ops| c.run(p, ops))
 }

@@ -242,16 +242,8 @@ pub fn run_scale(
     Ok(result)
 }
 
-/// Picks an iteration count per copy that makes one sample last about `target`; the runs it
-/// takes to get there are the warm-up.
+/// Picks an iteration count per copy that makes one sample last about `target`
+/// ([`crate::calibrate::iterations`]); the runs it takes are the warm-up.
 fn calibrate(c: &mut dyn ScaleColumn, cfg: &Config, target: Duration) -> anyhow::Result<u64> {
-    let mut ops = 16u64;
-    loop {
-        let d = c.run(cfg, ops)?.elapsed;
-        if d >= target / 4 || ops >= 1 << 26 {
-            let scaled = (ops as f64 * target.as_secs_f64() / d.as_secs_f64().max(1e-9)) as u64;
-            return Ok(scaled.clamp(8, 1 << 28));
-        }
-        ops *= 8;
-    }
+    crate::calibrate::iterations(target, 1, |ops| c.run(cfg, ops).map(|r| r.elapsed))
 }
