@@ -463,3 +463,135 @@ fn a_listing_never_sees_half_a_rename() {
         "seed {seed}: each renamer renamed while the listings ran ({renames:?})"
     );
 }
+
+/// One task makes `/d/s` and renames it over the directory `/d/t`, over and over (done when
+/// `t` was empty, ENOTEMPTY otherwise, and then it removes `s`); another creates `/d/t/f`
+/// (`O_CREAT|O_EXCL`) and, when that succeeds, unlinks it. Linux: a rename that replaces a
+/// directory holds the victim's lock (`vfs_rename()` locks a replaced directory target) from
+/// its emptiness test until the victim is dead, and a create holds the directory's lock from
+/// its dead-directory test (ENOENT, `lookup_open()`) to the new entry, so a create lands
+/// either in a `t` that no rename will replace while `f` is in it, or not at all: every
+/// unlink of a made `f` succeeds, and at the end `/d` holds `t` alone, empty, with every inode
+/// given back. (Without that lock, `f` could be made in a `t` the rename found empty a moment
+/// before and then killed: the unlink would find no `f`, and `f`'s inode would be lost in a
+/// dead directory.)
+#[test]
+fn a_directory_replaced_by_rename_takes_no_create_after_its_emptiness_test() {
+    use uvfs::abi::RenameFlags;
+    /// Renames the renamer tries; the creator goes on until the renamer is done.
+    const RENAMES: u64 = 100_000;
+    let seed = seed();
+    let (tries, replaced, refused, unlinks) = run(move |crew| {
+        let vfs = Vfs::new();
+        let setup = vfs.task(Cred::root());
+        setup.mkdirat(AT_FDCWD, "/d", 0o755).expect("mkdir /d");
+        setup.mkdirat(AT_FDCWD, "/d/t", 0o755).expect("mkdir /d/t");
+        let free_before = setup.statfs("/").expect("statfs").ffree;
+        let (renamer, creator) = (vfs.task(Cred::root()), vfs.task(Cred::root()));
+        let done = AtomicBool::new(false);
+        let done = &done;
+        let (tries, replaced, refused, unlinks) = thread::scope(|s| {
+            let r = s.spawn(move || {
+                let _g = crew.enlist();
+                let (mut tries, mut replaced, mut refused) = (0u64, 0u64, 0u64);
+                if crew.start_line(2) {
+                    while tries < RENAMES && !crew.stopped() {
+                        renamer
+                            .mkdirat(AT_FDCWD, "/d/s", 0o755)
+                            .unwrap_or_else(|e| panic!("seed {seed}: mkdir /d/s: {e:?}"));
+                        match renamer.renameat2(
+                            AT_FDCWD,
+                            "/d/s",
+                            AT_FDCWD,
+                            "/d/t",
+                            RenameFlags::empty(),
+                        ) {
+                            Ok(()) => replaced += 1,
+                            Err(Errno::ENOTEMPTY) => {
+                                refused += 1;
+                                renamer
+                                    .unlinkat(AT_FDCWD, "/d/s", AtFlags::REMOVEDIR)
+                                    .unwrap_or_else(|e| panic!("seed {seed}: rmdir /d/s: {e:?}"));
+                            }
+                            Err(e) => panic!("seed {seed}: rename /d/s /d/t: {e:?}"),
+                        }
+                        tries += 1;
+                    }
+                }
+                done.store(true, Ordering::Release);
+                (tries, replaced, refused)
+            });
+            let c = s.spawn(move || {
+                let _g = crew.enlist();
+                let mut unlinks = 0u64;
+                if !crew.start_line(2) {
+                    return unlinks;
+                }
+                let mut rounds = 0;
+                while !done.load(Ordering::Acquire) && rounds < MAX_READER_ROUNDS && !crew.stopped()
+                {
+                    let flags = OpenFlags::CREAT | OpenFlags::EXCL | OpenFlags::WRONLY;
+                    match creator.openat(AT_FDCWD, "/d/t/f", flags, 0o644) {
+                        Ok(fd) => {
+                            creator.close(fd).expect("close");
+                            creator
+                                .unlinkat(AT_FDCWD, "/d/t/f", AtFlags::empty())
+                                .unwrap_or_else(|e| {
+                                    panic!(
+                                        "seed {seed}: unlink of the /d/t/f just made: {e:?} (made \
+                                         in a directory a rename then replaced)"
+                                    )
+                                });
+                            unlinks += 1;
+                        }
+                        // The create met a `t` already replaced (dead).
+                        Err(Errno::ENOENT) => {}
+                        Err(e) => panic!("seed {seed}: create /d/t/f: {e:?}"),
+                    }
+                    rounds += 1;
+                }
+                unlinks
+            });
+            let (tries, replaced, refused) = join(r);
+            (tries, replaced, refused, join(c))
+        });
+        // Quiet now: `/d` holds `t` alone, `t` is empty, and every inode was given back.
+        let fd = setup
+            .openat(AT_FDCWD, "/d", OpenFlags::RDONLY | OpenFlags::DIRECTORY, 0)
+            .expect("open /d");
+        let mut buf = vec![0u8; 4096];
+        let names: Vec<Vec<u8>> = listed(&setup, fd, &mut buf)
+            .into_iter()
+            .map(|(n, _)| n)
+            .collect();
+        assert_eq!(names, [b"t".to_vec()], "seed {seed}: /d holds t alone");
+        setup.close(fd).expect("close");
+        let fd = setup
+            .openat(
+                AT_FDCWD,
+                "/d/t",
+                OpenFlags::RDONLY | OpenFlags::DIRECTORY,
+                0,
+            )
+            .expect("open /d/t");
+        assert_eq!(
+            listed(&setup, fd, &mut buf),
+            [],
+            "seed {seed}: /d/t is empty"
+        );
+        setup.close(fd).expect("close");
+        assert_eq!(
+            setup.statfs("/").expect("statfs").ffree,
+            free_before,
+            "seed {seed}: every inode given back"
+        );
+        (tries, replaced, refused, unlinks)
+    });
+    assert_eq!(tries, RENAMES, "seed {seed}: every rename counted");
+    assert_eq!(replaced + refused, RENAMES, "seed {seed}");
+    // Both outcomes happened, and the creator made and removed `f` many times: the two met.
+    assert!(
+        replaced > 0 && refused > 0 && unlinks > 0,
+        "seed {seed}: {replaced} replaced, {refused} refused, {unlinks} unlinks"
+    );
+}
