@@ -459,10 +459,6 @@ impl AttrWriter<'_> {
         self.inode.clear_ctime_queried();
         self.set_ctime(t);
     }
-    /// The current permission bits.
-    pub fn perm(&self) -> u32 {
-        self.inode.perm.load(Ordering::Relaxed)
-    }
 }
 
 /// A timestamp to set in `setattr`.
