@@ -496,3 +496,83 @@ fn a_bind_onto_a_mount_being_unmounted_leaves_nothing_behind() {
         "seed {seed}: every inode given back"
     );
 }
+
+/// Two directories hold the same two files under other names (`/d1/a` and `/d2/d` are links
+/// of X, `/d1/b` and `/d2/c` of Y); one task swaps `/d1/a` and `/d1/b` (`RENAME_EXCHANGE`),
+/// another `/d2/c` and `/d2/d`, over and over. Two renames in two directories share no
+/// directory lock, yet each locks both inodes X and Y; Linux (`lock_two_nondirectories()`)
+/// takes two non-directories in address order, so that the two never wait for each other in
+/// a cycle, whichever end each rename has X at. So every exchange succeeds and none hangs (a
+/// deadlock fails the test at the harness's deadline), and at the end each name is still a
+/// link of X or Y, each inode with its two links.
+#[test]
+#[cfg_attr(
+    any(loom, feature = "shuttle"),
+    ignore = "skipped: uvfs built with loom/shuttle primitives, which work only inside a model"
+)]
+fn two_exchanges_of_the_same_two_files_in_two_directories_never_deadlock() {
+    const ROUNDS: u64 = 50_000;
+    let seed = seed();
+    let (swaps, inos, pair) = run(move |crew| {
+        let vfs = Vfs::new();
+        let setup = vfs.task(Cred::root());
+        for dir in ["/d1", "/d2"] {
+            setup.mkdirat(AT_FDCWD, dir, 0o755).expect("mkdir");
+        }
+        create(&setup, "/d1/a", seed);
+        create(&setup, "/d1/b", seed);
+        for (from, to) in [("/d1/a", "/d2/d"), ("/d1/b", "/d2/c")] {
+            setup
+                .linkat(AT_FDCWD, from, AT_FDCWD, to, AtFlags::empty())
+                .expect("link");
+        }
+        let ino = |p: &str| setup.stat(p).expect("stat").ino;
+        let pair = [ino("/d1/a"), ino("/d1/b")];
+        let swappers = [
+            (vfs.task(Cred::root()), "/d1/a", "/d1/b"),
+            (vfs.task(Cred::root()), "/d2/c", "/d2/d"),
+        ];
+        let swaps: u64 = thread::scope(|s| {
+            let hs: Vec<_> = swappers
+                .into_iter()
+                .map(|(t, x, y)| {
+                    s.spawn(move || {
+                        let _g = crew.enlist();
+                        let mut swaps = 0u64;
+                        if !crew.start_line(2) {
+                            return swaps;
+                        }
+                        while swaps < ROUNDS && !crew.stopped() {
+                            t.renameat2(AT_FDCWD, x, AT_FDCWD, y, RenameFlags::EXCHANGE)
+                                .unwrap_or_else(|e| panic!("seed {seed}: exchange {x} {y}: {e:?}"));
+                            swaps += 1;
+                        }
+                        swaps
+                    })
+                })
+                .collect();
+            hs.into_iter().map(join).sum()
+        });
+        let inos: Vec<(u64, u64)> = ["/d1/a", "/d1/b", "/d2/c", "/d2/d"]
+            .into_iter()
+            .map(|p| {
+                let st = setup.stat(p).expect("stat");
+                (st.ino, st.nlink)
+            })
+            .collect();
+        (swaps, inos, pair)
+    });
+    assert_eq!(swaps, 2 * ROUNDS, "seed {seed}: every exchange made");
+    let mut seen: Vec<u64> = inos.iter().map(|&(i, _)| i).collect();
+    seen.sort_unstable();
+    let mut want = vec![pair[0], pair[0], pair[1], pair[1]];
+    want.sort_unstable();
+    assert_eq!(
+        seen, want,
+        "seed {seed}: each name a link of X or Y, two each"
+    );
+    assert!(
+        inos.iter().all(|&(_, n)| n == 2),
+        "seed {seed}: every inode has its two links: {inos:?}"
+    );
+}
