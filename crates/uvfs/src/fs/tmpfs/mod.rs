@@ -776,3 +776,35 @@ impl InodeOps for Node {
         Ok(())
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::Node;
+    use crate::abi::{OpenFlags, AT_FDCWD};
+    use crate::{Cred, Vfs};
+
+    /// An empty file has no page map until something gives it pages (issue 7, compact
+    /// inodes): truncating it to 0, with either call, must not make one. Oracle: the memory
+    /// rule of `RegData` (a map is made by the first call that needs pages); the sizes and
+    /// stamps the calls give are checked against the host by the differential cases.
+    #[test]
+    fn truncating_a_file_without_pages_to_zero_makes_no_page_map() {
+        let vfs = Vfs::new();
+        let task = vfs.task(Cred::root());
+        let fd = task
+            .openat(AT_FDCWD, "/f", OpenFlags::CREAT | OpenFlags::RDWR, 0o644)
+            .unwrap();
+        let made = |task: &crate::Task| {
+            let file = task.fget(fd).unwrap();
+            Node::of(file.inode()).unwrap().reg_data_if_made().is_some()
+        };
+        assert!(!made(&task), "a new file has no page map");
+        task.ftruncate(fd, 0).unwrap();
+        task.truncate("/f", 0).unwrap();
+        assert!(!made(&task), "truncating to 0 made a page map");
+        // The check can fail: a call that needs pages makes the map.
+        task.ftruncate(fd, 1).unwrap();
+        assert!(made(&task), "a size of 1 needs the map");
+        task.close(fd).unwrap();
+    }
+}
