@@ -116,14 +116,17 @@ fn fallocate_remove_privs(
     clear_setid(inode, kill)
 }
 
-/// Clears the set-id bits `kill` (from [`should_remove_suid`]) with the inode lock held.
+/// Clears the set-id bits `kill` (from [`should_remove_suid`]) with the inode lock held. No
+/// stamp of its own: the write or allocation it comes with stamps mtime and ctime together
+/// (Linux: `__remove_privs()` asks `notify_change()` for `ATTR_KILL_S*ID` without
+/// `ATTR_CTIME`, and `file_modified()` then calls `file_update_time()`), so a clock tick
+/// between the two never leaves a ctime after the mtime.
 fn clear_setid(inode: &Inode, kill: u32) -> Result<()> {
     if kill == 0 {
         return Ok(());
     }
     let attr = SetAttr {
         perm: Some(inode.mode() & !kill & S_IALLUGO),
-        ctime: true,
         ..SetAttr::default()
     };
     inode.ops().setattr(inode, &attr)
