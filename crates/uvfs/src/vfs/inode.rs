@@ -104,32 +104,48 @@ pub struct InodeInit {
 ///
 /// Attribute fields are atomics grouped under `attr_seq`: readers (stat, permission checks)
 /// never lock; writers hold `attr_lock`.
+///
+/// Laid out in declaration order (`repr(C)`), hottest first: with its 16-byte `Arc` header an
+/// inode fills one 160-byte allocator block, and every other block starts 32 bytes into a
+/// cache line whose first half is the previous block's last 32 bytes. Those last bytes hold
+/// fields that no open, close, read, write or permission check touches (`ino`, `rdev`, btime,
+/// `blocks`), so the reference count and `fs_holds` that a thread writes on every open and
+/// close of its file never share a line with what another thread reads or writes for its own
+/// file, however the allocator placed the two inodes (docs/locking.md, "Shared written
+/// locations on the hot paths").
+#[repr(C)]
 pub struct Inode {
-    ino: u64,
-    file_type: FileType,
-    rdev: u64,
-    /// btime's seconds (its nanoseconds are in `times`).
-    btime_sec: i64,
-    sb: SbRef,
     /// Guards the attribute group below for lock-free readers.
     /// Writers hold `attr_lock`.
     attr_seq: SeqCount,
-    /// Serialises attribute writers (the write side of `attr_seq`).
-    /// Order: innermost; nothing is taken while holding it.
-    attr_lock: Mutex<()>,
     perm: AtomicU32,
     uid: AtomicU32,
     gid: AtomicU32,
-    nlink: AtomicU32,
+    sb: SbRef,
+    ops: Box<dyn InodeOps>,
+    file_type: FileType,
+    /// Serialises attribute writers (the write side of `attr_seq`).
+    /// Order: innermost; nothing is taken while holding it.
+    attr_lock: Mutex<()>,
+    /// The filesystem's count of its holders (tmpfs: open files and [`InodeOps::hold`]s;
+    /// Linux: `i_count`), kept here, beside the reference count that the same opens and
+    /// closes write, rather than in the filesystem's own part, which is a separate allocation
+    /// that shares cache lines with other inodes' parts.
+    fs_holds: AtomicU32,
     size: AtomicU64,
-    blocks: AtomicU64,
-    times: Times,
     flags: AtomicU32,
+    nlink: AtomicU32,
+    times: Times,
     /// The inode lock (Linux `i_rwsem`). Directories: exclusive for namespace changes in this
     /// directory, shared for lookups that fill the dcache. All inodes: exclusive for `setattr`.
     /// Order: see docs/locking.md (parent before child; `SuperBlock::rename_lock` before any).
     pub(crate) lock: RwLock<()>,
-    ops: Box<dyn InodeOps>,
+    // The cold tail: the last 32 bytes of the allocation (see above).
+    ino: u64,
+    rdev: u64,
+    /// btime's seconds (its nanoseconds are in `times`).
+    btime_sec: i64,
+    blocks: AtomicU64,
 }
 
 // With its `Arc` header an inode fills one 160-byte allocator class (issue 7, compact
@@ -137,6 +153,9 @@ pub struct Inode {
 // larger atomics.)
 #[cfg(not(any(loom, feature = "shuttle")))]
 const _: () = assert!(std::mem::size_of::<Inode>() <= 144);
+// The cold tail is the last 32 bytes.
+#[cfg(not(any(loom, feature = "shuttle")))]
+const _: () = assert!(std::mem::offset_of!(Inode, ino) == 144 - 32);
 
 impl Inode {
     /// Creates an inode of `sb` with the given identity and the filesystem's operations; all
@@ -161,6 +180,7 @@ impl Inode {
             flags: AtomicU32::new(0),
             lock: RwLock::new(()),
             ops,
+            fs_holds: AtomicU32::new(0),
         })
     }
 
@@ -213,6 +233,13 @@ impl Inode {
     pub fn gid(&self) -> u32 {
         self.gid.load(Ordering::Relaxed)
     }
+    /// The filesystem's count of its holders of this inode (see the field): the filesystem
+    /// alone reads and writes it; the VFS never does.
+    #[inline]
+    pub fn fs_holds(&self) -> &AtomicU32 {
+        &self.fs_holds
+    }
+
     /// Link count (single load).
     #[inline]
     pub fn nlink(&self) -> u32 {

@@ -14,7 +14,7 @@ pub use options::{total_ram_bytes, TmpfsOptions};
 
 use std::any::Any;
 use std::collections::BTreeMap;
-use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 
 use once_cell::race::OnceBox;
@@ -244,10 +244,6 @@ pub(crate) enum Kind {
 /// The private part of every tmpfs inode.
 pub(crate) struct Node {
     counters: CountersRef,
-    /// Holders of this inode: open file descriptions (`O_PATH` ones too) and the VFS's
-    /// [`InodeOps::hold`]s (cwds, roots, mounts). An unlinked inode keeps its space while any
-    /// is left (Linux: the inode's reference count, `i_count`).
-    holds: AtomicU32,
     /// The inode's charge (one inode, its pages) was returned to the instance.
     released: AtomicBool,
     /// Counted in `Counters::orphans`.
@@ -277,7 +273,6 @@ impl Node {
     fn new(counters: CountersRef, kind: Kind) -> Node {
         Node {
             counters,
-            holds: AtomicU32::new(0),
             released: AtomicBool::new(false),
             orphan: AtomicBool::new(false),
             pinning: AtomicBool::new(false),
@@ -326,7 +321,7 @@ impl Node {
         if inode.nlink() != 0 || self.released.load(Ordering::Acquire) {
             return;
         }
-        if self.holds.load(Ordering::Acquire) != 0 {
+        if inode.fs_holds().load(Ordering::Acquire) != 0 {
             self.mark_orphan();
             return;
         }
@@ -367,17 +362,20 @@ impl Node {
         }
     }
 
-    /// Counts a holder: an open file or a [`InodeOps::hold`].
-    fn take_hold(&self) {
-        self.holds.fetch_add(1, Ordering::SeqCst);
+    /// Counts a holder: an open file description (`O_PATH` ones too) or a VFS
+    /// [`InodeOps::hold`] (cwds, roots, mounts). An unlinked inode keeps its space while any is
+    /// left (Linux: the inode's reference count, `i_count`). The count is
+    /// [`Inode::fs_holds`], which shares a cache line with the inode's reference count.
+    fn take_hold(inode: &Inode) {
+        inode.fs_holds().fetch_add(1, Ordering::SeqCst);
     }
 
     /// Uncounts a holder; frees an unlinked inode that was the last one's, and gives back the
     /// directories its removed names kept.
     pub(crate) fn drop_hold(&self, inode: &Inode) {
-        // `SeqCst` pairs with `keep_parent`: it stores `pinning` and then loads `holds`, this
+        // `SeqCst` pairs with `keep_parent`: it stores `pinning` and then loads `Inode::fs_holds`, this
         // stores `holds` and then loads `pinning`, so one of the two sees the other.
-        let last = self.holds.fetch_sub(1, Ordering::SeqCst) == 1;
+        let last = inode.fs_holds().fetch_sub(1, Ordering::SeqCst) == 1;
         let pins = if last && self.pinning.load(Ordering::SeqCst) {
             let mut p = self.extra().parent_pins.lock();
             self.pinning.store(false, Ordering::SeqCst);
@@ -679,10 +677,10 @@ impl InodeOps for Node {
         Ok(())
     }
 
-    fn open(&self, _inode: &Arc<Inode>, _flags: OpenFlags) -> Result<Box<dyn FileOps>> {
+    fn open(&self, inode: &Arc<Inode>, _flags: OpenFlags) -> Result<Box<dyn FileOps>> {
         match &self.kind {
             Kind::Reg(data) => {
-                self.take_hold();
+                Node::take_hold(inode);
                 Ok(Box::new(file::RegFile {
                     data: data
                         .get()
@@ -691,7 +689,7 @@ impl InodeOps for Node {
                 }))
             }
             Kind::Dir(_) => {
-                self.take_hold();
+                Node::take_hold(inode);
                 Ok(Box::new(dir::DirFile))
             }
             Kind::Symlink(_) => Err(Errno::ELOOP),
@@ -699,28 +697,28 @@ impl InodeOps for Node {
         }
     }
 
-    fn open_path(&self, _inode: &Arc<Inode>) -> Box<dyn FileOps> {
-        self.take_hold();
+    fn open_path(&self, inode: &Arc<Inode>) -> Box<dyn FileOps> {
+        Node::take_hold(inode);
         Box::new(PathFile)
     }
 
-    fn hold(&self, _inode: &Inode) {
-        self.take_hold();
+    fn hold(&self, inode: &Inode) {
+        Node::take_hold(inode);
     }
 
     fn unhold(&self, inode: &Inode) {
         self.drop_hold(inode);
     }
 
-    fn keep_parent(&self, _inode: &Inode, dir: &Arc<Inode>) {
+    fn keep_parent(&self, inode: &Inode, dir: &Arc<Inode>) {
         // Whether a holder uses this very name is not known: any holder keeps the directory
         // (docs/divergences.md).
-        if self.holds.load(Ordering::SeqCst) == 0 {
+        if inode.fs_holds().load(Ordering::SeqCst) == 0 {
             return;
         }
         let mut pins = self.extra().parent_pins.lock();
         self.pinning.store(true, Ordering::SeqCst);
-        if self.holds.load(Ordering::SeqCst) != 0 {
+        if inode.fs_holds().load(Ordering::SeqCst) != 0 {
             pins.push(InodeHold::inode(dir));
         }
     }
