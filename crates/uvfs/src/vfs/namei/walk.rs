@@ -415,32 +415,47 @@ impl<'a> Walker<'a> {
     /// `..`: never above the walk's root; up through mount roots (Linux: `follow_dotdot()`).
     /// Where it stays put (at the root), it still goes down through mounts stacked there, as
     /// every step does (Linux: `step_into()` after `follow_dotdot()`).
-    fn follow_dotdot(&mut self, mut pos: Pos<'a>) -> Result<Pos<'a>> {
+    ///
+    /// From a mount's root it climbs to the first mountpoint up the chain that is not itself
+    /// a mount's root (Linux: `choose_mountpoint()`). If the chain reaches the walk's root
+    /// first, or a mount with no parent, `..` stays where it is: no mount is crossed, so
+    /// `RESOLVE_NO_XDEV` has nothing to refuse (a mount stacked on the root, reached as the
+    /// cwd, is its own `..`).
+    fn follow_dotdot(&mut self, pos: Pos<'a>) -> Result<Pos<'a>> {
         self.root_set = true;
-        loop {
-            // Linux's RCU-walk gives both EXDEV cases below up to ref-walk
-            // (`follow_dotdot_rcu()`), hence `cached_err`.
-            if pos.same(&self.root) {
-                if self.resolve.contains(ResolveFlags::BENEATH) {
-                    return Err(self.cached_err(Errno::EXDEV));
+        if pos.same(&self.root) {
+            return self.dotdot_in_root(pos);
+        }
+        let mut pos = pos;
+        if Arc::ptr_eq(pos.dentry.arc(), pos.mnt.root()) {
+            let mut up = match pos.mnt.parent() {
+                Some((pm, pd)) => Pos {
+                    mnt: Ref::O(pm),
+                    dentry: Ref::O(pd),
+                },
+                None => return self.dotdot_in_root(pos),
+            };
+            loop {
+                if up.same(&self.root) {
+                    return self.dotdot_in_root(pos);
                 }
-                return self.cross_mounts(pos);
-            }
-            if !Arc::ptr_eq(pos.dentry.arc(), pos.mnt.root()) {
-                break;
-            }
-            match pos.mnt.parent() {
-                Some((pm, pd)) => {
-                    if self.resolve.contains(ResolveFlags::NO_XDEV) {
-                        return Err(self.cached_err(Errno::EXDEV));
-                    }
-                    pos = Pos {
+                if !Arc::ptr_eq(up.dentry.arc(), up.mnt.root()) {
+                    break;
+                }
+                up = match up.mnt.parent() {
+                    Some((pm, pd)) => Pos {
                         mnt: Ref::O(pm),
                         dentry: Ref::O(pd),
-                    };
-                }
-                None => return self.cross_mounts(pos),
+                    },
+                    None => return self.dotdot_in_root(pos),
+                };
             }
+            // Linux's RCU-walk gives the EXDEV cases up to ref-walk (`follow_dotdot_rcu()`),
+            // hence `cached_err`.
+            if self.resolve.contains(ResolveFlags::NO_XDEV) {
+                return Err(self.cached_err(Errno::EXDEV));
+            }
+            pos = up;
         }
         let parent = match pos.dentry.parent() {
             Some(p) => p,
@@ -450,6 +465,15 @@ impl<'a> Walker<'a> {
             mnt: pos.mnt,
             dentry: Ref::O(parent),
         })
+    }
+
+    /// `..` that stays where it is (Linux: `follow_dotdot()`'s `in_root`): `EXDEV` under
+    /// `RESOLVE_BENEATH`, else down through the mounts stacked here.
+    fn dotdot_in_root(&self, pos: Pos<'a>) -> Result<Pos<'a>> {
+        if self.resolve.contains(ResolveFlags::BENEATH) {
+            return Err(self.cached_err(Errno::EXDEV));
+        }
+        self.cross_mounts(pos)
     }
 
     /// Jumps to the walk's root for an absolute path or link (Linux: `nd_jump_root()`).
