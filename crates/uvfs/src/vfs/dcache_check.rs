@@ -30,76 +30,18 @@
 //! dcache_check` (its own target dir, as in `.ci/run`), and
 //! `cargo test -p uvfs --features shuttle --lib --release dcache_check`.
 
-use std::any::Any;
 use std::sync::Arc;
 
 use super::cred::Cred;
 use super::dcache::{hash_len, hash_seed, MIN_SLOTS};
 use super::dentry::{Cached, Dentry};
-use super::inode::{Inode, InodeInit};
 use super::namei::fast::walk_cached;
 use super::namei::FollowLast;
-use super::ops::{FileOps, InodeOps, SuperOps};
-use super::super_block::{SbRef, SuperBlock};
-use crate::abi::{Errno, FileType, OpenFlags, Result, StatFs};
+use super::test_fixture::Fixture;
+use crate::abi::FileType;
 use crate::sync::atomic::Ordering;
 use crate::sync::model::{check, thread, AtomicBool};
 use crate::sync::rcu;
-
-/// A filesystem with nothing but inodes: the dcache never calls out to it.
-struct NoFs;
-
-impl SuperOps for NoFs {
-    fn fs_name(&self) -> &'static str {
-        "nofs"
-    }
-    fn statfs(&self, _sb: &SuperBlock) -> Result<StatFs> {
-        Err(Errno::EOPNOTSUPP)
-    }
-    fn as_any(&self) -> &dyn Any {
-        self
-    }
-}
-
-struct NoOps;
-
-impl InodeOps for NoOps {
-    fn as_any(&self) -> &dyn Any {
-        self
-    }
-    fn open(&self, _inode: &Arc<Inode>, _flags: OpenFlags) -> Result<Box<dyn FileOps>> {
-        Err(Errno::ENXIO)
-    }
-}
-
-pub(super) struct Fixture {
-    pub(super) sb: SbRef,
-}
-
-impl Fixture {
-    pub(super) fn new() -> Fixture {
-        Fixture {
-            sb: SuperBlock::new(Box::new(NoFs)),
-        }
-    }
-
-    pub(super) fn inode(&self, file_type: FileType) -> Arc<Inode> {
-        let init = InodeInit {
-            ino: self.sb.alloc_ino(),
-            file_type,
-            perm: 0o755,
-            uid: 0,
-            gid: 0,
-            rdev: 0,
-            nlink: 1,
-        };
-        Inode::new(&self.sb, init, Box::new(NoOps))
-    }
-
-    pub(super) fn root(&self) -> Arc<Dentry> {
-        Dentry::new_root(self.inode(FileType::Directory))
-    }
-}
 
 /// The production lookup of one component: what `Walker::lookup_one` and `step_cached` call.
 fn lookup(dir: &Dentry, name: &[u8]) -> Option<Arc<Dentry>> {

@@ -18,11 +18,11 @@
 use std::sync::atomic::AtomicUsize;
 use std::sync::Arc;
 
-use super::dcache_check::Fixture;
 use super::fd_table::FdTable;
 use super::file::FileDescription;
 use super::mount::{MntFlags, Mount, MountRef, VfsPath};
 use super::ops::FileOps;
+use super::test_fixture::Fixture;
 use crate::abi::{Errno, FileType, OpenFlags};
 use crate::sync::atomic::Ordering;
 use crate::sync::model::{check, thread, AtomicBool};

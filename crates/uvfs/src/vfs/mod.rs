@@ -19,6 +19,8 @@ pub mod ops;
 pub mod permission;
 pub mod super_block;
 pub mod task;
+#[cfg(test)]
+pub(crate) mod test_fixture;
 pub mod time;
 
 pub use cred::{Capabilities, Cred};

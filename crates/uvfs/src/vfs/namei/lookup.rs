@@ -54,25 +54,11 @@ mod tests {
     use std::sync::Arc;
 
     use super::{fs_lookup, lookup_slow};
-    use crate::abi::{Errno, FileType, OpenFlags, Result, StatFs};
+    use crate::abi::{Errno, FileType, OpenFlags, Result};
     use crate::vfs::dentry::Dentry;
-    use crate::vfs::inode::{Inode, InodeInit};
-    use crate::vfs::ops::{FileOps, InodeOps, SuperOps};
-    use crate::vfs::super_block::{SbRef, SuperBlock};
-
-    struct Fs;
-
-    impl SuperOps for Fs {
-        fn fs_name(&self) -> &'static str {
-            "lookupfs"
-        }
-        fn statfs(&self, _sb: &SuperBlock) -> Result<StatFs> {
-            Err(Errno::EOPNOTSUPP)
-        }
-        fn as_any(&self) -> &dyn Any {
-            self
-        }
-    }
+    use crate::vfs::inode::Inode;
+    use crate::vfs::ops::{FileOps, InodeOps};
+    use crate::vfs::test_fixture::Fixture;
 
     /// A directory whose only name, `x`, the filesystem knows and the dcache does not
     /// (`dcache_complete` is false, the trait's default): a filesystem with a backing store.
@@ -90,38 +76,14 @@ mod tests {
         }
     }
 
-    struct Leaf;
-
-    impl InodeOps for Leaf {
-        fn as_any(&self) -> &dyn Any {
-            self
-        }
-        fn open(&self, _inode: &Arc<Inode>, _flags: OpenFlags) -> Result<Box<dyn FileOps>> {
-            Err(Errno::ENXIO)
-        }
-    }
-
-    fn inode(sb: &SbRef, file_type: FileType, ops: Box<dyn InodeOps>) -> Arc<Inode> {
-        let init = InodeInit {
-            ino: sb.alloc_ino(),
-            file_type,
-            perm: 0o755,
-            uid: 0,
-            gid: 0,
-            rdev: 0,
-            nlink: 1,
-        };
-        Inode::new(sb, init, ops)
-    }
-
     /// Oracle: `InodeOps::dcache_complete`'s contract (a filesystem that does not keep every
     /// name in the dcache is asked for the names the dcache lacks; Linux: `lookup_slow()` calls
     /// `->lookup`). tmpfs keeps every name, so only a filesystem like this one reaches it.
     #[test]
     fn a_directory_whose_dcache_is_not_complete_asks_its_filesystem() {
-        let sb = SuperBlock::new(Box::new(Fs));
-        let x = inode(&sb, FileType::Regular, Box::new(Leaf));
-        let dir = inode(&sb, FileType::Directory, Box::new(Dir(x.clone())));
+        let f = Fixture::new();
+        let x = f.inode(FileType::Regular);
+        let dir = f.inode_with(FileType::Directory, Box::new(Dir(x.clone())));
         let found = fs_lookup(&dir, b"x").expect("lookup x");
         assert!(found.is_some_and(|i| Arc::ptr_eq(&i, &x)), "x is found");
         assert!(fs_lookup(&dir, b"y").expect("lookup y").is_none());

@@ -428,28 +428,23 @@ impl<'a> Walker<'a> {
         }
         let mut pos = pos;
         if Arc::ptr_eq(pos.dentry.arc(), pos.mnt.root()) {
-            let mut up = match pos.mnt.parent() {
-                Some((pm, pd)) => Pos {
+            let mut above = pos.mnt.parent();
+            let up = loop {
+                let Some((pm, pd)) = above else {
+                    return self.dotdot_in_root(pos);
+                };
+                let up = Pos {
                     mnt: Ref::O(pm),
                     dentry: Ref::O(pd),
-                },
-                None => return self.dotdot_in_root(pos),
-            };
-            loop {
+                };
                 if up.same(&self.root) {
                     return self.dotdot_in_root(pos);
                 }
                 if !Arc::ptr_eq(up.dentry.arc(), up.mnt.root()) {
-                    break;
+                    break up;
                 }
-                up = match up.mnt.parent() {
-                    Some((pm, pd)) => Pos {
-                        mnt: Ref::O(pm),
-                        dentry: Ref::O(pd),
-                    },
-                    None => return self.dotdot_in_root(pos),
-                };
-            }
+                above = up.mnt.parent();
+            };
             // Linux's RCU-walk gives the EXDEV cases up to ref-walk (`follow_dotdot_rcu()`),
             // hence `cached_err`.
             if self.resolve.contains(ResolveFlags::NO_XDEV) {
