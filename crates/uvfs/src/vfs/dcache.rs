@@ -122,6 +122,13 @@ fn load_partial(s: &[u8], at: usize, n: usize) -> u64 {
     }
 }
 
+/// The bytes of `s` (at most 7) as a little-endian word, zero-padded ([`Name::inline_word`]).
+#[inline(always)]
+pub(crate) fn load_short(s: &[u8]) -> u64 {
+    debug_assert!(s.len() < 8);
+    load_partial(s, 0, s.len())
+}
+
 /// Hash and length of a name in one word: `len << 32 | hash`, compared before the bytes.
 /// Linux: `hash_len` of `struct qstr`.
 #[inline]
@@ -338,12 +345,23 @@ impl ChildTable {
         // was unpublished (also when the owning table is dropped), and `guard` is active, so it is not reclaimed before `'g` ends, whatever happens to `self`.
         let b: &'g Buckets = unsafe { &*b };
         let mut p = rcu::protect(guard, b.slot(hash_len), Ordering::Acquire);
+        // A short name is compared as one word, the stored name's own (the bytes need not be
+        // loaded from anywhere else); a stored name whose `hash_len` matches has the same
+        // length, so it is inline exactly when the probe is.
+        let short = Name::fits_inline(name.len());
+        let word = if short { Name::inline_word(name) } else { 0 };
         while !p.is_null() {
             // SAFETY: nodes reachable from a published chain are retired through the collector
             // only after being unlinked; `guard` keeps them alive.
             let n = unsafe { &*p };
             let e = n.entry.get();
-            if e.hash_len == hash_len && same_name(&e.name, name) {
+            if e.hash_len == hash_len
+                && if short {
+                    e.name.word() == word
+                } else {
+                    same_name(&e.name, name)
+                }
+            {
                 return Some(n);
             }
             p = rcu::protect(guard, &n.next, Ordering::Acquire);
