@@ -157,6 +157,13 @@ const _: () = assert!(std::mem::size_of::<Inode>() <= 144);
 #[cfg(not(any(loom, feature = "shuttle")))]
 const _: () = assert!(std::mem::offset_of!(Inode, ino) == 144 - 32);
 
+impl Drop for Inode {
+    fn drop(&mut self) {
+        let this: &Inode = self;
+        this.ops.evict(this);
+    }
+}
+
 impl Inode {
     /// Creates an inode of `sb` with the given identity and the filesystem's operations; all
     /// four timestamps are "now".

@@ -107,6 +107,11 @@ pub trait InodeOps: Send + Sync + 'static {
         Err(Errno::ENOTDIR)
     }
 
+    /// Called once as the inode is freed (its last reference gone), before any of its fields
+    /// is dropped: the filesystem gives back what the inode was charged while the inode, and
+    /// so its superblock, is still whole (Linux: `evict_inode`).
+    fn evict(&self, inode: &Inode) {}
+
     /// True if every name this directory has is in the dcache from its creation until its
     /// removal (a filesystem whose dentries are its directory, as tmpfs's are in Linux):
     /// a name the dcache does not have is then missing, and the VFS does not call

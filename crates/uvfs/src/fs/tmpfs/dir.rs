@@ -5,7 +5,7 @@ use std::sync::Arc;
 use hashbrown::HashTable;
 use parking_lot::RwLock;
 
-use super::{Node, BOGO_DIRENT_SIZE};
+use super::{CountersRef, Node, BOGO_DIRENT_SIZE};
 use crate::abi::{Errno, RenameFlags, Result, Whence};
 use crate::vfs::dcache::{hash_len, hash_seed};
 use crate::vfs::inode::{Inode, Stamp};
@@ -357,14 +357,25 @@ impl Entries {
 /// (the offset of the next entry to return) returns entries that existed when the listing
 /// passed them and not those created at the head since; a listing that reached the end stays
 /// there (`END_POS`) until it is rewound (Linux: `offset_iterate_dir()` in fs/libfs.c).
-#[derive(Default)]
 pub(crate) struct DirData {
     /// Protects: the entry maps. Taken under the VFS inode lock for changes; shared by readdir
     /// and lookup. Order: after the directory's inode lock; innermost.
     inner: RwLock<Entries>,
+    /// The instance's accounting, which every create and unlink in this directory charges:
+    /// one reference per directory, where a reference in every node cost a word per file and
+    /// a count taken and dropped per file made and freed, and the way through the superblock
+    /// ([`super::counters`]) two dynamic calls per create and unlink.
+    pub(super) counters: CountersRef,
 }
 
 impl DirData {
+    pub(super) fn new(counters: CountersRef) -> DirData {
+        DirData {
+            inner: RwLock::default(),
+            counters,
+        }
+    }
+
     pub(crate) fn get(&self, name: &[u8]) -> Option<Arc<Inode>> {
         let e = self.inner.read();
         e.find(name).and_then(|i| e.at(i).inode.clone())
@@ -629,7 +640,7 @@ pub(super) fn rename(
             });
         } else {
             if tgt.nlink() > 1 {
-                old_node.counters.free_inode();
+                od.counters.free_inode();
             }
             tgt.write_attrs(|w| {
                 w.add_nlink(-1);
@@ -641,7 +652,7 @@ pub(super) fn rename(
             w.set_ctime_to(now);
         });
         if let Some(tn) = Node::of(&tgt) {
-            tn.maybe_release(&tgt);
+            tn.maybe_release_in(&tgt, &nd.counters);
         }
         replaced = Some(tgt);
     }

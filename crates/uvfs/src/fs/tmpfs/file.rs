@@ -8,7 +8,7 @@ use once_cell::sync::OnceCell;
 
 use parking_lot::RwLock;
 
-use super::{Counters, CountersRef, Node};
+use super::{CountersRef, Node};
 use crate::abi::{Errno, FallocFlags, Result, Whence, BLOCK_UNIT, MAX_LFS_FILESIZE, PAGE_SIZE};
 use crate::vfs::inode::Inode;
 use crate::vfs::ops::{generic_llseek, FileOps, WritePos};
@@ -84,7 +84,8 @@ impl RegData {
     /// `fallocate(FALLOC_FL_KEEP_SIZE)` put past the old end included, and the tail of the last
     /// page is zeroed (Linux: `shmem_setattr()` calls `shmem_truncate_range()` for a size that
     /// shrinks or stays). Returns whether to stamp mtime and ctime.
-    pub(crate) fn resize(&self, inode: &Inode, counters: &Counters, new: u64) -> Result<bool> {
+    pub(crate) fn resize(&self, inode: &Inode, new: u64) -> Result<bool> {
+        let counters = &*self.counters;
         let mut pages = self.pages.write();
         let old = inode.size();
         let had = pages.map.len() as u64;
@@ -154,8 +155,9 @@ impl RegFile {
         if let Some(d) = self.data.get() {
             return Ok(d);
         }
-        let d = Node::of(file.inode())
-            .and_then(Node::reg_data)
+        let inode = file.inode();
+        let d = Node::of(inode)
+            .and_then(|n| n.reg_data(inode))
             .ok_or(Errno::EINVAL)?;
         Ok(self.data.get_or_init(|| d.clone()))
     }
