@@ -130,7 +130,7 @@ fn copy_small(dst: &mut [u8], src: &[u8]) {
 /// An open tmpfs regular file: holds the pages directly once the file has them, so I/O
 /// needs no down-cast after its first call that finds them.
 pub(crate) struct RegFile {
-    /// The inode's pages (`Kind::Reg`), copied here the first time they are found.
+    /// The inode's pages (`Contents::Reg`), copied here the first time they are found.
     /// once_cell's cell, not std's `OnceLock`: an open of a file that has pages fills it
     /// with `with_value`, where `OnceLock::from` runs the `Once` machinery (about 80
     /// instructions per open, callgrind).

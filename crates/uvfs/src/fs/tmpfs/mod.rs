@@ -171,7 +171,7 @@ impl Tmpfs {
         let root = Inode::new(
             &sb,
             init,
-            Box::new(Node::new(Kind::Dir(Box::new(DirData::new(counters))))),
+            Box::new(Node::with(Contents::Dir(Box::new(DirData::new(counters))))),
         );
         root.write_attrs(|w| w.set_size(2 * BOGO_DIRENT_SIZE));
         Ok((sb.clone(), Dentry::new_root(root)))
@@ -253,18 +253,35 @@ impl SuperOps for Tmpfs {
     }
 }
 
-/// What kind of tmpfs inode this is, with its contents. Every variant is at most a pointer
-/// and a word, so a regular file does not carry a directory's maps: issue 7's compact inodes.
-pub(crate) enum Kind {
-    Dir(Box<DirData>),
-    /// The pages, made by the first call that may add one (write, fallocate, a resize to a
-    /// non-zero size): an empty file has none, and none is made to open it. One word (a
-    /// `OnceLock` takes two).
-    Reg(OnceBox<Arc<RegData>>),
-    /// The target, behind one more pointer so that a symlink's variant is one word too.
-    Symlink(Box<Arc<[u8]>>),
+/// What kind of tmpfs inode this is (its contents are in [`Node::data`]).
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum Kind {
+    Dir,
+    Reg,
+    Symlink,
     /// FIFO, socket or device node: no contents.
     Special,
+}
+
+/// The contents of a tmpfs inode.
+enum Contents {
+    /// Behind a pointer, so that `Data` is small for the other kinds.
+    Dir(Box<DirData>),
+    /// The pages.
+    Reg(Arc<RegData>),
+    /// The target.
+    Symlink(Arc<[u8]>),
+    Special,
+}
+
+/// The contents of a tmpfs inode and what few inodes use, in one block: made with the inode
+/// for a directory or a symlink, and at the first need for the others (a regular file's
+/// first page, by a write, fallocate or a resize to a non-zero size; an xattr; a pinned
+/// parent). An empty file has none, and none is made to open it.
+struct Data {
+    contents: Contents,
+    /// Made at the first `setxattr` or the first pinned parent.
+    extra: OnceBox<Extra>,
 }
 
 /// The private part of every tmpfs inode.
@@ -275,14 +292,14 @@ pub(crate) struct Node {
     orphan: AtomicBool,
     /// `Extra::parent_pins` may be non-empty: the last holder's going looks at them.
     pinning: AtomicBool,
-    /// What few inodes use: made at the first `setxattr` or the first pinned parent.
-    extra: OnceBox<Extra>,
-    pub(crate) kind: Kind,
+    kind: Kind,
+    /// One word for everything else (a `OnceLock` takes two).
+    data: OnceBox<Data>,
 }
 
-// An empty file's tmpfs part fits one 64-byte allocator chunk with its header (issue 7,
-// compact inodes); a field added here should be weighed against that.
-const _: () = assert!(std::mem::size_of::<Node>() <= 32);
+// An empty file's tmpfs part is a 16-byte block: four bytes of flags and kind, and one
+// pointer (issue 7, compact objects); a field added here should be weighed against that.
+const _: () = assert!(std::mem::size_of::<Node>() <= 16);
 
 /// The part of a tmpfs inode that most inodes never need, out of line.
 #[derive(Default)]
@@ -295,14 +312,62 @@ struct Extra {
 }
 
 impl Node {
+    /// A node of `kind` with no contents yet (a regular file or a special file).
     fn new(kind: Kind) -> Node {
+        debug_assert!(matches!(kind, Kind::Reg | Kind::Special));
         Node {
             released: AtomicBool::new(false),
             orphan: AtomicBool::new(false),
             pinning: AtomicBool::new(false),
-            extra: OnceBox::new(),
             kind,
+            data: OnceBox::new(),
         }
+    }
+
+    /// A node with its contents (a directory or a symlink).
+    fn with(contents: Contents) -> Node {
+        let kind = match contents {
+            Contents::Dir(_) => Kind::Dir,
+            Contents::Reg(_) => Kind::Reg,
+            Contents::Symlink(_) => Kind::Symlink,
+            Contents::Special => Kind::Special,
+        };
+        Node {
+            released: AtomicBool::new(false),
+            orphan: AtomicBool::new(false),
+            pinning: AtomicBool::new(false),
+            kind,
+            data: OnceBox::with_value(Box::new(Data {
+                contents,
+                extra: OnceBox::new(),
+            })),
+        }
+    }
+
+    /// The contents, made now if they are not yet (`inode` is this node's).
+    fn data(&self, inode: &Inode) -> &Data {
+        self.data.get_or_init(|| {
+            let contents = match self.kind {
+                Kind::Reg => {
+                    Contents::Reg(Arc::new(RegData::new(Tmpfs::of(inode).counters.clone())))
+                }
+                Kind::Special => Contents::Special,
+                // Made with the node.
+                Kind::Dir | Kind::Symlink => unreachable!("a {:?} node has its data", self.kind),
+            };
+            Box::new(Data {
+                contents,
+                extra: OnceBox::new(),
+            })
+        })
+    }
+
+    fn contents_if_made(&self) -> Option<&Contents> {
+        self.data.get().map(|d| &d.contents)
+    }
+
+    fn extra_if_made(&self) -> Option<&Extra> {
+        self.data.get()?.extra.get()
     }
 
     /// The tmpfs node of a VFS inode, if it is one.
@@ -310,32 +375,34 @@ impl Node {
         inode.ops().as_any().downcast_ref::<Node>()
     }
 
-    fn extra(&self) -> &Extra {
-        self.extra.get_or_init(Box::default)
+    /// `inode` is this node's.
+    fn extra(&self, inode: &Inode) -> &Extra {
+        self.data(inode).extra.get_or_init(Box::default)
     }
 
     /// The pages of a regular file (`inode`, this node's), made on the first call (`None` for
     /// other kinds).
     pub(crate) fn reg_data(&self, inode: &Inode) -> Option<&Arc<RegData>> {
-        match &self.kind {
-            Kind::Reg(r) => Some(r.get_or_init(|| {
-                Box::new(Arc::new(RegData::new(Tmpfs::of(inode).counters.clone())))
-            })),
+        if self.kind != Kind::Reg {
+            return None;
+        }
+        match &self.data(inode).contents {
+            Contents::Reg(r) => Some(r),
             _ => None,
         }
     }
 
     /// The pages of a regular file if it has any yet.
     pub(crate) fn reg_data_if_made(&self) -> Option<&Arc<RegData>> {
-        match &self.kind {
-            Kind::Reg(r) => r.get(),
+        match self.contents_if_made()? {
+            Contents::Reg(r) => Some(r),
             _ => None,
         }
     }
 
     fn dir(&self) -> Result<&DirData> {
-        match &self.kind {
-            Kind::Dir(d) => Ok(d),
+        match self.contents_if_made() {
+            Some(Contents::Dir(d)) => Ok(d),
             _ => Err(Errno::ENOTDIR),
         }
     }
@@ -379,7 +446,7 @@ impl Node {
             c.free_blocks(pages);
             inode.write_attrs(|w| w.set_blocks(0));
         }
-        if let Kind::Symlink(t) = &self.kind {
+        if let Some(Contents::Symlink(t)) = self.contents_if_made() {
             if t.len() > SHORT_SYMLINK_LEN {
                 c.free_blocks(1);
             }
@@ -396,7 +463,7 @@ impl Node {
     }
 
     fn free_xattrs(&self, c: &Counters) {
-        let Some(e) = self.extra.get() else {
+        let Some(e) = self.extra_if_made() else {
             return;
         };
         let x = std::mem::take(&mut *e.xattrs.lock());
@@ -420,7 +487,7 @@ impl Node {
         // stores `holds` and then loads `pinning`, so one of the two sees the other.
         let last = inode.fs_holds().fetch_sub(1, Ordering::SeqCst) == 1;
         let pins = if last && self.pinning.load(Ordering::SeqCst) {
-            let mut p = self.extra().parent_pins.lock();
+            let mut p = self.extra(inode).parent_pins.lock();
             self.pinning.store(false, Ordering::SeqCst);
             std::mem::take(&mut *p)
         } else {
@@ -432,7 +499,7 @@ impl Node {
 
     /// Allocates and initialises a new inode of this instance (Linux: `shmem_get_inode()`).
     /// `self` is the directory's node.
-    fn new_inode(&self, dir: &Inode, new: &NewInode<'_>, kind: Kind) -> Result<Arc<Inode>> {
+    fn new_inode(&self, dir: &Inode, new: &NewInode<'_>, node: Node) -> Result<Arc<Inode>> {
         self.dir()?.counters.alloc_inode()?;
         let file_type = FileType::from_mode(new.mode).ok_or(Errno::EINVAL)?;
         let nlink = if file_type == FileType::Directory {
@@ -449,7 +516,7 @@ impl Node {
             rdev: new.rdev,
             nlink,
         };
-        let inode = Inode::new(dir.sb(), init, Box::new(Node::new(kind)));
+        let inode = Inode::new(dir.sb(), init, Box::new(node));
         if file_type == FileType::Directory {
             inode.write_attrs(|w| w.set_size(2 * BOGO_DIRENT_SIZE));
         }
@@ -462,11 +529,11 @@ impl Node {
         dir: &Inode,
         name: &Name,
         new: &NewInode<'_>,
-        kind: Kind,
+        node: Node,
     ) -> Result<Arc<Inode>> {
         let d = self.dir()?;
-        let is_dir = matches!(kind, Kind::Dir(_));
-        let inode = self.new_inode(dir, new, kind)?;
+        let is_dir = node.kind == Kind::Dir;
+        let inode = self.new_inode(dir, new, node)?;
         stamp_new_entry(dir, &inode, if is_dir { 1 } else { 0 }, || {
             d.add(name, inode.clone())
         });
@@ -478,7 +545,7 @@ impl Node {
     /// has moved (Linux: `shmem_whiteout()` calls `shmem_mknod()`).
     fn make_whiteout(&self, dir: &Inode, name: &[u8], new: &NewInode<'_>) -> Result<Arc<Inode>> {
         let d = self.dir()?;
-        let inode = self.new_inode(dir, new, Kind::Special)?;
+        let inode = self.new_inode(dir, new, Node::new(Kind::Special))?;
         stamp_new_entry(dir, &inode, 0, || d.reserve(name));
         Ok(inode)
     }
@@ -566,11 +633,11 @@ impl InodeOps for Node {
     /// rename's whiteout, `linkat` of an `O_TMPFILE`) and loses it only with the entry
     /// (unlink, rmdir, rename): nothing evicts a positive dentry.
     fn dcache_complete(&self) -> bool {
-        matches!(self.kind, Kind::Dir(_))
+        self.kind == Kind::Dir
     }
 
     fn create(&self, dir: &Inode, name: &Name, new: &NewInode<'_>) -> Result<Arc<Inode>> {
-        self.create_entry(dir, name, new, Kind::Reg(OnceBox::new()))
+        self.create_entry(dir, name, new, Node::new(Kind::Reg))
     }
 
     fn mkdir(&self, dir: &Inode, name: &Name, new: &NewInode<'_>) -> Result<Arc<Inode>> {
@@ -578,13 +645,14 @@ impl InodeOps for Node {
             return Err(Errno::EMLINK);
         }
         let counters = self.dir()?.counters.clone();
-        self.create_entry(dir, name, new, Kind::Dir(Box::new(DirData::new(counters))))
+        let node = Node::with(Contents::Dir(Box::new(DirData::new(counters))));
+        self.create_entry(dir, name, new, node)
     }
 
     fn mknod(&self, dir: &Inode, name: &Name, new: &NewInode<'_>) -> Result<Arc<Inode>> {
         let kind = match FileType::from_mode(new.mode) {
-            Some(FileType::Regular) => Kind::Reg(OnceBox::new()),
-            _ => Kind::Special,
+            Some(FileType::Regular) => Node::new(Kind::Reg),
+            _ => Node::new(Kind::Special),
         };
         self.create_entry(dir, name, new, kind)
     }
@@ -601,7 +669,8 @@ impl InodeOps for Node {
         if long {
             c.alloc_blocks(1)?;
         }
-        let r = self.create_entry(dir, name, new, Kind::Symlink(Box::new(Arc::from(target))));
+        let node = Node::with(Contents::Symlink(Arc::from(target)));
+        let r = self.create_entry(dir, name, new, node);
         match &r {
             Ok(inode) => inode.write_attrs(|w| {
                 w.set_size(target.len() as u64);
@@ -617,7 +686,7 @@ impl InodeOps for Node {
 
     fn tmpfile(&self, dir: &Inode, new: &NewInode<'_>) -> Result<Arc<Inode>> {
         self.dir()?;
-        let inode = self.new_inode(dir, new, Kind::Reg(OnceBox::new()))?;
+        let inode = self.new_inode(dir, new, Node::new(Kind::Reg))?;
         if let Some(n) = Node::of(&inode) {
             n.mark_orphan(counters(&inode));
         }
@@ -695,18 +764,18 @@ impl InodeOps for Node {
     }
 
     fn get_link(&self, _inode: &Inode) -> Result<Arc<[u8]>> {
-        match &self.kind {
-            Kind::Symlink(t) => Ok(Arc::clone(t)),
+        match self.contents_if_made() {
+            Some(Contents::Symlink(t)) => Ok(Arc::clone(t)),
             _ => Err(Errno::EINVAL),
         }
     }
 
     fn setattr(&self, inode: &Inode, attr: &SetAttr) -> Result<()> {
         let mut attr = *attr;
-        if let (Some(size), Kind::Reg(lazy)) = (attr.size, &self.kind) {
+        if let (Some(size), Kind::Reg) = (attr.size, self.kind) {
             // A file with no pages has size 0 (every call that changes the size makes them),
             // so truncating it to 0 changes nothing and needs none.
-            let stamp = match lazy.get() {
+            let stamp = match self.reg_data_if_made() {
                 None if size == 0 => false,
                 _ => self
                     .reg_data(inode)
@@ -725,21 +794,21 @@ impl InodeOps for Node {
     }
 
     fn open(&self, inode: &Arc<Inode>, _flags: OpenFlags) -> Result<Box<dyn FileOps>> {
-        match &self.kind {
-            Kind::Reg(data) => {
+        match self.kind {
+            Kind::Reg => {
                 Node::take_hold(inode);
                 Ok(Box::new(file::RegFile {
-                    data: data
-                        .get()
+                    data: self
+                        .reg_data_if_made()
                         .cloned()
                         .map_or_else(OnceCell::new, OnceCell::with_value),
                 }))
             }
-            Kind::Dir(_) => {
+            Kind::Dir => {
                 Node::take_hold(inode);
                 Ok(Box::new(dir::DirFile))
             }
-            Kind::Symlink(_) => Err(Errno::ELOOP),
+            Kind::Symlink => Err(Errno::ELOOP),
             Kind::Special => Err(Errno::ENXIO),
         }
     }
@@ -763,7 +832,7 @@ impl InodeOps for Node {
         if inode.fs_holds().load(Ordering::SeqCst) == 0 {
             return;
         }
-        let mut pins = self.extra().parent_pins.lock();
+        let mut pins = self.extra(inode).parent_pins.lock();
         self.pinning.store(true, Ordering::SeqCst);
         if inode.fs_holds().load(Ordering::SeqCst) != 0 {
             pins.push(InodeHold::inode(dir));
@@ -771,7 +840,7 @@ impl InodeOps for Node {
     }
 
     fn getxattr(&self, _inode: &Inode, name: &[u8]) -> Result<Vec<u8>> {
-        let Some(e) = self.extra.get() else {
+        let Some(e) = self.extra_if_made() else {
             return Err(Errno::ENODATA);
         };
         let value = e.xattrs.lock().get(name).cloned();
@@ -783,7 +852,7 @@ impl InodeOps for Node {
         let c = counters(inode);
         c.alloc_ispace(xattr_space(name, value.len()))?;
         let old = {
-            let mut x = self.extra().xattrs.lock();
+            let mut x = self.extra(inode).xattrs.lock();
             let exists = x.contains_key(name);
             let refused = if flags.contains(XattrFlags::CREATE) && exists {
                 Some(Errno::EEXIST)
@@ -808,14 +877,13 @@ impl InodeOps for Node {
 
     fn listxattr(&self, _inode: &Inode) -> Result<Vec<Vec<u8>>> {
         Ok(self
-            .extra
-            .get()
+            .extra_if_made()
             .map(|e| e.xattrs.lock().keys().cloned().collect())
             .unwrap_or_default())
     }
 
     fn removexattr(&self, inode: &Inode, name: &[u8]) -> Result<()> {
-        let e = self.extra.get().ok_or(Errno::ENODATA)?;
+        let e = self.extra_if_made().ok_or(Errno::ENODATA)?;
         let old = e.xattrs.lock().remove(name).ok_or(Errno::ENODATA)?;
         counters(inode).free_ispace(xattr_space(name, old.len()));
         inode.touch_ctime(Stamp::Ctime);
