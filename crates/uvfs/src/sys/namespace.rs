@@ -482,9 +482,16 @@ impl Task {
         let whiteout = flags
             .contains(RenameFlags::WHITEOUT)
             .then(|| new_inode(&cred, &odir, FileType::CharDevice.mode_bits(), 0));
-        let made = odir
-            .ops()
-            .rename(&odir, &op.name, &ndir, &np.name, flags, whiteout.as_ref())?;
+        let made = odir.ops().rename(
+            &odir,
+            &op.name,
+            &src,
+            &ndir,
+            &np.name,
+            tgt.as_ref(),
+            flags,
+            whiteout.as_ref(),
+        )?;
         if exchange {
             od.d_exchange(&op.name, &old_child, &nd, &np.name, &new_child);
         } else {

@@ -194,8 +194,9 @@ pub trait InodeOps: Send + Sync + 'static {
         Err(Errno::EPERM)
     }
 
-    /// Renames `old_name` in this directory to `new_name` in `new_dir` (same superblock).
-    /// The VFS has checked types, emptiness of a replaced directory, loops and `flags`.
+    /// Renames `old_name` (the inode `src`) in this directory to `new_name` in `new_dir`
+    /// (same superblock), which names `tgt` if it exists (Linux passes both dentries). The VFS
+    /// has checked types, emptiness of a replaced directory, loops and `flags`.
     ///
     /// With `RENAME_WHITEOUT`, `whiteout` is the new inode to leave at `old_name` (a
     /// character device 0:0); the filesystem makes it before it moves anything, so a failure
@@ -209,12 +210,15 @@ pub trait InodeOps: Send + Sync + 'static {
     /// # Errors
     /// `EMLINK`, `ENOSPC` (also: no inode left for the whiteout); `EINVAL` for unsupported
     /// flags.
+    #[allow(clippy::too_many_arguments)] // Reason: Linux's `rename` takes as much.
     fn rename(
         &self,
         old_dir: &Inode,
         old_name: &[u8],
+        src: &Arc<Inode>,
         new_dir: &Inode,
         new_name: &[u8],
+        tgt: Option<&Arc<Inode>>,
         flags: RenameFlags,
         whiteout: Option<&NewInode<'_>>,
     ) -> Result<Option<Arc<Inode>>> {

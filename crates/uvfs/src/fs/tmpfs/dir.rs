@@ -1,5 +1,6 @@
 //! tmpfs directories: entries with stable offsets, `readdir`, `rename`.
 
+use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::Arc;
 
 use hashbrown::HashTable;
@@ -153,15 +154,28 @@ impl OffIndex {
 ///
 /// Stored compactly: the entries in one array (a removed one leaves a hole the next insert
 /// reuses, and the array is compacted when three quarters are holes), linked into the list by
-/// index, and two indexes of array positions: by name (a hash table of 4-byte positions) and
-/// by offset (a sorted array of 4-byte pairs, [`OffIndex`]).
+/// index, and indexed by offset (a sorted array of 4-byte pairs, [`OffIndex`]).
+///
+/// There is no index by name: the dcache has every name of a tmpfs directory
+/// ([`InodeOps::dcache_complete`](crate::vfs::ops::InodeOps::dcache_complete)), and every
+/// call that changes a name names its inode too. An entry is found from its inode: each
+/// tmpfs node's `slot` holds the array position of one of its inode's names, in whichever
+/// directory has it (the first name that found the slot free); the other names of an inode
+/// with several links, which directories alone, are in their directory's `multi`, a hash table
+/// by name that no directory without such names allocates. So a name is in `multi` or is its
+/// inode's slot entry, never both (Linux: a tmpfs dentry carries its offset,
+/// `dentry->d_fsdata`; here the dentry is not the filesystem's to extend). Issue 7, compact
+/// objects: the name index cost 10 to 14 bytes per file, and a name hash per create and unlink.
 struct Entries {
     slab: Vec<Option<Entry>>,
     /// The holes of `slab`.
     free: Vec<u32>,
     /// The newest entry, or `NIL`.
     head: u32,
-    by_name: HashTable<u32>,
+    /// Entries with an inode.
+    named: u32,
+    /// Positions of the named entries whose inode's slot names another entry (see above).
+    multi: HashTable<u32>,
     /// Offset to position.
     by_off: OffIndex,
     /// Where the search for the next free offset starts (0: none taken yet).
@@ -177,7 +191,8 @@ impl Default for Entries {
             slab: Vec::new(),
             free: Vec::new(),
             head: NIL,
-            by_name: HashTable::new(),
+            named: 0,
+            multi: HashTable::new(),
             by_off: OffIndex::default(),
             next_off: 0,
             reserved: None,
@@ -185,12 +200,19 @@ impl Default for Entries {
     }
 }
 
-/// The test `Entries::by_name` probes with: position `i` holds an entry named `name`.
+/// The test `Entries::multi` probes with: position `i` holds an entry named `name`.
 fn names<'a>(slab: &'a [Option<Entry>], name: &'a [u8]) -> impl Fn(&u32) -> bool + 'a {
     move |&i| slab[i as usize].as_ref().is_some_and(|e| *e.name == *name)
 }
 
-/// The hash of a name in `Entries::by_name` (seeded per process, as the dcache's).
+/// The slot of a tmpfs inode: the position of its slot entry, or `NIL`.
+fn slot_of(inode: &Inode) -> &AtomicU32 {
+    &Node::of(inode)
+        .expect("a tmpfs directory holds tmpfs inodes")
+        .slot
+}
+
+/// The hash of a name in `Entries::multi` (seeded per process, as the dcache's).
 #[inline(always)]
 fn name_hash(name: &[u8]) -> u64 {
     (hash_len(hash_seed(), name) as u32 as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15)
@@ -209,17 +231,45 @@ impl Entries {
             .expect("the indexes and the list name only filled places")
     }
 
-    fn find(&self, name: &[u8]) -> Option<u32> {
-        self.by_name
-            .find(name_hash(name), names(&self.slab, name))
-            .copied()
+    /// The position of the entry `name` of `inode`, if this directory has it.
+    fn find(&self, name: &[u8], inode: &Inode) -> Option<u32> {
+        if !self.multi.is_empty() {
+            if let Some(&i) = self.multi.find(name_hash(name), names(&self.slab, name)) {
+                return Some(i);
+            }
+        }
+        // Not in `multi`: if this directory has the name, it is the inode's slot entry.
+        let i = slot_of(inode).load(Ordering::Acquire);
+        let e = self.slab.get(i as usize)?.as_ref()?;
+        (*e.name == *name && e.inode.as_deref().is_some_and(|x| std::ptr::eq(x, inode)))
+            .then_some(i)
     }
 
-    /// Indexes `i` (filled, with an inode) by its name.
-    fn index_name(&mut self, i: u32) {
+    /// The inode named `name`, by a walk of the whole list: for a check of the dcache's
+    /// completeness, in debug builds only (`fs_lookup`), and for tests.
+    fn find_by_walk(&self, name: &[u8]) -> Option<&Arc<Inode>> {
+        self.slab
+            .iter()
+            .flatten()
+            .find(|e| e.inode.is_some() && *e.name == *name)
+            .and_then(|e| e.inode.as_ref())
+    }
+
+    /// Records where entry `i` (filled, with an inode) is: its inode's slot if that is free,
+    /// else `multi`.
+    fn index_entry(&mut self, i: u32) {
+        self.named += 1;
+        let e = self.at(i);
+        let inode = e.inode.as_deref().expect("indexed entries have an inode");
+        if slot_of(inode)
+            .compare_exchange(NIL, i, Ordering::AcqRel, Ordering::Acquire)
+            .is_ok()
+        {
+            return;
+        }
+        let h = name_hash(&e.name);
         let slab = &self.slab;
-        let h = name_hash(&self.at(i).name);
-        self.by_name.insert_unique(h, i, |&j| {
+        self.multi.insert_unique(h, i, |&j| {
             name_hash(&slab[j as usize].as_ref().expect("indexed").name)
         });
     }
@@ -272,19 +322,29 @@ impl Entries {
         self.head = i;
         self.by_off.insert(off, i);
         if named {
-            self.index_name(i);
+            self.index_entry(i);
         }
         i
     }
 
-    /// Takes `name` out of the list and the indexes; returns its entry.
-    fn unlink(&mut self, name: &[u8]) -> Option<Entry> {
-        let i = self
-            .by_name
-            .find_entry(name_hash(name), names(&self.slab, name))
-            .ok()?
-            .remove()
-            .0;
+    /// Takes the entry `name` of `inode` out of the list and the indexes; returns it.
+    fn unlink(&mut self, name: &[u8], inode: &Inode) -> Option<Entry> {
+        let i = self.find(name, inode)?;
+        let in_multi = !self.multi.is_empty()
+            && self
+                .multi
+                .find_entry(name_hash(name), |&j| j == i)
+                .map(|o| o.remove())
+                .is_ok();
+        if !in_multi {
+            let cleared =
+                slot_of(inode).compare_exchange(i, NIL, Ordering::AcqRel, Ordering::Acquire);
+            debug_assert!(
+                cleared.is_ok(),
+                "an entry not in multi is its inode's slot entry"
+            );
+        }
+        self.named -= 1;
         let e = self.slab[i as usize]
             .take()
             .expect("a named entry is in the list");
@@ -305,7 +365,7 @@ impl Entries {
     }
 
     /// Moves the entries to the front of a smaller array, in list order, and renumbers the
-    /// list and the indexes (the names' hashes do not change).
+    /// list, the indexes and the slots of the slot entries (the names' hashes do not change).
     fn compact(&mut self) {
         let mut to = vec![NIL; self.slab.len()];
         let mut slab = Vec::with_capacity((self.slab.len() - self.free.len()) * 2);
@@ -322,14 +382,40 @@ impl Entries {
         self.head = if slab.is_empty() { NIL } else { 0 };
         self.slab = slab;
         self.free = Vec::new();
-        for i in self.by_name.iter_mut() {
+        for i in self.multi.iter_mut() {
             *i = to[*i as usize];
         }
         self.by_off.renumber(&to);
         self.reserved = self.reserved.map(|i| to[i as usize]);
         let slab = &self.slab;
-        self.by_name
+        self.multi
             .shrink_to_fit(|&j| name_hash(&slab[j as usize].as_ref().expect("indexed").name));
+        for (old, &new) in to.iter().enumerate() {
+            let Some(inode) = slab
+                .get(new as usize)
+                .and_then(|e| e.as_ref())
+                .and_then(|e| e.inode.as_deref())
+            else {
+                continue;
+            };
+            let in_multi = !self.multi.is_empty()
+                && self
+                    .multi
+                    .find(
+                        name_hash(&slab[new as usize].as_ref().expect("filled").name),
+                        |&j| j == new,
+                    )
+                    .is_some();
+            if !in_multi {
+                let moved = slot_of(inode).compare_exchange(
+                    old as u32,
+                    new,
+                    Ordering::AcqRel,
+                    Ordering::Acquire,
+                );
+                debug_assert!(moved.is_ok(), "a slot entry's inode's slot names it");
+            }
+        }
     }
 
     /// The entries a listing at position `pos` (past `..`) returns: from the entry with the
@@ -376,9 +462,10 @@ impl DirData {
         }
     }
 
+    /// The inode named `name`, by a walk of the whole directory: tmpfs's `lookup`, which the
+    /// VFS calls only to check in debug builds that the dcache is complete.
     pub(crate) fn get(&self, name: &[u8]) -> Option<Arc<Inode>> {
-        let e = self.inner.read();
-        e.find(name).and_then(|i| e.at(i).inode.clone())
+        self.inner.read().find_by_walk(name).cloned()
     }
 
     /// Adds an entry at the head of the list with a new offset, or in the place reserved for
@@ -393,7 +480,7 @@ impl DirData {
                 slot.ino = inode.ino();
                 slot.d_type = inode.file_type().dirent_type();
                 slot.inode = Some(inode);
-                e.index_name(r);
+                e.index_entry(r);
                 return;
             }
         }
@@ -401,16 +488,18 @@ impl DirData {
         e.insert(name.clone(), Some(inode), off);
     }
 
-    pub(crate) fn remove(&self, name: &[u8]) -> Option<Arc<Inode>> {
-        self.inner.write().unlink(name).and_then(|e| e.inode)
+    /// Removes the entry `name` of `inode`.
+    pub(crate) fn remove(&self, name: &[u8], inode: &Inode) -> Option<Arc<Inode>> {
+        self.inner.write().unlink(name, inode).and_then(|e| e.inode)
     }
 
-    /// The offset a rename to `name` gives the moved entry: the replaced entry's, or a new one
-    /// (Linux: `simple_offset_add()` of the new dentry at the start of `shmem_rename2()`,
-    /// then `simple_offset_rename()`). Call before anything else takes an offset here.
-    fn rename_offset(&self, name: &[u8]) -> u32 {
+    /// The offset a rename to `name` gives the moved entry: the replaced entry's (`tgt`, the
+    /// inode `name` has), or a new one (Linux: `simple_offset_add()` of the new dentry at the
+    /// start of `shmem_rename2()`, then `simple_offset_rename()`). Call before anything else
+    /// takes an offset here.
+    fn rename_offset(&self, name: &[u8], tgt: Option<&Inode>) -> u32 {
         let mut e = self.inner.write();
-        match e.find(name) {
+        match tgt.and_then(|t| e.find(name, t)) {
             Some(i) => e.at(i).off,
             None => e.take_off(),
         }
@@ -422,13 +511,13 @@ impl DirData {
         self.inner.write().insert(Name::new(name), Some(inode), off);
     }
 
-    /// Puts `inode` under the existing `name`, which keeps its offset and moves to the head;
-    /// returns the inode it had (one side of `RENAME_EXCHANGE`: Linux's
+    /// Puts `inode` under the existing `name` of `had`, which keeps its offset and moves to
+    /// the head; returns the inode it had (one side of `RENAME_EXCHANGE`: Linux's
     /// `simple_offset_rename_exchange()` swaps the offsets with the dentries, `d_exchange()`
     /// moves both to the heads).
-    fn swap_in(&self, name: &[u8], inode: Arc<Inode>) -> Option<Arc<Inode>> {
+    fn swap_in(&self, name: &[u8], had: &Inode, inode: Arc<Inode>) -> Option<Arc<Inode>> {
         let mut e = self.inner.write();
-        let old = e.unlink(name)?;
+        let old = e.unlink(name, had)?;
         e.insert(old.name, Some(inode), old.off);
         old.inode
     }
@@ -442,7 +531,7 @@ impl DirData {
     }
 
     pub(crate) fn is_empty(&self) -> bool {
-        self.inner.read().by_name.is_empty()
+        self.inner.read().named == 0
     }
 }
 
@@ -545,12 +634,15 @@ impl FileOps for DirFile {
 }
 
 /// Renames an entry; the VFS checked everything that does not depend on tmpfs.
+#[allow(clippy::too_many_arguments)] // Reason: InodeOps::rename's, as Linux's `rename`.
 pub(super) fn rename(
     old_node: &Node,
     old_dir: &Inode,
     old_name: &[u8],
+    src: &Arc<Inode>,
     new_dir: &Inode,
     new_name: &[u8],
+    tgt: Option<&Arc<Inode>>,
     flags: RenameFlags,
     whiteout: Option<&NewInode<'_>>,
 ) -> Result<Option<Arc<Inode>>> {
@@ -558,7 +650,7 @@ pub(super) fn rename(
     let od = old_node.dir()?;
     let nd = new_node.dir()?;
     let same_dir = std::ptr::eq(old_dir, new_dir);
-    let src = od.get(old_name).ok_or(Errno::ENOENT)?;
+    let src = src.clone();
     // Linux: `simple_rename_timestamp()` in fs/libfs.c stamps the old directory, the new one,
     // the moved inode and the replaced one, each with its own `inode_set_ctime_current()`.
     let stamp_dirs = |old_delta: i32, new_delta: i32, old_size: i64, new_size: i64| {
@@ -581,10 +673,10 @@ pub(super) fn rename(
     };
     let bogo = BOGO_DIRENT_SIZE as i64;
     if flags.contains(RenameFlags::EXCHANGE) {
-        let tgt = nd.get(new_name).ok_or(Errno::ENOENT)?;
+        let tgt = tgt.ok_or(Errno::ENOENT)?.clone();
         // Each name keeps its offset; the target moves to the head first.
-        od.swap_in(old_name, tgt.clone());
-        nd.swap_in(new_name, src.clone());
+        od.swap_in(old_name, &src, tgt.clone());
+        nd.swap_in(new_name, &tgt, src.clone());
         let (mut o, mut n) = (0, 0);
         if !same_dir {
             if src.is_dir() {
@@ -602,8 +694,8 @@ pub(super) fn rename(
         return Ok(None);
     }
     let (mut o, mut n, mut nsize) = (0, 0, bogo);
-    let new_off = nd.rename_offset(new_name);
-    let tgt = nd.get(new_name);
+    let new_off = nd.rename_offset(new_name, tgt.map(|t| &**t));
+    let tgt = tgt.cloned();
     if let Some(tgt) = &tgt {
         if Arc::ptr_eq(tgt, &src) {
             return Ok(None);
@@ -627,7 +719,7 @@ pub(super) fn rename(
     };
     let mut replaced = None;
     if let Some(tgt) = tgt {
-        nd.remove(new_name);
+        nd.remove(new_name, &tgt);
         nsize -= bogo;
         // The replaced inode is unlinked first: stamped, and the new directory takes its
         // stamp (Linux: `shmem_rename2()` calls `shmem_unlink()`).
@@ -656,7 +748,7 @@ pub(super) fn rename(
         }
         replaced = Some(tgt);
     }
-    od.remove(old_name);
+    od.remove(old_name, &src);
     // The moved entry goes to the head; the whiteout, made first, comes after it.
     nd.add_moved(new_name, src.clone(), new_off);
     if let Some(w) = &whiteout {
@@ -682,6 +774,212 @@ pub(super) fn rename(
 mod tests {
     use super::*;
     use std::collections::BTreeMap;
+
+    /// The names of directory `fd`, with their inode numbers, from `getdents64`.
+    fn listing(task: &crate::Task, fd: i32) -> BTreeMap<Vec<u8>, u64> {
+        task.lseek(fd, 0, Whence::SET).unwrap();
+        let mut out = BTreeMap::new();
+        let mut buf = vec![0u8; 4096];
+        loop {
+            let n = task.getdents64(fd, &mut buf).unwrap();
+            if n == 0 {
+                return out;
+            }
+            let mut at = 0;
+            while at < n {
+                let ino = u64::from_ne_bytes(buf[at..at + 8].try_into().unwrap());
+                let reclen = usize::from(u16::from_ne_bytes([buf[at + 16], buf[at + 17]]));
+                let name = &buf[at + 19..at + reclen];
+                let name = &name[..name.iter().position(|&b| b == 0).unwrap()];
+                if name != b"." && name != b".." {
+                    assert!(out.insert(name.to_vec(), ino).is_none(), "listed twice");
+                }
+                at += reclen;
+            }
+        }
+    }
+
+    /// A name's removal frees its inode's slot for the inode's next name, so that `multi`
+    /// holds only names whose inode's slot is taken by another (white-box: `multi` is the cost
+    /// of hard links, and would otherwise grow with every link made after the first name went).
+    #[test]
+    fn a_removed_name_gives_its_slot_to_the_next() {
+        use crate::abi::{AtFlags, OpenFlags, AT_FDCWD};
+        let vfs = crate::Vfs::new();
+        let task = vfs.task(crate::Cred::root());
+        let fd = task
+            .openat(AT_FDCWD, "/x", OpenFlags::CREAT | OpenFlags::RDWR, 0o644)
+            .unwrap();
+        let link = |from: &str, to: &str| {
+            task.linkat(AT_FDCWD, from, AT_FDCWD, to, AtFlags::empty())
+                .unwrap();
+        };
+        let root = task
+            .openat(AT_FDCWD, "/", OpenFlags::RDONLY | OpenFlags::DIRECTORY, 0)
+            .unwrap();
+        let root_inode = task.fget(root).unwrap().inode().clone();
+        let multi = || {
+            let node = Node::of(&root_inode).unwrap();
+            let n = node.dir().unwrap().inner.read().multi.len();
+            n
+        };
+        link("/x", "/y");
+        assert_eq!(multi(), 1, "the second name of an inode is in multi");
+        task.unlinkat(AT_FDCWD, "/x", AtFlags::empty()).unwrap();
+        link("/y", "/z");
+        assert_eq!(
+            multi(),
+            1,
+            "the name made after the first went takes its slot"
+        );
+        task.close(fd).unwrap();
+        task.close(root).unwrap();
+    }
+
+    /// Entries are found without a name index (`Node::slot`, `Entries::multi`): hard links
+    /// in one directory and across two, renames over other names (over another link of the
+    /// same inode too, which changes nothing), exchanges, and growth and shrinkage past the
+    /// array's compaction, in a fixed pseudo-random sequence checked against a model of the
+    /// names (naive oracle: a map of names to inode numbers; the calls' semantics are the
+    /// differential suite's to check). After each phase every name is listed once with its
+    /// inode and stats to it with its link count, and at the end every name unlinks and both
+    /// directories are empty. Fails if an entry is not found where its name is (a name left
+    /// listed after its unlink, a panic of the slot's checks in debug builds).
+    #[test]
+    fn names_are_found_through_links_renames_and_compactions() {
+        use crate::abi::{AtFlags, OpenFlags, RenameFlags, AT_FDCWD};
+        let vfs = crate::Vfs::new();
+        let task = vfs.task(crate::Cred::root());
+        let dirs = ["/a", "/b"];
+        for d in dirs {
+            task.mkdirat(AT_FDCWD, d, 0o755).unwrap();
+        }
+        let dfd: Vec<i32> = dirs
+            .iter()
+            .map(|d| {
+                task.openat(AT_FDCWD, *d, OpenFlags::RDONLY | OpenFlags::DIRECTORY, 0)
+                    .unwrap()
+            })
+            .collect();
+        let mut model: BTreeMap<(usize, Vec<u8>), u64> = BTreeMap::new();
+        let path = |d: usize, n: &[u8]| format!("{}/{}", dirs[d], String::from_utf8_lossy(n));
+        let mut rng = 0x2545_f491_4f6c_dd1d_u64;
+        let mut next = |m: u64| {
+            rng ^= rng << 13;
+            rng ^= rng >> 7;
+            rng ^= rng << 17;
+            rng % m
+        };
+        let mut checks = 0;
+        for phase in 0..6 {
+            let growing = phase % 2 == 0;
+            for _ in 0..1500 {
+                let d = next(2) as usize;
+                let name = format!("n{}", next(150)).into_bytes();
+                let any = |k: u64| model.keys().nth(k as usize).cloned();
+                let pick = if model.is_empty() {
+                    None
+                } else {
+                    any(next(model.len() as u64))
+                };
+                match (next(10), pick) {
+                    (0..=3, _) if growing && !model.contains_key(&(d, name.clone())) => {
+                        let fd = task
+                            .openat(
+                                AT_FDCWD,
+                                path(d, &name).as_str(),
+                                OpenFlags::CREAT | OpenFlags::EXCL | OpenFlags::RDWR,
+                                0o644,
+                            )
+                            .unwrap();
+                        let ino = task.fstat(fd).unwrap().ino;
+                        task.close(fd).unwrap();
+                        model.insert((d, name), ino);
+                    }
+                    (4..=6, Some((sd, sn)))
+                        if growing && !model.contains_key(&(d, name.clone())) =>
+                    {
+                        task.linkat(
+                            AT_FDCWD,
+                            path(sd, &sn).as_str(),
+                            AT_FDCWD,
+                            path(d, &name).as_str(),
+                            AtFlags::empty(),
+                        )
+                        .unwrap();
+                        let ino = model[&(sd, sn)];
+                        model.insert((d, name), ino);
+                    }
+                    (7, Some((sd, sn))) => {
+                        // A rename, over whatever `name` is (nothing changes when it is
+                        // another link of the same inode).
+                        let (from, to) = ((sd, sn), (d, name));
+                        task.renameat2(
+                            AT_FDCWD,
+                            path(from.0, &from.1).as_str(),
+                            AT_FDCWD,
+                            path(to.0, &to.1).as_str(),
+                            RenameFlags::empty(),
+                        )
+                        .unwrap();
+                        let ino = model[&from];
+                        if from != to && model.get(&to) != Some(&ino) {
+                            model.remove(&from);
+                            model.insert(to, ino);
+                        }
+                    }
+                    (8, Some(a)) => {
+                        if let Some(b) = any(next(model.len() as u64)).filter(|b| *b != a) {
+                            task.renameat2(
+                                AT_FDCWD,
+                                path(a.0, &a.1).as_str(),
+                                AT_FDCWD,
+                                path(b.0, &b.1).as_str(),
+                                RenameFlags::EXCHANGE,
+                            )
+                            .unwrap();
+                            let (ia, ib) = (model[&a], model[&b]);
+                            model.insert(a, ib);
+                            model.insert(b, ia);
+                        }
+                    }
+                    (_, Some(k)) if !growing || next(4) == 0 => {
+                        task.unlinkat(AT_FDCWD, path(k.0, &k.1).as_str(), AtFlags::empty())
+                            .unwrap();
+                        model.remove(&k);
+                    }
+                    _ => {}
+                }
+            }
+            for d in 0..2 {
+                let want: BTreeMap<Vec<u8>, u64> = model
+                    .iter()
+                    .filter(|((md, _), _)| *md == d)
+                    .map(|((_, n), &i)| (n.clone(), i))
+                    .collect();
+                assert_eq!(listing(&task, dfd[d]), want, "phase {phase}, {}", dirs[d]);
+                for (n, &ino) in &want {
+                    let st = task
+                        .fstatat(AT_FDCWD, path(d, n).as_str(), AtFlags::empty())
+                        .unwrap();
+                    let links = model.values().filter(|&&i| i == ino).count() as u64;
+                    assert_eq!((st.ino, st.nlink), (ino, links));
+                    checks += 1;
+                }
+            }
+        }
+        for (d, n) in model.keys() {
+            task.unlinkat(AT_FDCWD, path(*d, n).as_str(), AtFlags::empty())
+                .unwrap();
+        }
+        for (d, fd) in dfd.into_iter().enumerate() {
+            assert!(listing(&task, fd).is_empty());
+            task.close(fd).unwrap();
+            task.unlinkat(AT_FDCWD, dirs[d], AtFlags::REMOVEDIR)
+                .unwrap();
+        }
+        assert!(checks > 300, "{checks} names checked");
+    }
 
     /// `OffIndex` against a B-tree of the live offsets (the naive model), under random
     /// inserts (mostly at the end, as the offset cursor gives them, sometimes below),

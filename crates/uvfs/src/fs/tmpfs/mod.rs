@@ -293,12 +293,17 @@ pub(crate) struct Node {
     /// `Extra::parent_pins` may be non-empty: the last holder's going looks at them.
     pinning: AtomicBool,
     kind: Kind,
+    /// The position of one of the inode's names in its directory's entry array, `u32::MAX`
+    /// for none: how a directory finds an entry without a name index (`dir::Entries`).
+    /// Written by the directory that has that name, under its entry lock; claimed from
+    /// `u32::MAX` by a compare-and-swap.
+    pub(super) slot: std::sync::atomic::AtomicU32,
     /// One word for everything else (a `OnceLock` takes two).
     data: OnceBox<Data>,
 }
 
-// An empty file's tmpfs part is a 16-byte block: four bytes of flags and kind, and one
-// pointer (issue 7, compact objects); a field added here should be weighed against that.
+// An empty file's tmpfs part is a 16-byte block: four bytes of flags and kind, the slot and
+// one pointer (issue 7, compact objects); a field added here should be weighed against that.
 const _: () = assert!(std::mem::size_of::<Node>() <= 16);
 
 /// The part of a tmpfs inode that most inodes never need, out of line.
@@ -320,6 +325,7 @@ impl Node {
             orphan: AtomicBool::new(false),
             pinning: AtomicBool::new(false),
             kind,
+            slot: std::sync::atomic::AtomicU32::new(u32::MAX),
             data: OnceBox::new(),
         }
     }
@@ -337,6 +343,7 @@ impl Node {
             orphan: AtomicBool::new(false),
             pinning: AtomicBool::new(false),
             kind,
+            slot: std::sync::atomic::AtomicU32::new(u32::MAX),
             data: OnceBox::with_value(Box::new(Data {
                 contents,
                 extra: OnceBox::new(),
@@ -552,7 +559,11 @@ impl Node {
 
     fn remove_entry(&self, dir: &Inode, name: &[u8], victim: &Inode, dir_delta: i32) {
         if let Ok(d) = self.dir() {
-            d.remove(name);
+            let removed = d.remove(name, victim);
+            debug_assert!(
+                removed.is_some(),
+                "the VFS removes a name the directory has"
+            );
         }
         // The victim is stamped and the directory takes the victim's stamp, so a directory
         // observed in the same tick may keep its ctime (Linux: `shmem_unlink()`). The stamp is
@@ -755,12 +766,16 @@ impl InodeOps for Node {
         &self,
         old_dir: &Inode,
         old_name: &[u8],
+        src: &Arc<Inode>,
         new_dir: &Inode,
         new_name: &[u8],
+        tgt: Option<&Arc<Inode>>,
         flags: RenameFlags,
         whiteout: Option<&NewInode<'_>>,
     ) -> Result<Option<Arc<Inode>>> {
-        dir::rename(self, old_dir, old_name, new_dir, new_name, flags, whiteout)
+        dir::rename(
+            self, old_dir, old_name, src, new_dir, new_name, tgt, flags, whiteout,
+        )
     }
 
     fn get_link(&self, _inode: &Inode) -> Result<Arc<[u8]>> {
