@@ -25,8 +25,8 @@ pub(crate) const END_POS: u64 = i32::MAX as u64;
 /// The largest offset an entry gets (Linux: `DIR_OFFSET_MAX`).
 const MAX_OFFSET: u64 = END_POS - 1;
 
-/// The end of the list.
-const NIL: u32 = u32::MAX;
+/// The end of the list; also "no entry" in a node's slot.
+pub(super) const NIL: u32 = u32::MAX;
 
 /// One name of a directory, a node of its list.
 struct Entry {
@@ -233,16 +233,19 @@ impl Entries {
 
     /// The position of the entry `name` of `inode`, if this directory has it.
     fn find(&self, name: &[u8], inode: &Inode) -> Option<u32> {
+        let is = |i: u32| {
+            self.slab[i as usize].as_ref().is_some_and(|e| {
+                *e.name == *name && e.inode.as_deref().is_some_and(|x| std::ptr::eq(x, inode))
+            })
+        };
         if !self.multi.is_empty() {
             if let Some(&i) = self.multi.find(name_hash(name), names(&self.slab, name)) {
-                return Some(i);
+                return is(i).then_some(i);
             }
         }
         // Not in `multi`: if this directory has the name, it is the inode's slot entry.
         let i = slot_of(inode).load(Ordering::Acquire);
-        let e = self.slab.get(i as usize)?.as_ref()?;
-        (*e.name == *name && e.inode.as_deref().is_some_and(|x| std::ptr::eq(x, inode)))
-            .then_some(i)
+        ((i as usize) < self.slab.len() && is(i)).then_some(i)
     }
 
     /// The inode named `name`, by a walk of the whole list: for a check of the dcache's

@@ -14,7 +14,7 @@ pub use options::{total_ram_bytes, TmpfsOptions};
 
 use std::any::Any;
 use std::collections::BTreeMap;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use std::sync::Arc;
 
 use once_cell::race::OnceBox;
@@ -293,11 +293,11 @@ pub(crate) struct Node {
     /// `Extra::parent_pins` may be non-empty: the last holder's going looks at them.
     pinning: AtomicBool,
     kind: Kind,
-    /// The position of one of the inode's names in its directory's entry array, `u32::MAX`
+    /// The position of one of the inode's names in its directory's entry array, `dir::NIL`
     /// for none: how a directory finds an entry without a name index (`dir::Entries`).
     /// Written by the directory that has that name, under its entry lock; claimed from
-    /// `u32::MAX` by a compare-and-swap.
-    pub(super) slot: std::sync::atomic::AtomicU32,
+    /// `NIL` by a compare-and-swap.
+    pub(super) slot: AtomicU32,
     /// One word for everything else (a `OnceLock` takes two).
     data: OnceBox<Data>,
 }
@@ -316,18 +316,20 @@ struct Extra {
     parent_pins: Mutex<Vec<InodeHold>>,
 }
 
+impl Data {
+    fn boxed(contents: Contents) -> Box<Data> {
+        Box::new(Data {
+            contents,
+            extra: OnceBox::new(),
+        })
+    }
+}
+
 impl Node {
     /// A node of `kind` with no contents yet (a regular file or a special file).
     fn new(kind: Kind) -> Node {
         debug_assert!(matches!(kind, Kind::Reg | Kind::Special));
-        Node {
-            released: AtomicBool::new(false),
-            orphan: AtomicBool::new(false),
-            pinning: AtomicBool::new(false),
-            kind,
-            slot: std::sync::atomic::AtomicU32::new(u32::MAX),
-            data: OnceBox::new(),
-        }
+        Node::make(kind, OnceBox::new())
     }
 
     /// A node with its contents (a directory or a symlink).
@@ -338,16 +340,17 @@ impl Node {
             Contents::Symlink(_) => Kind::Symlink,
             Contents::Special => Kind::Special,
         };
+        Node::make(kind, OnceBox::with_value(Data::boxed(contents)))
+    }
+
+    fn make(kind: Kind, data: OnceBox<Data>) -> Node {
         Node {
             released: AtomicBool::new(false),
             orphan: AtomicBool::new(false),
             pinning: AtomicBool::new(false),
             kind,
-            slot: std::sync::atomic::AtomicU32::new(u32::MAX),
-            data: OnceBox::with_value(Box::new(Data {
-                contents,
-                extra: OnceBox::new(),
-            })),
+            slot: AtomicU32::new(dir::NIL),
+            data,
         }
     }
 
@@ -362,10 +365,7 @@ impl Node {
                 // Made with the node.
                 Kind::Dir | Kind::Symlink => unreachable!("a {:?} node has its data", self.kind),
             };
-            Box::new(Data {
-                contents,
-                extra: OnceBox::new(),
-            })
+            Data::boxed(contents)
         })
     }
 
