@@ -576,3 +576,131 @@ fn two_exchanges_of_the_same_two_files_in_two_directories_never_deadlock() {
         "seed {seed}: every inode has its two links: {inos:?}"
     );
 }
+
+/// Two tasks add and remove names of the same inodes in two directories at once, while each
+/// also fills its own directory past the entry array's compaction and empties it again. tmpfs
+/// finds an entry through its inode (the node's slot names one entry of one directory; the
+/// other names of a hard-linked inode are in their directory's `multi`), so the slot of an
+/// inode passes between directories as names come and go, and is renumbered by compactions
+/// while the other directory reads it. Oracle: the names each task made (a naive model):
+/// every link and unlink of a name that exists succeeds, and at the end each directory lists
+/// exactly its names, each file's link count is its names' count, and every name unlinks.
+/// Fails if an entry is not found where its name is (an unlink that leaves a name listed, a
+/// wrong link count) or if a slot's checks fail (debug builds).
+#[test]
+#[cfg_attr(
+    any(loom, feature = "shuttle"),
+    ignore = "skipped: uvfs built with loom/shuttle primitives, which work only inside a model"
+)]
+fn names_of_one_inode_come_and_go_in_two_directories_at_once() {
+    const FILES: u64 = 16;
+    const ROUNDS: u64 = 20_000;
+    let seed = seed();
+    let checks = run(move |crew| {
+        let vfs = Vfs::new();
+        let setup = vfs.task(Cred::root());
+        for d in ["/a", "/b", "/c"] {
+            mkdir(&setup, d);
+        }
+        // Each file's first name, in /c, goes: its slot is then free for whichever directory
+        // adds a name next. /a/i stays as the name the others are linked from.
+        for i in 0..FILES {
+            create(&setup, &format!("/c/{i}"), seed);
+            setup
+                .linkat(
+                    AT_FDCWD,
+                    format!("/c/{i}"),
+                    AT_FDCWD,
+                    format!("/a/{i}"),
+                    AtFlags::empty(),
+                )
+                .expect("link /c/i /a/i");
+            unlink(&setup, &format!("/c/{i}"), seed);
+        }
+        let tasks = [vfs.task(Cred::root()), vfs.task(Cred::root())];
+        let counts = thread::scope(|s| {
+            let handles: Vec<_> = tasks
+                .into_iter()
+                .enumerate()
+                .map(|(me, t)| {
+                    s.spawn(move || {
+                        let _g = crew.enlist();
+                        let mut rng = Rng::new(seed ^ (me as u64 + 1));
+                        let mut checks = 0u64;
+                        if !crew.start_line(2) {
+                            return checks;
+                        }
+                        // Task 0 adds names in /a beside /a/i, task 1 in /b.
+                        let dir = ["/a", "/b"][me];
+                        for round in 0..ROUNDS {
+                            if crew.stopped() {
+                                break;
+                            }
+                            let i = rng.below(FILES);
+                            let name = format!("{dir}/{i}.{me}");
+                            t.linkat(
+                                AT_FDCWD,
+                                format!("/a/{i}"),
+                                AT_FDCWD,
+                                &name,
+                                AtFlags::empty(),
+                            )
+                            .unwrap_or_else(|e| panic!("seed {seed}: link {name}: {e:?}"));
+                            let st = t.stat(&name).expect("the new name");
+                            assert!(st.nlink >= 2, "seed {seed}: {name} has /a/{i} too");
+                            unlink(&t, &name, seed);
+                            checks += 1;
+                            // Now and then, 80 more names and their removal: the array grows and
+                            // is compacted, renumbering the slots of the names it holds.
+                            if round % 100 == 0 {
+                                for k in 0..80 {
+                                    create(&t, &format!("{dir}/fill{me}.{k}"), seed);
+                                }
+                                for k in 0..80 {
+                                    unlink(&t, &format!("{dir}/fill{me}.{k}"), seed);
+                                }
+                                checks += 1;
+                            }
+                        }
+                        checks
+                    })
+                })
+                .collect();
+            handles.into_iter().map(join).sum::<u64>()
+        });
+        let want: Vec<Vec<u8>> = (0..FILES).map(|i| i.to_string().into_bytes()).collect();
+        let names = |d: &str| -> Vec<Vec<u8>> {
+            let mut v: Vec<Vec<u8>> = list(&setup, d, 4096)
+                .into_iter()
+                .filter(|n| n != b"." && n != b"..")
+                .collect();
+            v.sort();
+            v
+        };
+        let listed = names("/a");
+        let mut want_sorted = want.clone();
+        want_sorted.sort();
+        assert_eq!(listed, want_sorted, "seed {seed}: /a holds its names only");
+        assert_eq!(
+            names("/b"),
+            Vec::<Vec<u8>>::new(),
+            "seed {seed}: /b is empty"
+        );
+        for i in 0..FILES {
+            let st = setup.stat(format!("/a/{i}")).expect("/a/i");
+            assert_eq!(st.nlink, 1, "seed {seed}: /a/{i} is the only name left");
+            unlink(&setup, &format!("/a/{i}"), seed);
+        }
+        for d in ["/a", "/b", "/c"] {
+            setup
+                .unlinkat(AT_FDCWD, d, AtFlags::REMOVEDIR)
+                .unwrap_or_else(|e| panic!("seed {seed}: rmdir {d}: {e:?}"));
+        }
+        counts + FILES + 1
+    });
+    assert_eq!(
+        checks,
+        2 * (ROUNDS + ROUNDS / 100) + FILES + 1,
+        "every round of both tasks and the end state checked"
+    );
+}
