@@ -231,8 +231,9 @@ impl Entries {
             .expect("the indexes and the list name only filled places")
     }
 
-    /// The position of the entry `name` of `inode`, if this directory has it.
-    fn find(&self, name: &[u8], inode: &Inode) -> Option<u32> {
+    /// The position of the entry `name` of `inode` (whose slot is `slot`), if this directory
+    /// has it.
+    fn find(&self, name: &[u8], inode: &Inode, slot: &AtomicU32) -> Option<u32> {
         let is = |i: u32| {
             self.slab[i as usize].as_ref().is_some_and(|e| {
                 *e.name == *name && e.inode.as_deref().is_some_and(|x| std::ptr::eq(x, inode))
@@ -244,7 +245,7 @@ impl Entries {
             }
         }
         // Not in `multi`: if this directory has the name, it is the inode's slot entry.
-        let i = slot_of(inode).load(Ordering::Acquire);
+        let i = slot.load(Ordering::Acquire);
         ((i as usize) < self.slab.len() && is(i)).then_some(i)
     }
 
@@ -332,7 +333,8 @@ impl Entries {
 
     /// Takes the entry `name` of `inode` out of the list and the indexes; returns it.
     fn unlink(&mut self, name: &[u8], inode: &Inode) -> Option<Entry> {
-        let i = self.find(name, inode)?;
+        let slot = slot_of(inode);
+        let i = self.find(name, inode, slot)?;
         let in_multi = !self.multi.is_empty()
             && self
                 .multi
@@ -340,8 +342,7 @@ impl Entries {
                 .map(|o| o.remove())
                 .is_ok();
         if !in_multi {
-            let cleared =
-                slot_of(inode).compare_exchange(i, NIL, Ordering::AcqRel, Ordering::Acquire);
+            let cleared = slot.compare_exchange(i, NIL, Ordering::AcqRel, Ordering::Acquire);
             debug_assert!(
                 cleared.is_ok(),
                 "an entry not in multi is its inode's slot entry"
@@ -502,7 +503,7 @@ impl DirData {
     /// takes an offset here.
     fn rename_offset(&self, name: &[u8], tgt: Option<&Inode>) -> u32 {
         let mut e = self.inner.write();
-        match tgt.and_then(|t| e.find(name, t)) {
+        match tgt.and_then(|t| e.find(name, t, slot_of(t))) {
             Some(i) => e.at(i).off,
             None => e.take_off(),
         }
