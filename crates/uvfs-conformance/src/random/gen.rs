@@ -868,8 +868,12 @@ impl Gen {
         Op::Mknod {
             path: self.path(),
             mode: kind | perm,
-            // Major 0 has no driver: opening such a node is ENXIO on the host too.
-            dev: *self.rng.pick(&[0, 1, 2, 3]),
+            // Major 0 has no driver: opening such a node is ENXIO on the host too. The
+            // system call reads 32 bits: the last three are 0:2 and 0:0 (a whiteout) with a
+            // high half to drop, and minor 256, whose bits lie above the first 12.
+            dev: *self
+                .rng
+                .pick(&[0, 1, 2, 3, 0x1_0000_0002, 0x1_0000_0000, 0x0010_0000]),
         }
     }
 

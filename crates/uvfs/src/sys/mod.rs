@@ -167,7 +167,7 @@ pub(crate) fn prepare_mode(cred: &Cred, dir: &Inode, mode: u32, umask: u32) -> u
 
 /// What the filesystem is asked to create in `dir`: owner, group and mode decided as Linux's
 /// `inode_init_owner()` does (the caller prepared the mode: [`prepare_mode`]).
-pub(crate) fn new_inode<'a>(cred: &'a Cred, dir: &Inode, mode: u32, rdev: u64) -> NewInode<'a> {
+pub(crate) fn new_inode<'a>(cred: &'a Cred, dir: &Inode, mode: u32, rdev: u32) -> NewInode<'a> {
     let (uid, gid, mode) = init_owner(cred, dir, mode);
     NewInode {
         mode,

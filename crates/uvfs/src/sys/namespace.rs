@@ -114,6 +114,11 @@ impl Task {
 
     /// `mknodat(2)`: regular files, FIFOs, sockets and (with `CAP_MKNOD`) device nodes.
     ///
+    /// `dev` is read as the system call reads it, as 32 bits (the encoding of
+    /// [`dev_make`](crate::abi::dev_make) for majors below 4096 and minors below 2^20): the
+    /// high half of the value is ignored (glibc's wrapper refuses such a value with `EINVAL`
+    /// before the call).
+    ///
     /// # Errors
     /// `EPERM` for `S_IFDIR` or a device without `CAP_MKNOD`; `EINVAL` for an unknown type;
     /// then as [`Task::mkdirat`].
@@ -134,6 +139,9 @@ impl Task {
             |cred, parent, dir, name| {
                 may_create(cred, dir, parent.dentry.is_dead())?;
                 let is_dev = matches!(ft, FileType::CharDevice | FileType::BlockDevice);
+                // The system call's `dev` is an `unsigned int`: the high half of a 64-bit
+                // value never reaches the kernel.
+                let dev = dev as u32;
                 // A 0:0 character device is a whiteout, which needs no privilege (Linux 5.8+).
                 let whiteout = ft == FileType::CharDevice && dev == 0;
                 if is_dev && !whiteout && !cred.capable(Capabilities::MKNOD) {

@@ -94,8 +94,8 @@ pub struct InodeInit {
     pub uid: u32,
     /// Group.
     pub gid: u32,
-    /// Device number for device files.
-    pub rdev: u64,
+    /// Device number for device files (see [`super::ops::NewInode::rdev`]).
+    pub rdev: u32,
     /// Initial link count.
     pub nlink: u32,
 }
@@ -142,10 +142,10 @@ pub struct Inode {
     pub(crate) lock: RwLock<()>,
     // The cold tail: the last 32 bytes of the allocation (see above).
     ino: u64,
-    rdev: u64,
     /// btime's seconds (its nanoseconds are in `times`).
     btime_sec: i64,
     blocks: AtomicU64,
+    rdev: u32,
 }
 
 // With its `Arc` header an inode fills one 160-byte allocator class (issue 7, compact
@@ -208,7 +208,7 @@ impl Inode {
     }
     /// Device number of a device file.
     pub fn rdev(&self) -> u64 {
-        self.rdev
+        u64::from(self.rdev)
     }
     /// Creation time.
     pub fn btime(&self) -> Timespec {
@@ -318,7 +318,7 @@ impl Inode {
             mode: self.mode(),
             uid: self.uid(),
             gid: self.gid(),
-            rdev: self.rdev,
+            rdev: u64::from(self.rdev),
             size: self.size.load(Ordering::Relaxed) as i64,
             blksize: crate::abi::PAGE_SIZE as i64,
             blocks: self.blocks.load(Ordering::Relaxed) as i64,

@@ -19,8 +19,9 @@ use crate::abi::{Errno, FallocFlags, OpenFlags, RenameFlags, Result, StatFs, Whe
 pub struct NewInode<'a> {
     /// Type and permission bits, umask already applied, set-group-ID inheritance done.
     pub mode: u32,
-    /// Device number for device files.
-    pub rdev: u64,
+    /// Device number for device files, as the kernel's `mknodat` reads it: 32 bits, in the
+    /// encoding of [`crate::abi::dev_make`] (12 bits of major, 20 of minor).
+    pub rdev: u32,
     /// Owner.
     pub uid: u32,
     /// Group.
