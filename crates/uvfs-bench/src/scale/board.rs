@@ -68,6 +68,8 @@ pub struct Slot {
     pid: AtomicU32,
     /// [`now_ns`] when its loop ended (0: it did not).
     end_ns: AtomicU64,
+    /// Iterations its loop completed.
+    done: AtomicU64,
 }
 
 /// CLOCK_MONOTONIC in nanoseconds: the same clock in every thread and forked process, read
@@ -84,8 +86,15 @@ impl Slot {
         self.end_ns.store(now_ns(), Ordering::Release);
     }
 
-    /// Records the end of a loop.
-    pub fn finish(&self, r: Result<(), Fail>, position: Option<u64>, last_byte: Option<u8>) {
+    /// Records the end of a loop that completed `done` iterations.
+    pub fn finish(
+        &self,
+        r: Result<(), Fail>,
+        done: u64,
+        position: Option<u64>,
+        last_byte: Option<u8>,
+    ) {
+        self.done.store(done, Ordering::Relaxed);
         self.position.store(
             position.map_or(-1, |p| i64::try_from(p).unwrap_or(i64::MAX)),
             Ordering::Relaxed,
@@ -141,6 +150,7 @@ impl Slot {
             status,
             position: u64::try_from(position).ok(),
             last_byte: u8::try_from(last_byte).ok(),
+            done: self.done.load(Ordering::Relaxed),
             fd: self.fd.load(Ordering::Relaxed),
             ino: self.ino.load(Ordering::Acquire),
             seen: self.seen.load(Ordering::Acquire),
@@ -158,6 +168,9 @@ pub struct CopyEnd {
     pub position: Option<u64>,
     /// First byte of its buffer after the loop (which file or page its reads saw).
     pub last_byte: Option<u8>,
+    /// Iterations its loop completed: its quota if it was the first to finish, fewer if it
+    /// stopped when another copy finished first.
+    pub done: u64,
     /// Probe: its fd number.
     pub fd: i32,
     /// Probe: its file's inode number.
@@ -181,6 +194,12 @@ pub struct Board {
     checked: AtomicU32,
     /// [`now_ns`] when the parent started the copies.
     start_ns: AtomicU64,
+    /// Set by the first copy to complete its quota of iterations: the others stop at their
+    /// next iteration. Read by every copy on every iteration and written once, so its line
+    /// stays shared and clean in every CPU's cache.
+    stop: AtomicU32,
+    /// [`now_ns`] when `stop` was set (0: not yet).
+    stop_ns: AtomicU64,
     slots: [Slot; MAX_COPIES],
 }
 
@@ -192,6 +211,8 @@ impl Default for Board {
             recorded: AtomicU32::new(0),
             checked: AtomicU32::new(0),
             start_ns: AtomicU64::new(0),
+            stop: AtomicU32::new(0),
+            stop_ns: AtomicU64::new(0),
             slots: std::array::from_fn(|_| Slot::default()),
         }
     }
@@ -235,19 +256,41 @@ impl Board {
         self.go.store(GO_RUN, Ordering::Release);
     }
 
-    /// The time from the start until the last of the first `copies` loops ended, once they all
-    /// have (`None` if one did not record its end).
-    pub fn span(&self, copies: usize) -> Option<Duration> {
+    /// A copy: whether another copy has completed its quota (see [`Board::stop_all`]).
+    #[inline]
+    pub fn should_stop(&self) -> bool {
+        self.stop.load(Ordering::Relaxed) != 0
+    }
+
+    /// A copy that completed its quota: stops the others (the first call only counts).
+    pub fn stop_all(&self) {
+        let now = now_ns();
+        if self
+            .stop
+            .compare_exchange(0, 1, Ordering::AcqRel, Ordering::Relaxed)
+            .is_ok()
+        {
+            self.stop_ns.store(now, Ordering::Release);
+        }
+    }
+
+    /// The measured window and the iterations the first `copies` copies completed in it, once
+    /// every copy's loop has ended (`None` if one did not record its end, or none stopped
+    /// the run): from the start until the first copy completed its quota, when every copy was
+    /// still running (will-it-scale counts the iterations of copies that all run for the
+    /// whole sample; a fixed amount of work per copy, timed until the last one ended, would
+    /// also time the end of the run, where fewer copies than CPUs are left).
+    pub fn window(&self, copies: usize) -> Option<(Duration, u64)> {
         let start = self.start_ns.load(Ordering::Relaxed);
-        let mut last = start;
+        let mut done = 0;
         for s in self.slots.get(..copies)? {
-            let end = s.end_ns.load(Ordering::Acquire);
-            if end == 0 {
+            if s.end_ns.load(Ordering::Acquire) == 0 {
                 return None;
             }
-            last = last.max(end);
+            done += s.done.load(Ordering::Relaxed);
         }
-        Some(Duration::from_nanos(last - start))
+        let stop = self.stop_ns.load(Ordering::Acquire);
+        (stop != 0).then(|| (Duration::from_nanos(stop.saturating_sub(start)), done))
     }
 
     /// The parent: releases the waiting copies without running them.
@@ -292,26 +335,48 @@ mod tests {
             Err(Fail::Short(4095)),
             Err(Fail::Aborted),
         ] {
-            s.finish(r, Some(4096), Some(0x41));
+            s.finish(r, 7, Some(4096), Some(0x41));
             let e = s.read();
             assert_eq!(e.status, r);
-            assert_eq!((e.position, e.last_byte), (Some(4096), Some(0x41)));
+            assert_eq!(
+                (e.done, e.position, e.last_byte),
+                (7, Some(4096), Some(0x41))
+            );
         }
-        s.finish(Ok(()), None, None);
+        s.finish(Ok(()), 0, None, None);
         assert_eq!((s.read().position, s.read().last_byte), (None, None));
     }
 
     #[test]
-    fn span_runs_from_the_start_to_the_last_loop_end_of_every_copy() {
+    fn the_window_ends_when_the_first_copy_completes_its_quota() {
         let b = Board::default();
         b.start();
-        assert_eq!(b.span(2), None, "no copy has ended");
-        b.slot(0).expect("slot").loop_ended();
-        assert_eq!(b.span(2), None, "copy 1 has not ended");
-        let one = b.span(1).expect("copy 0 ended");
-        b.slot(1).expect("slot").loop_ended();
-        let two = b.span(2).expect("both ended");
-        assert!(two >= one);
-        assert_eq!(b.span(MAX_COPIES + 1), None);
+        assert!(!b.should_stop());
+        assert_eq!(b.window(2), None, "no copy has ended");
+        b.stop_all();
+        assert!(b.should_stop());
+        let s0 = b.slot(0).expect("slot");
+        s0.loop_ended();
+        s0.finish(Ok(()), 100, None, None);
+        assert_eq!(b.window(2), None, "copy 1 has not ended");
+        let stopped = b.stop_ns.load(Ordering::Relaxed);
+        std::thread::sleep(Duration::from_millis(2));
+        // A later finisher does not move the end of the window.
+        b.stop_all();
+        assert_eq!(b.stop_ns.load(Ordering::Relaxed), stopped);
+        let s1 = b.slot(1).expect("slot");
+        s1.loop_ended();
+        s1.finish(Ok(()), 40, None, None);
+        let (window, done) = b.window(2).expect("both ended");
+        assert_eq!(done, 140);
+        assert_eq!(
+            window,
+            Duration::from_nanos(stopped - b.start_ns.load(Ordering::Relaxed))
+        );
+        assert_eq!(b.window(MAX_COPIES + 1), None);
+        let unstopped = Board::default();
+        unstopped.start();
+        unstopped.slot(0).expect("slot").loop_ended();
+        assert_eq!(unstopped.window(1), None, "nobody completed a quota");
     }
 }

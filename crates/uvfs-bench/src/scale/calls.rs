@@ -68,12 +68,13 @@ pub struct CopyWork<'a> {
     pub copy: usize,
     /// Its file or name ([`Testcase::c_path`]).
     pub path: &'a CStr,
-    /// Iterations to run.
+    /// Iterations to run at most (the copy stops earlier when another has run as many).
     pub ops: u64,
 }
 
-/// One copy of a run: opens what it holds, waits at the board's gate, runs `w.ops` iterations,
-/// and reports to its slot (status, its fd's final position, its buffer's first byte).
+/// One copy of a run: opens what it holds, waits at the board's gate, runs `w.ops` iterations
+/// or until another copy has run as many, and reports to its slot (status, iterations done,
+/// its fd's final position, its buffer's first byte).
 pub fn run_copy<C: Calls>(c: &C, w: &CopyWork<'_>, board: &Board) {
     let Some(slot) = board.slot(w.copy) else {
         return;
@@ -98,20 +99,51 @@ pub fn run_copy<C: Calls>(c: &C, w: &CopyWork<'_>, board: &Board) {
         }
         return slot.set_status(Err(Fail::Aborted));
     }
+    let mut q = Quota {
+        left: w.ops,
+        done: 0,
+        board,
+    };
     match fd {
         None => {
-            let r = loop_on_path(c, w);
+            let r = loop_on_path(c, w, &mut q);
             slot.loop_ended();
-            slot.finish(r, None, None);
+            slot.finish(r, q.done, None, None);
         }
         Some(fd) => {
-            let r = loop_on_fd(c, w, &fd, &mut buf);
+            let r = loop_on_fd(c, w, &mut q, &fd, &mut buf);
             slot.loop_ended();
             let position = c.position(&fd).ok();
             let closed = c.close(fd);
             let last_byte = reads(w.testcase).then_some(buf[0]);
-            slot.finish(r.and(closed), position, last_byte);
+            slot.finish(r.and(closed), q.done, position, last_byte);
         }
+    }
+}
+
+/// A copy's iterations: at most its quota, `CopyWork::ops`, and none once another copy has
+/// completed its own ([`Board::stop_all`]), so that the sample ends while every copy still runs.
+struct Quota<'b> {
+    left: u64,
+    done: u64,
+    board: &'b Board,
+}
+
+impl Quota<'_> {
+    /// Whether to run one more iteration, counted as done: the loop completes it or the run
+    /// fails. The first copy to use up its quota stops the others.
+    #[inline]
+    fn next(&mut self) -> bool {
+        if self.left == 0 {
+            self.board.stop_all();
+            return false;
+        }
+        if self.board.should_stop() {
+            return false;
+        }
+        self.left -= 1;
+        self.done += 1;
+        true
     }
 }
 
@@ -151,17 +183,17 @@ fn page(n: usize) -> Result<(), Fail> {
 }
 
 /// open*, unlink*: the loop opens (and creates, and unlinks) by name.
-fn loop_on_path<C: Calls>(c: &C, w: &CopyWork<'_>) -> Result<(), Fail> {
+fn loop_on_path<C: Calls>(c: &C, w: &CopyWork<'_>, q: &mut Quota<'_>) -> Result<(), Fail> {
     match w.testcase {
         Testcase::Unlink1 | Testcase::Unlink2 => {
-            for _ in 0..w.ops {
+            while q.next() {
                 let fd = c.open(w.path, OpenKind::CreateReadWrite)?;
                 c.close(fd)?;
                 c.unlink(w.path)?;
             }
         }
         _ => {
-            for _ in 0..w.ops {
+            while q.next() {
                 let fd = c.open(w.path, OpenKind::ReadWrite)?;
                 c.close(fd)?;
             }
@@ -174,19 +206,20 @@ fn loop_on_path<C: Calls>(c: &C, w: &CopyWork<'_>) -> Result<(), Fail> {
 fn loop_on_fd<C: Calls>(
     c: &C,
     w: &CopyWork<'_>,
+    q: &mut Quota<'_>,
     fd: &C::Fd,
     buf: &mut [u8; PAGE],
 ) -> Result<(), Fail> {
     let own_page = PAGE_BYTES * w.copy as u64;
     match w.testcase {
         Testcase::Dup1 => {
-            for _ in 0..w.ops {
+            while q.next() {
                 let d = c.dup(fd)?;
                 c.close(d)?;
             }
         }
         Testcase::Lseek1 | Testcase::Lseek2 => {
-            for _ in 0..w.ops {
+            while q.next() {
                 c.rewind(fd)?;
             }
         }
@@ -196,7 +229,7 @@ fn loop_on_fd<C: Calls>(
             } else {
                 0
             };
-            for _ in 0..w.ops {
+            while q.next() {
                 page(c.pread(fd, buf, at)?)?;
             }
         }
@@ -206,13 +239,13 @@ fn loop_on_fd<C: Calls>(
             } else {
                 0
             };
-            for _ in 0..w.ops {
+            while q.next() {
                 page(c.pwrite(fd, buf, at)?)?;
             }
         }
         Testcase::Read1 | Testcase::Read2 => {
             let mut pos = 0;
-            for _ in 0..w.ops {
+            while q.next() {
                 page(c.read(fd, buf)?)?;
                 pos += PAGE_BYTES;
                 if pos == WALK_BYTES {
@@ -223,7 +256,7 @@ fn loop_on_fd<C: Calls>(
         }
         Testcase::Write1 => {
             let mut pos = 0;
-            for _ in 0..w.ops {
+            while q.next() {
                 page(c.write(fd, buf)?)?;
                 pos += PAGE_BYTES;
                 if pos == WALK_BYTES {
@@ -233,20 +266,20 @@ fn loop_on_fd<C: Calls>(
             }
         }
         Testcase::Readseek1 => {
-            for _ in 0..w.ops {
+            while q.next() {
                 c.rewind(fd)?;
                 page(c.read(fd, buf)?)?;
             }
         }
         Testcase::Writeseek1 => {
-            for _ in 0..w.ops {
+            while q.next() {
                 c.rewind(fd)?;
                 page(c.write(fd, buf)?)?;
             }
         }
         Testcase::Fallocate1 => {
             let mut at = 0;
-            for _ in 0..w.ops {
+            while q.next() {
                 c.fallocate(fd, at, PAGE_BYTES)?;
                 at += PAGE_BYTES;
                 if at == WALK_BYTES {
@@ -259,7 +292,7 @@ fn loop_on_fd<C: Calls>(
         | Testcase::Open2
         | Testcase::Open3
         | Testcase::Unlink1
-        | Testcase::Unlink2 => return loop_on_path(c, w),
+        | Testcase::Unlink2 => return loop_on_path(c, w, q),
     }
     Ok(())
 }
@@ -309,4 +342,30 @@ pub fn probe_copy<C: Calls>(c: &C, copy: usize, copies: usize, path: &CStr, boar
         (Ok(_), true) => closed,
     };
     slot.set_status(status);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_quota_ends_at_its_count_or_once_another_copy_used_its_own() {
+        let board = Board::default();
+        let mut first = Quota {
+            left: 3,
+            done: 0,
+            board: &board,
+        };
+        let mut second = Quota {
+            left: 3,
+            done: 0,
+            board: &board,
+        };
+        assert!(first.next() && first.next() && second.next() && first.next());
+        assert!(!board.should_stop(), "nobody has used up a quota yet");
+        assert!(!first.next(), "three iterations were the quota");
+        assert!(board.should_stop(), "the first to finish stops the others");
+        assert!(!second.next(), "stopped by the first");
+        assert_eq!((first.done, second.done), (3, 1));
+    }
 }

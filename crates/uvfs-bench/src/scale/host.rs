@@ -73,12 +73,18 @@ impl Spawn for HostScale {
                 let d = run_threads(&board, vec![(); copies], |copy, ()| {
                     body(&calls, copy, &board)
                 })?;
-                Ok((board.span(copies).unwrap_or(d), board.ends(copies)))
+                Ok((
+                    board.window(copies).map_or(d, |(window, _)| window),
+                    board.ends(copies),
+                ))
             }
             Mode::Processes => {
                 let board = SharedBoard::new()?;
                 let d = run_processes(&board, copies, &|copy| body(&calls, copy, &board))?;
-                Ok((board.span(copies).unwrap_or(d), board.ends(copies)))
+                Ok((
+                    board.window(copies).map_or(d, |(window, _)| window),
+                    board.ends(copies),
+                ))
             }
         }
     }

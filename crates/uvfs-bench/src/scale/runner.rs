@@ -194,13 +194,12 @@ pub fn run_scale(
                 ));
                 match c.run(cfg, r.ops_per_copy) {
                     Ok(run) => {
-                        let total = r.ops_per_copy as f64 * cfg.copies as f64;
-                        let ops_per_s = total / run.elapsed.as_secs_f64().max(1e-9);
+                        let ops_per_s = run.ops as f64 / run.elapsed.as_secs_f64().max(1e-9);
                         r.samples.push(ops_per_s);
                         if let Some(j) = json.as_deref_mut() {
                             let line = json!({"type": "scale-sample", "testcase": cfg.testcase,
                                 "mode": cfg.mode, "copies": cfg.copies, "column": c.name(),
-                                "iteration": it, "ops_per_copy": r.ops_per_copy,
+                                "iteration": it, "ops_per_copy": r.ops_per_copy, "ops": run.ops,
                                 "elapsed_ns": run.elapsed.as_nanos() as u64,
                                 "ops_per_s": ops_per_s});
                             writeln!(j, "{line}")?;

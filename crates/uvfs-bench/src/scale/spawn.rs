@@ -21,8 +21,8 @@ pub(crate) trait Spawn: 'static {
     fn empty(&mut self) -> anyhow::Result<()>;
 
     /// Runs `body(calls, copy, board)` on `copies` copies in `mode`. Returns the time from the
-    /// common start until the last copy's loop ended ([`Board::span`]; the wall time until all
-    /// copies were joined or reaped if a copy recorded no end, as the probe's do), and every
+    /// common start until the first copy completed its quota ([`Board::window`]; the wall time
+    /// until all copies were joined or reaped if no copy did, as in the probe), and every
     /// copy's report.
     ///
     /// # Errors
@@ -35,8 +35,8 @@ pub(crate) trait Spawn: 'static {
     ) -> anyhow::Result<(Duration, Vec<CopyEnd>)>;
 }
 
-/// [`ScaleColumn::run`](super::ScaleColumn::run) of the column `name`: `ops` iterations of
-/// `cfg`'s testcase on each of its copies.
+/// [`ScaleColumn::run`](super::ScaleColumn::run) of the column `name`: `cfg`'s testcase on
+/// each of its copies, until one has run `ops` iterations.
 ///
 /// # Errors
 /// A copy failed (which one and why), or the copies could not be started.
@@ -54,7 +54,11 @@ pub(crate) fn run<S: Spawn>(name: &str, s: &S, cfg: &Config, ops: u64) -> anyhow
         }
     })?;
     check_ends(name, cfg, &ends)?;
-    Ok(Run { elapsed, ends })
+    Ok(Run {
+        elapsed,
+        ops: ends.iter().map(|e| e.done).sum(),
+        ends,
+    })
 }
 
 /// [`ScaleColumn::probe`](super::ScaleColumn::probe): empties the column's filesystem and

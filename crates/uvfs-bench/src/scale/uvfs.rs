@@ -77,7 +77,10 @@ impl Spawn for UvfsScale {
         let d = run_threads(&board, tasks, |copy, task| {
             body(&UvfsCalls { task: &task }, copy, &board)
         })?;
-        Ok((board.span(copies).unwrap_or(d), board.ends(copies)))
+        Ok((
+            board.window(copies).map_or(d, |(window, _)| window),
+            board.ends(copies),
+        ))
     }
 }
 
