@@ -30,7 +30,12 @@ mod imp {
     /// the process: with seize's default of 32 a create and unlink (four or five retired
     /// objects: a negative dentry, chain nodes, names) paid one every few operations, about a
     /// fifth of the time of two threads creating files (issue 7). A batch of 1024 objects of
-    /// at most a few hundred bytes keeps well under a megabyte per thread waiting.
+    /// at most a few hundred bytes keeps well under a megabyte per thread waiting. 4096 was
+    /// measured too (2026-11-25, `uvfs bench scale unlink2 unlink1 --copies 1,2 --iterations
+    /// 8`, alternated twice, fast cross-CPU state): unlink2 on 2 copies 2-16% faster (leaving
+    /// out one threads-mode run of 1024 that halved), unlink1 no different, for four times the
+    /// memory a thread can leave waiting in a batch it does not fill (an idle thread's partial
+    /// batch waits until it retires more); not taken.
     const RETIRE_BATCH: usize = 1024;
 
     /// The epoch domain of every lock-free structure of the VFS.
