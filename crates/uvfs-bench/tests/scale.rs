@@ -1,10 +1,11 @@
 //! `uvfs bench scale` end to end on the host and uvfs columns, in both modes.
 //!
-//! Oracles: what N iterations of each testcase's loop imply for the files, the fd positions and
-//! the bytes read (the will-it-scale loop descriptions), checked on both sides after a run; the
-//! fd-table probe for sharing (threads: one table; processes: a table each); the structure of
-//! a quick run's result. No timing is asserted. The host side needs root for its tmpfs; without
-//! it these tests say "skipped: why" and count it.
+//! Oracles: what the iterations each copy reports of its testcase's loop imply for the files,
+//! the fd positions and the bytes read (the will-it-scale loop descriptions), and that one copy
+//! ran the whole quota of N, checked on both sides after a run; the fd-table probe for sharing
+//! (threads: one table; processes: a table each); the structure of a quick run's result. No
+//! timing is asserted. The host side needs root for its tmpfs; without it these tests say
+//! "skipped: why" and count it.
 
 use std::collections::BTreeSet;
 
