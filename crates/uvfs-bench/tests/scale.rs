@@ -152,24 +152,15 @@ fn check_work(side: &str, tc: Testcase, copies: usize, ends: &[CopyEnd], v: &dyn
         );
         let last_page = (n.saturating_sub(1) % (WALK_BYTES / PAGE_BYTES)) as usize;
         let want_byte = match tc {
-            // A copy that read nothing still has its zeroed buffer.
-            Testcase::Pread1
-            | Testcase::Pread2
-            | Testcase::Pread3
-            | Testcase::Read1
-            | Testcase::Read2
-            | Testcase::Readseek1
-                if n == 0 =>
-            {
-                Some(0)
-            }
             Testcase::Pread1 | Testcase::Pread3 | Testcase::Read1 | Testcase::Readseek1 => {
                 Some(fill_byte(i))
             }
             Testcase::Pread2 => Some(fill_byte(0)),
             Testcase::Read2 => Some(fill_byte(last_page)),
             _ => None,
-        };
+        }
+        // A copy that read nothing still has its zeroed buffer.
+        .map(|b| if n == 0 { 0 } else { b });
         assert_eq!(
             e.last_byte,
             want_byte,
