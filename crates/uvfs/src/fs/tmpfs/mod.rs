@@ -662,10 +662,10 @@ impl InodeOps for Node {
 
     fn mknod(&self, dir: &Inode, name: &Name, new: &NewInode<'_>) -> Result<Arc<Inode>> {
         let kind = match FileType::from_mode(new.mode) {
-            Some(FileType::Regular) => Node::new(Kind::Reg),
-            _ => Node::new(Kind::Special),
+            Some(FileType::Regular) => Kind::Reg,
+            _ => Kind::Special,
         };
-        self.create_entry(dir, name, new, kind)
+        self.create_entry(dir, name, new, Node::new(kind))
     }
 
     fn symlink(
