@@ -17,7 +17,7 @@ use crate::vfs::namei::FollowLast;
 use crate::vfs::permission::{
     inode_permission, owner_or_capable, should_drop_sgid, should_remove_suid,
 };
-use crate::vfs::{Task, VfsPath};
+use crate::vfs::{FileDescription, Task, VfsPath};
 
 fn follow_of(flags: AtFlags) -> FollowLast {
     if flags.contains(AtFlags::SYMLINK_NOFOLLOW) {
@@ -83,6 +83,11 @@ impl Task {
     /// `EBADF` (also for `O_PATH`); as [`Task::fchmodat`].
     pub fn fchmod(&self, fd: i32, mode: u32) -> Result<()> {
         let file = self.files.get(fd)?;
+        self.fchmod_file(&file, mode)
+    }
+
+    /// [`Task::fchmod`] of an open file held without an fd.
+    pub(crate) fn fchmod_file(&self, file: &FileDescription, mode: u32) -> Result<()> {
         if file.fmode().path_only {
             return Err(Errno::EBADF);
         }
@@ -390,6 +395,14 @@ impl Task {
             return Err(Errno::EINVAL);
         }
         let file = self.fget(fd)?;
+        self.ftruncate_file(&file, length)
+    }
+
+    /// [`Task::ftruncate`] of an open file held without an fd.
+    pub(crate) fn ftruncate_file(&self, file: &FileDescription, length: i64) -> Result<()> {
+        if length < 0 {
+            return Err(Errno::EINVAL);
+        }
         if file.fmode().path_only {
             return Err(Errno::EBADF);
         }

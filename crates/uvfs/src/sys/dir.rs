@@ -11,7 +11,7 @@ use crate::vfs::mount::MountRef;
 use crate::vfs::namei::FollowLast;
 use crate::vfs::ops::DirEntry;
 use crate::vfs::permission::inode_permission;
-use crate::vfs::{Task, VfsPath};
+use crate::vfs::{FileDescription, Task, VfsPath};
 
 impl Task {
     /// `getdents64(2)`: fills `buf` with `struct linux_dirent64` records from the file
@@ -27,6 +27,42 @@ impl Task {
     /// directory was removed.
     pub fn getdents64(&self, fd: i32, buf: &mut [u8]) -> Result<usize> {
         let file = self.fget(fd)?;
+        let mut used = 0usize;
+        let mut too_small = false;
+        self.iterate_dir(&file, &mut |e: DirEntry<'_>| -> bool {
+            match Dirent::encode(&mut buf[used..], e.ino, e.next_pos as i64, e.d_type, e.name) {
+                Some(n) => {
+                    used += n;
+                    true
+                }
+                None => {
+                    too_small = used == 0;
+                    false
+                }
+            }
+        })?;
+        if too_small {
+            return Err(Errno::EINVAL);
+        }
+        Ok(used)
+    }
+
+    /// Hands the entries of the open directory `file` from its position to `sink` until it
+    /// returns `false` (that entry is not consumed) or the listing ends, and moves the
+    /// position past those taken: [`Task::getdents64`] without the record encoding, for
+    /// `uvfs::fs::ReadDir` (Linux: `iterate_dir()`).
+    ///
+    /// # Locking
+    /// As [`Task::getdents64`]; `sink` runs with the directory's inode lock held shared and
+    /// must not call back into the filesystem.
+    ///
+    /// # Errors
+    /// `EBADF` for an `O_PATH` file; `ENOTDIR`; `ENOENT` if the directory was removed.
+    pub(crate) fn iterate_dir(
+        &self,
+        file: &FileDescription,
+        sink: &mut dyn FnMut(DirEntry<'_>) -> bool,
+    ) -> Result<()> {
         if file.fmode().path_only {
             return Err(Errno::EBADF);
         }
@@ -39,32 +75,32 @@ impl Task {
         if file.path().dentry.is_dead() {
             return Err(Errno::ENOENT);
         }
-        let mut used = 0usize;
-        let mut too_small = false;
-        let mut sink = |e: DirEntry<'_>| -> bool {
-            match Dirent::encode(&mut buf[used..], e.ino, e.next_pos as i64, e.d_type, e.name) {
-                Some(n) => {
-                    used += n;
-                    true
-                }
-                None => {
-                    too_small = used == 0;
-                    false
-                }
-            }
-        };
         let mut p = *pos;
-        file.ops().readdir(&file, &mut p, &mut sink)?;
+        file.ops().readdir(file, &mut p, sink)?;
         *pos = p;
         drop(dir_lock);
         drop(pos);
         // The directory was read even if the buffer could not take an entry (Linux:
         // `iterate_dir()` calls `file_accessed()` whatever the filldir callback said).
-        touch_atime(&file);
-        if too_small {
-            return Err(Errno::EINVAL);
+        touch_atime(file);
+        Ok(())
+    }
+
+    /// The path of the open file `file` from this task's root, as `readlink` of
+    /// `/proc/self/fd/N` gives it (Linux: `d_path()`); for `uvfs::fs::Fs::canonicalize`.
+    ///
+    /// # Errors
+    /// `ENOENT` if the file was removed or lies outside the root.
+    pub(crate) fn path_of_file(&self, file: &FileDescription) -> Result<Vec<u8>> {
+        if file.path().dentry.is_dead() {
+            return Err(Errno::ENOENT);
         }
-        Ok(used)
+        let fs = self.fs.borrow();
+        let (path, reachable) = path_of(file.path(), &fs.root);
+        if !reachable {
+            return Err(Errno::ENOENT);
+        }
+        Ok(path)
     }
 
     /// `chdir(2)`.

@@ -195,9 +195,37 @@ impl Task {
         if !self.files.has_free() {
             return Err(Errno::EMFILE);
         }
+        let cloexec = req.flags.contains(OpenFlags::CLOEXEC);
+        let file = self.open_description(dirfd, path, req)?;
+        self.files.install(file, cloexec, 0)
+    }
+
+    /// [`Task::openat`] without an fd: the open file description, for `uvfs::fs::File`
+    /// (which closes it when dropped). No `EMFILE`: no fd is taken.
+    ///
+    /// # Errors
+    /// As [`Task::openat`] but `EMFILE`.
+    pub(crate) fn openat_file(
+        &self,
+        dirfd: i32,
+        path: &[u8],
+        flags: OpenFlags,
+        mode: u32,
+    ) -> Result<Arc<FileDescription>> {
+        let (flags, mode) = build_open_how(flags, mode);
+        let req = build_open_flags(flags, mode, ResolveFlags::empty())?;
+        self.open_description(dirfd, path, req)
+    }
+
+    fn open_description(
+        &self,
+        dirfd: i32,
+        path: &[u8],
+        req: OpenReq,
+    ) -> Result<Arc<FileDescription>> {
         let umask = self.umask.get();
         let cred_id = self.cred_id.get();
-        let file = self.with_path(dirfd, path, EmptyPath::Reject, req.resolve, |w, start| {
+        self.with_path(dirfd, path, EmptyPath::Reject, req.resolve, |w, start| {
             let opened = if req.flags.bits() & O_TMPFILE_BIT != 0 {
                 let (opened, dir) = open_tmpfile(w, start, path, req, umask)?;
                 let mut file = finish_open(w.cred, opened, req, cred_id)?;
@@ -217,9 +245,7 @@ impl Task {
                 open_last(w, start, path, req, umask)?
             };
             finish_open(w.cred, opened, req, cred_id)
-        })?;
-        self.files
-            .install(file, req.flags.contains(OpenFlags::CLOEXEC), 0)
+        })
     }
 
     /// `close(2)`.

@@ -139,15 +139,21 @@ impl Task {
     /// `EBADF` (not open for reading, `O_PATH`), `EISDIR`, `EINVAL`.
     pub fn read(&self, fd: i32, buf: &mut [u8]) -> Result<usize> {
         let file = self.fget(fd)?;
-        check_readable(&file)?;
+        self.read_file(&file, buf)
+    }
+
+    /// [`Task::read`] of an open file held without an fd (`uvfs::fs::File`).
+    #[inline]
+    pub(crate) fn read_file(&self, file: &FileDescription, buf: &mut [u8]) -> Result<usize> {
+        check_readable(file)?;
         let mut pos = file.pos.lock();
         verify_area(*pos as i64, buf.len())?;
-        check_not_dir(&file)?;
+        check_not_dir(file)?;
         let len = buf.len().min(MAX_RW_COUNT);
-        let n = file.ops().read(&file, &mut buf[..len], *pos)?;
+        let n = file.ops().read(file, &mut buf[..len], *pos)?;
         *pos += n as u64;
         drop(pos);
-        touch_atime(&file);
+        touch_atime(file);
         Ok(n)
     }
 
@@ -166,12 +172,23 @@ impl Task {
             return Err(Errno::EINVAL);
         }
         let file = self.fget(fd)?;
-        check_readable(&file)?;
+        self.pread_file(&file, buf, offset)
+    }
+
+    /// [`Task::pread`] of an open file held without an fd.
+    #[inline]
+    pub(crate) fn pread_file(
+        &self,
+        file: &FileDescription,
+        buf: &mut [u8],
+        offset: i64,
+    ) -> Result<usize> {
+        check_readable(file)?;
         let pos = verify_area(offset, buf.len())?;
-        check_not_dir(&file)?;
+        check_not_dir(file)?;
         let len = buf.len().min(MAX_RW_COUNT);
-        let n = file.ops().read(&file, &mut buf[..len], pos)?;
-        touch_atime(&file);
+        let n = file.ops().read(file, &mut buf[..len], pos)?;
+        touch_atime(file);
         Ok(n)
     }
 
@@ -181,7 +198,13 @@ impl Task {
     /// `EBADF`, `EINVAL`, `EFBIG`, `ENOSPC`.
     pub fn write(&self, fd: i32, buf: &[u8]) -> Result<usize> {
         let file = self.fget(fd)?;
-        check_writable(&file)?;
+        self.write_file(&file, buf)
+    }
+
+    /// [`Task::write`] to an open file held without an fd.
+    #[inline]
+    pub(crate) fn write_file(&self, file: &FileDescription, buf: &[u8]) -> Result<usize> {
+        check_writable(file)?;
         let mut pos = file.pos.lock();
         // The position is checked even with O_APPEND, where the write then goes to the end.
         let at = verify_area(*pos as i64, buf.len())?;
@@ -191,7 +214,7 @@ impl Task {
             WritePos::At(at)
         };
         let len = buf.len().min(MAX_RW_COUNT);
-        let (n, end) = write_remove_privs(self, &file, &buf[..len], at)?;
+        let (n, end) = write_remove_privs(self, file, &buf[..len], at)?;
         // Linux moves the position only when something was written (`new_sync_write()`), so
         // an empty write with O_APPEND leaves it where it was.
         if n != 0 {
@@ -216,7 +239,18 @@ impl Task {
             return Err(Errno::EINVAL);
         }
         let file = self.fget(fd)?;
-        check_writable(&file)?;
+        self.pwrite_file(&file, buf, offset)
+    }
+
+    /// [`Task::pwrite`] to an open file held without an fd.
+    #[inline]
+    pub(crate) fn pwrite_file(
+        &self,
+        file: &FileDescription,
+        buf: &[u8],
+        offset: i64,
+    ) -> Result<usize> {
+        check_writable(file)?;
         let pos = verify_area(offset, buf.len())?;
         let at = if file.flags().contains(OpenFlags::APPEND) {
             WritePos::Append
@@ -224,7 +258,7 @@ impl Task {
             WritePos::At(pos)
         };
         let len = buf.len().min(MAX_RW_COUNT);
-        write_remove_privs(self, &file, &buf[..len], at).map(|(n, _)| n)
+        write_remove_privs(self, file, &buf[..len], at).map(|(n, _)| n)
     }
 
     /// `readv(2)`.
@@ -326,6 +360,16 @@ impl Task {
     /// `SEEK_HOLE` at or past the end.
     pub fn lseek(&self, fd: i32, offset: i64, whence: Whence) -> Result<i64> {
         let file = self.fget(fd)?;
+        self.lseek_file(&file, offset, whence)
+    }
+
+    /// [`Task::lseek`] of an open file held without an fd.
+    pub(crate) fn lseek_file(
+        &self,
+        file: &FileDescription,
+        offset: i64,
+        whence: Whence,
+    ) -> Result<i64> {
         if file.fmode().path_only {
             return Err(Errno::EBADF);
         }
@@ -333,7 +377,7 @@ impl Task {
             return Err(Errno::EINVAL);
         }
         let mut pos = file.pos.lock();
-        let new = file.ops().llseek(&file, offset, whence, *pos)?;
+        let new = file.ops().llseek(file, offset, whence, *pos)?;
         let new_i = i64::try_from(new).map_err(|_| Errno::EOVERFLOW)?;
         *pos = new;
         Ok(new_i)
@@ -345,10 +389,15 @@ impl Task {
     /// `EBADF`.
     pub fn fsync(&self, fd: i32) -> Result<()> {
         let file = self.fget(fd)?;
+        self.fsync_file(&file)
+    }
+
+    /// [`Task::fsync`] of an open file held without an fd.
+    pub(crate) fn fsync_file(&self, file: &FileDescription) -> Result<()> {
         if file.fmode().path_only {
             return Err(Errno::EBADF);
         }
-        file.ops().fsync(&file)
+        file.ops().fsync(file)
     }
 
     /// `fdatasync(2)`.

@@ -105,12 +105,24 @@ impl Task {
     /// no lock, no reference count, no atomic read-modify-write (the first stat after a
     /// change marks the ctime as observed once).
     pub fn fstatat(&self, dirfd: i32, path: impl AsRef<[u8]>, flags: AtFlags) -> Result<Stat> {
+        self.fstatat_with(dirfd, path.as_ref(), flags, Inode::stat)
+    }
+
+    /// [`Task::fstatat`], reading what `get` takes from the inode (the stat, or the stat and
+    /// the birth time for `uvfs::fs::Metadata`).
+    #[inline]
+    pub(crate) fn fstatat_with<T>(
+        &self,
+        dirfd: i32,
+        path: &[u8],
+        flags: AtFlags,
+        get: impl Fn(&Inode) -> T,
+    ) -> Result<T> {
         let allowed = AtFlags::SYMLINK_NOFOLLOW | AtFlags::NO_AUTOMOUNT | AtFlags::EMPTY_PATH;
         if flags.bits() & !(allowed.bits() | STATX_SYNC_TYPE) != 0 {
             return Err(Errno::EINVAL);
         }
-        let path = path.as_ref();
-        if let Some(st) = self.stat_cached(dirfd, path, follow_of(flags)) {
+        if let Some(st) = self.stat_cached(dirfd, path, follow_of(flags), &get) {
             return Ok(st);
         }
         self.with_path(
@@ -120,7 +132,7 @@ impl Task {
             ResolveFlags::empty(),
             |w, start| {
                 let pos = w.lookup(start, path, follow_of(flags))?;
-                Ok(pos.inode().ok_or(Errno::ENOENT)?.stat())
+                Ok(get(pos.inode().ok_or(Errno::ENOENT)?))
             },
         )
     }
@@ -137,7 +149,13 @@ impl Task {
     /// Falls back when: ref-walk mode, a path of `PATH_MAX` bytes or more, a bad `dirfd`, and
     /// whatever [`walk_cached`] gives up on.
     #[inline]
-    fn stat_cached(&self, dirfd: i32, path: &[u8], follow: FollowLast) -> Option<Stat> {
+    fn stat_cached<T>(
+        &self,
+        dirfd: i32,
+        path: &[u8],
+        follow: FollowLast,
+        get: &impl Fn(&Inode) -> T,
+    ) -> Option<T> {
         if self.walk_mode.get() == crate::vfs::WalkMode::Ref || path.len() >= crate::abi::PATH_MAX {
             return None;
         }
@@ -162,7 +180,7 @@ impl Task {
             path,
             follow,
         )?;
-        let st = d.inode()?.stat();
+        let st = get(d.inode()?);
         // The cached walk stays in the mount it starts in (it gives up at mountpoints).
         start.mnt.touch();
         Some(st)
