@@ -553,7 +553,10 @@ fn random_op(r: &mut Rng) -> Op {
         16 => Op::SymlinkMetadata(r.pick(p)),
         17 => Op::ReadDir(r.pick(p)),
         18 => Op::Copy(r.pick(p), r.pick(p)),
-        19 => Op::SetMode(r.pick(p), r.pick(&[0o644, 0o755, 0o600, 0o4755, 0o1777, 0o666, 0o777])),
+        19 => Op::SetMode(
+            r.pick(p),
+            r.pick(&[0o644, 0o755, 0o600, 0o4755, 0o1777, 0o666, 0o777]),
+        ),
         20 => {
             let mut o = [false; 6];
             for b in &mut o {
