@@ -337,7 +337,7 @@ impl FileOps for RegFile {
                 zero(
                     head,
                     offset % PAGE_SIZE,
-                    if offset % PAGE_SIZE == 0 {
+                    if offset.is_multiple_of(PAGE_SIZE) {
                         0
                     } else {
                         PAGE_SIZE
