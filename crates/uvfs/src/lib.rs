@@ -93,6 +93,7 @@ pub mod abi;
 pub mod fs;
 pub mod sync;
 pub mod sys;
+pub mod tree;
 pub mod vfs;
 
 pub use abi::{Errno, Result};
