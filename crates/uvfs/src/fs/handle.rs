@@ -591,6 +591,47 @@ impl Fs {
         Ok(PathBuf::from(OsString::from_vec(out)))
     }
 
+    // ---- trees in and out ----
+
+    /// Copies the host directory `host_src` into this tree at `dest`, keeping types, hard
+    /// links, holes, modes, owners (when this view may `chown`), extended attributes and
+    /// times, as [`crate::tree::import`] describes.
+    ///
+    /// # Errors
+    /// The first failure, naming the operation and the path; what was copied stays.
+    pub fn import(
+        &self,
+        host_src: impl AsRef<Path>,
+        dest: impl AsRef<Path>,
+    ) -> io::Result<crate::tree::Report> {
+        let opts = crate::tree::Options::default();
+        Ok(crate::tree::import(
+            self.task_ref(),
+            host_src,
+            path_bytes(dest.as_ref()),
+            &opts,
+        )?)
+    }
+
+    /// Copies the tree at `src` out to the host directory `host_dest`, as
+    /// [`crate::tree::export`] describes.
+    ///
+    /// # Errors
+    /// As [`Fs::import`].
+    pub fn export(
+        &self,
+        src: impl AsRef<Path>,
+        host_dest: impl AsRef<Path>,
+    ) -> io::Result<crate::tree::Report> {
+        let opts = crate::tree::Options::default();
+        Ok(crate::tree::export(
+            self.task_ref(),
+            path_bytes(src.as_ref()),
+            host_dest,
+            &opts,
+        )?)
+    }
+
     // ---- extended attributes ----
 
     /// Sets the extended attribute `name` of `path` (following symlinks).
