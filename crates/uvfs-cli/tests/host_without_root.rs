@@ -128,6 +128,9 @@ fn host_names(envs: &[(&str, &str)]) -> Option<(String, String)> {
     assert!(host["skipped"].is_null(), "{host}");
     assert_eq!(host["samples"].as_array().map(Vec::len), Some(2), "{host}");
     let bench_name = host["column"].as_str().expect("a name").to_string();
+    // The table compares uvfs with the host column, whichever its name.
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(out.contains("host/x threads=1"), "{out}");
 
     let json = JsonOut::new("scale");
     let args = [
