@@ -174,7 +174,8 @@ struct ScaleArgs {
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
-/// How a run of `uvfs` ended.
+/// Parses the command line, refusing bad input before anything runs (exit status 2, as
+/// clap's), then runs the command (exit status 1 if it failed).
 fn main() -> ExitCode {
     uvfs_bench::memory::heap::set_global_allocator_is_system(false);
     let cli = Cli::try_parse().unwrap_or_else(|e| exit_refused(&e));
@@ -457,9 +458,9 @@ fn memory(m: MemoryArgs) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// The columns of `chosen`, in table order; gVisor's built (or found) with `status` telling.
-fn bench_columns(chosen: &[ColumnArg], gvisor: Option<Gvisor>) -> Vec<Box<dyn Column>> {
-    let mut gvisor = gvisor;
+/// The columns of `chosen` (in table order); gVisor's is `gvisor`, prepared by the caller
+/// (left out if `None`).
+fn bench_columns(chosen: &[ColumnArg], mut gvisor: Option<Gvisor>) -> Vec<Box<dyn Column>> {
     chosen
         .iter()
         .filter_map(|c| -> Option<Box<dyn Column>> {
@@ -480,8 +481,12 @@ fn bench(a: BenchArgs) -> anyhow::Result<()> {
     // workload (left out when --columns picks columns: its columns are not selectable).
     let with_scale = a.workloads.is_empty();
     let with_memory = with_scale && a.columns.is_none();
-    let mut workloads: Vec<Workload> = a.workloads.iter().map(|w| w.0).collect();
-    workloads.dedup();
+    let mut workloads: Vec<Workload> = Vec::new();
+    for w in &a.workloads {
+        if !workloads.contains(&w.0) {
+            workloads.push(w.0);
+        }
+    }
     if workloads.is_empty() {
         workloads = Workload::ALL.to_vec();
     }

@@ -345,3 +345,60 @@ fn find_quick_reports_ns_per_entry_for_one_and_two_walkers() {
     let samples = lines.iter().filter(|l| l["type"] == "sample").count();
     assert_eq!(samples, 2 * measured, "{lines:?}");
 }
+
+/// Oracle: the JSON summary. `--columns` runs the columns named, in table order whatever
+/// the order given; a workload named twice runs once; commas and separate words mix.
+#[test]
+fn columns_pick_the_columns_and_a_workload_named_twice_runs_once() {
+    let (out, lines) = run_with_json(
+        &[
+            "bench",
+            "--quick",
+            "--columns",
+            "vfs-crate,uvfs",
+            "write1,read1",
+            "write1",
+        ],
+        "columns",
+        &["write1", "read1"],
+    );
+    assert!(!out.contains("gvisor"), "{out}");
+    let summary = lines
+        .iter()
+        .find(|l| l["type"] == "summary")
+        .expect("a summary line");
+    let r = &summary["result"];
+    assert_eq!(r["column_names"], serde_json::json!(["uvfs", "vfs-crate"]));
+    let workloads: Vec<&str> = r["workloads"]
+        .as_array()
+        .expect("workloads")
+        .iter()
+        .map(|w| w[0].as_str().expect("a name"))
+        .collect();
+    assert_eq!(workloads, ["write1", "read1"]);
+    // No scale or memory part: workloads were named.
+    assert!(lines.iter().all(|l| l["type"] != "scale-sample"));
+
+    let (_, lines) = run_with_json(
+        &[
+            "bench",
+            "scale",
+            "--quick",
+            "--columns",
+            "uvfs",
+            "--copies",
+            "2",
+            "--mode",
+            "threads",
+            "lseek1",
+        ],
+        "scale-columns",
+        &["lseek1 (threads"],
+    );
+    let columns: Vec<&str> = lines
+        .iter()
+        .filter(|l| l["type"] == "scale-sample")
+        .map(|l| l["column"].as_str().expect("a name"))
+        .collect();
+    assert_eq!(columns, ["uvfs"; 4], "copies {{1, 2}} x 2 samples");
+}
