@@ -4,6 +4,20 @@ use std::time::Duration;
 
 use crate::params::Params;
 
+/// The host kernel's column: real system calls on a private tmpfs.
+pub const HOST: &str = "host";
+
+/// The host kernel's column when no tmpfs could be mounted for it (not root and no user
+/// namespace): real system calls in a plain directory under the system temporary directory,
+/// on whatever file system that is. The tables compare the other columns with it as with
+/// [`HOST`]; the name keeps its figures apart from a tmpfs's in the JSON.
+pub const HOST_IN_DIR: &str = "host (not tmpfs)";
+
+/// Whether `name` is a host column's: the one the tables compare the others with.
+pub fn is_host(name: &str) -> bool {
+    name == HOST || name == HOST_IN_DIR
+}
+
 /// Whether a column runs a configuration.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Support {

@@ -5,6 +5,7 @@
 use comfy_table::presets::UTF8_FULL_CONDENSED;
 use comfy_table::{Cell, CellAlignment, Table};
 
+use crate::column::is_host;
 use crate::machine::LineSample;
 use crate::params::Workload;
 use crate::runner::{ConfigResult, RunResult};
@@ -35,7 +36,7 @@ pub fn workload_table(names: &[&'static str], configs: &[ConfigResult]) -> Table
         let host = cr
             .columns
             .iter()
-            .find(|c| c.column == "host")
+            .find(|c| is_host(c.column))
             .and_then(|c| c.summary.as_ref());
         for (stat, pick) in [("Min", 0usize), ("Amean", 1), ("Max", 2)] {
             let mut row = vec![Cell::new(format!("{stat} {}", cr.params.label()))];
@@ -43,7 +44,7 @@ pub fn workload_table(names: &[&'static str], configs: &[ConfigResult]) -> Table
                 let text = match (&c.summary, &c.skipped, &c.error) {
                     (Some(s), _, _) => {
                         let v = [s.min, s.amean, s.max][pick];
-                        cell(v, s, host, c.column == "host", pick == 1)
+                        cell(v, s, host, is_host(c.column), pick == 1)
                     }
                     (None, Some(why), _) if pick == 1 => why.clone(),
                     (None, _, Some(e)) if pick == 1 => format!("FAILED: {e}"),
@@ -57,7 +58,7 @@ pub fn workload_table(names: &[&'static str], configs: &[ConfigResult]) -> Table
             let mut row = vec![Cell::new(format!("host/x {}", cr.params.label()))];
             for c in &cr.columns {
                 let text = match &c.summary {
-                    Some(s) if c.column != "host" => format!("{:.1}x", h.amean / s.amean),
+                    Some(s) if !is_host(c.column) => format!("{:.1}x", h.amean / s.amean),
                     _ => "-".to_string(),
                 };
                 row.push(Cell::new(text).set_alignment(CellAlignment::Right));

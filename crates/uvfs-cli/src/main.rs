@@ -1,12 +1,17 @@
 //! `uvfs`: the command-line front of uvfs. `uvfs bench` runs the benchmark suite; `uvfs bench
 //! scale` its will-it-scale testcases alone; `uvfs bench memory` the bytes per empty file.
 
+mod output;
+mod userns;
+mod values;
+
 use std::ffi::OsString;
-use std::fs::File;
-use std::io::{BufWriter, Write};
+use std::io::Write;
 use std::path::{Path, PathBuf};
+use std::process::ExitCode;
 
 use anyhow::{bail, Context};
+use clap::error::{ContextKind, ContextValue, ErrorKind};
 use clap::{Args, Parser, Subcommand};
 use indicatif::{ProgressBar, ProgressDrawTarget};
 
@@ -26,10 +31,12 @@ use uvfs_bench::scale::report as scale_report;
 use uvfs_bench::scale::runner::{run_scale, ScaleOptions, ScaleResult};
 use uvfs_bench::scale::testcase::Testcase;
 use uvfs_bench::scale::uvfs::UvfsScale;
-use uvfs_bench::scale::{
-    parse_copies, parse_mode, parse_testcases, Mode, ScaleColumn, DEFAULT_COPIES,
-};
+use uvfs_bench::scale::{parse_copies, Mode, ScaleColumn, DEFAULT_COPIES};
 use uvfs_bench::{report, svg};
+
+use output::{check_svg_dir, BadValue, JsonFile};
+use userns::HostPrivilege;
+use values::{ColumnArg, ModeArg, ProbeColumnArg, ScaleColumnArg, TestcaseArg, WorkloadArg};
 
 #[derive(Parser)]
 #[command(
@@ -46,6 +53,11 @@ struct Cli {
 enum Command {
     /// Run the benchmark suite: each workload on the host kernel, uvfs, uvfs "vanilla", the
     /// `vfs` crate and gVisor's VFS, interleaved, with mmtests-style tables.
+    ///
+    /// Without root, the run enters a user and mount namespace of its own (as `unshare -Urm`
+    /// does) to mount the host column's private tmpfs; where the kernel refuses, or
+    /// UVFS_BENCH_NO_USERNS is set, the host column runs in a plain directory under $TMPDIR
+    /// and is named "host (not tmpfs)".
     Bench(BenchArgs),
 }
 
@@ -54,23 +66,28 @@ enum Command {
 struct BenchArgs {
     #[command(subcommand)]
     group: Option<BenchGroup>,
-    /// Workloads to run (default: all, then the scale testcases): write1, read1,
-    /// open-read-close, stat-walk, create-unlink, find.
-    workloads: Vec<String>,
+    /// Workloads to run, by name or comma-separated (default: all, then the scale testcases
+    /// and the memory workload).
+    #[arg(value_enum, value_delimiter = ',', allow_negative_numbers = true)]
+    workloads: Vec<WorkloadArg>,
     /// Tiny counts: a smoke pass of every workload (seconds, not a measurement).
     #[arg(long)]
     quick: bool,
-    /// Samples per configuration and column (default 10; 2 with --quick).
-    #[arg(long)]
+    /// Samples per configuration and column, 2 to 1000 (default 10; 2 with --quick).
+    #[arg(long, value_name = "N", value_parser = values::iterations, allow_negative_numbers = true)]
     iterations: Option<usize>,
-    /// Thread counts of the multi-thread workloads, comma-separated (default: 1 and the CPUs;
-    /// find always runs 1 and 2 walkers).
-    #[arg(long, value_delimiter = ',')]
+    /// Thread counts of the multi-thread workloads, comma-separated, 1 to 1024 (each thread
+    /// reserves a 2 MiB stack) (default: 1 and the CPUs; find always runs 1 and 2 walkers).
+    #[arg(long, value_name = "N,...", value_delimiter = ',', value_parser = values::threads, allow_negative_numbers = true)]
     threads: Option<Vec<usize>>,
-    /// Write every sample as JSON lines to FILE.
+    /// Columns to run, comma-separated (default: all). With no workload named, host and uvfs
+    /// also pick the scale testcases' columns, and the memory workload is left out.
+    #[arg(long, value_enum, value_name = "COLUMN,...", value_delimiter = ',')]
+    columns: Option<Vec<ColumnArg>>,
+    /// Write every sample as JSON lines to FILE (missing directories are created).
     #[arg(long, value_name = "FILE")]
     json: Option<PathBuf>,
-    /// Write one SVG chart per workload into DIR.
+    /// Write one SVG chart per workload into DIR (created if missing).
     #[arg(long, value_name = "DIR")]
     svg: Option<PathBuf>,
 }
@@ -81,7 +98,8 @@ enum BenchGroup {
     /// as threads (one fd table) and as processes (a table each), host and uvfs side by side.
     Scale(ScaleArgs),
     /// Bytes per empty file: 1M empty files in 1000 directories on the host kernel (slab
-    /// growth), uvfs (RSS growth), the `vfs` crate and gVisor, each in a fresh process.
+    /// growth; root only), uvfs (RSS growth), the `vfs` crate and gVisor, each in a fresh
+    /// process.
     Memory(MemoryArgs),
     /// One column of `uvfs bench memory`, in this process: prints one JSON line.
     #[command(hide = true)]
@@ -93,44 +111,50 @@ struct MemoryArgs {
     /// 20,000 files in 20 directories instead of 1,000,000 in 1000.
     #[arg(long)]
     quick: bool,
-    /// Files to create, 1000 to a directory (default 1000000; 20000 with --quick).
-    #[arg(long, value_name = "N")]
+    /// Files to create, 1000 to a directory, 1 to 10000000 (about 1 KB of memory each)
+    /// (default 1000000; 20000 with --quick).
+    #[arg(long, value_name = "N", value_parser = values::files, allow_negative_numbers = true)]
     files: Option<u64>,
-    /// Write each column's result as JSON lines to FILE.
+    /// Write each column's result as JSON lines to FILE (missing directories are created).
     #[arg(long, value_name = "FILE")]
     json: Option<PathBuf>,
 }
 
 #[derive(Args)]
 struct MemoryProbeArgs {
-    /// host, uvfs or vfs-crate.
-    column: String,
-    #[arg(long)]
+    /// The column to measure.
+    #[arg(value_enum)]
+    column: ProbeColumnArg,
+    /// Files to create, 1 to 10000000.
+    #[arg(long, value_parser = values::files, allow_negative_numbers = true)]
     files: u64,
-    #[arg(long)]
+    /// Directories to spread them over, 1 to the files.
+    #[arg(long, value_parser = values::dirs, allow_negative_numbers = true)]
     dirs: u64,
 }
 
 #[derive(Args)]
 struct ScaleArgs {
-    /// Testcases to run (default: all): open1 open2 open3 unlink1 unlink2 dup1 lseek1 lseek2
-    /// pread1 pread2 pread3 pwrite1 pwrite2 pwrite3 read1 read2 write1 readseek1 writeseek1
-    /// fallocate1.
-    testcases: Vec<String>,
+    /// Testcases to run, by name or comma-separated (default: all).
+    #[arg(value_enum, value_delimiter = ',', allow_negative_numbers = true)]
+    testcases: Vec<TestcaseArg>,
     /// Copy counts, comma-separated, 1 to 256 (default 1,2,4,16; 1 is always run: the
     /// speed-ups divide by it).
-    #[arg(long, value_delimiter = ',')]
+    #[arg(long, value_name = "N,...", value_delimiter = ',', value_parser = values::copies, allow_negative_numbers = true)]
     copies: Option<Vec<usize>>,
-    /// threads (one shared fd table), processes (a table per copy) or both.
-    #[arg(long, value_name = "MODE")]
-    mode: Option<String>,
+    /// threads (one shared fd table), processes (a table per copy) or both (default).
+    #[arg(long, value_enum, value_name = "MODE")]
+    mode: Option<ModeArg>,
+    /// Columns to run, comma-separated (default: both).
+    #[arg(long, value_enum, value_name = "COLUMN,...", value_delimiter = ',')]
+    columns: Option<Vec<ScaleColumnArg>>,
     /// Tiny counts: a smoke pass (seconds, not a measurement).
     #[arg(long)]
     quick: bool,
-    /// Samples per configuration and column (default 5; 2 with --quick).
-    #[arg(long)]
+    /// Samples per configuration and column, 2 to 1000 (default 5; 2 with --quick).
+    #[arg(long, value_name = "N", value_parser = values::iterations, allow_negative_numbers = true)]
     iterations: Option<usize>,
-    /// Write every sample as JSON lines to FILE.
+    /// Write every sample as JSON lines to FILE (missing directories are created).
     #[arg(long, value_name = "FILE")]
     json: Option<PathBuf>,
 }
@@ -150,9 +174,12 @@ struct ScaleArgs {
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
-fn main() -> anyhow::Result<()> {
+/// Parses the command line, refusing bad input before anything runs (exit status 2, as
+/// clap's), then runs the command (exit status 1 if it failed).
+fn main() -> ExitCode {
     uvfs_bench::memory::heap::set_global_allocator_is_system(false);
-    match Cli::parse().command {
+    let cli = Cli::try_parse().unwrap_or_else(|e| exit_refused(&e));
+    let result = match cli.command {
         Command::Bench(BenchArgs {
             group: Some(BenchGroup::Scale(s)),
             ..
@@ -164,19 +191,141 @@ fn main() -> anyhow::Result<()> {
         Command::Bench(BenchArgs {
             group: Some(BenchGroup::MemoryProbe(p)),
             ..
-        }) => probe_main(&p.column, p.files, p.dirs),
+        }) => probe(p),
         Command::Bench(a) => bench(a),
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => match e.downcast_ref::<BadValue>() {
+            Some(bad) => {
+                eprintln!("error: {bad}\n\n{MORE}");
+                ExitCode::from(USAGE_EXIT)
+            }
+            None => {
+                eprintln!("Error: {e:?}");
+                ExitCode::FAILURE
+            }
+        },
     }
+}
+
+/// The exit status of a refused command line, clap's.
+const USAGE_EXIT: u8 = 2;
+
+/// The line after a refusal, clap's.
+const MORE: &str = "For more information, try '--help'.";
+
+/// Prints clap's refusal `e` and exits. A value that is not one of a list is refused on one
+/// line naming the flag, the value, the accepted values and clap's suggestion, where clap
+/// puts the list and the suggestion on lines of their own; every other refusal's first line
+/// already names the flag and what it accepts (the value parsers of `values` say it).
+fn exit_refused(e: &clap::Error) -> ! {
+    if e.kind() != ErrorKind::InvalidValue {
+        e.exit();
+    }
+    let string = |kind| match e.get(kind) {
+        Some(ContextValue::String(s)) => Some(s.clone()),
+        Some(ContextValue::Strings(v)) if !v.is_empty() => Some(v.join(", ")),
+        _ => None,
+    };
+    let flag = string(ContextKind::InvalidArg).unwrap_or_default();
+    let value = string(ContextKind::InvalidValue).unwrap_or_default();
+    let mut line = if value.is_empty() {
+        format!("error: a value is required for '{flag}' but none was supplied")
+    } else {
+        format!("error: invalid value '{value}' for '{flag}'")
+    };
+    match string(ContextKind::ValidValue) {
+        Some(valid) => line.push_str(&format!(": takes {valid}")),
+        None => {
+            if let Some(help) = help_of(&flag) {
+                line.push_str(&format!(": {help}"));
+            }
+        }
+    }
+    if let Some(similar) = string(ContextKind::SuggestedValue) {
+        line.push_str(&format!(" (did you mean '{similar}'?)"));
+    }
+    eprintln!("{line}\n\n{MORE}");
+    std::process::exit(USAGE_EXIT.into());
+}
+
+/// The help line of the option clap shows as `flag` (`--iterations <N>`): what it accepts.
+/// clap does not say which subcommand's option it was; the first found breadth-first is
+/// taken (the options of one name accept the same values in every subcommand).
+fn help_of(flag: &str) -> Option<String> {
+    let long = flag.strip_prefix("--")?.split(' ').next()?;
+    let mut commands = std::collections::VecDeque::from([<Cli as clap::CommandFactory>::command()]);
+    while let Some(c) = commands.pop_front() {
+        if let Some(a) = c.get_arguments().find(|a| a.get_long() == Some(long)) {
+            let help = a.get_help()?.to_string();
+            return Some(help.split_whitespace().collect::<Vec<_>>().join(" "));
+        }
+        commands.extend(c.get_subcommands().cloned());
+    }
+    None
+}
+
+/// A refusal of `value` for `flag`, found after parsing.
+fn bad_value(flag: &'static str, value: impl std::fmt::Display, why: String) -> BadValue {
+    BadValue {
+        flag,
+        value: value.to_string(),
+        why,
+    }
+}
+
+/// Enters a user namespace if the host column runs and the process is not root (see
+/// `userns`); says on stderr when the host column will not be on a tmpfs. Call before any
+/// thread starts.
+fn prepare_host(host_runs: bool) {
+    if !host_runs {
+        return;
+    }
+    if let HostPrivilege::Unprivileged(why) = userns::enter() {
+        eprintln!(
+            "host column: no private tmpfs without root ({why}): it runs in a plain directory, as \"host (not tmpfs)\""
+        );
+    }
+}
+
+fn probe(p: MemoryProbeArgs) -> anyhow::Result<()> {
+    if p.dirs > p.files {
+        return Err(bad_value(
+            "--dirs <DIRS>",
+            p.dirs,
+            format!("takes at most --files directories ({})", p.files),
+        )
+        .into());
+    }
+    probe_main(p.column.0.name(), p.files, p.dirs)
 }
 
 /// The scale options of `s`, checked.
 fn scale_options(s: &ScaleArgs) -> anyhow::Result<ScaleOptions> {
-    let testcases = parse_testcases(&s.testcases).map_err(anyhow::Error::msg)?;
-    let copies = parse_copies(s.copies.as_deref()).map_err(anyhow::Error::msg)?;
-    let modes = parse_mode(s.mode.as_deref()).map_err(anyhow::Error::msg)?;
-    if s.iterations == Some(0) {
-        bail!("--iterations takes a positive count");
+    let mut testcases = Vec::new();
+    for t in &s.testcases {
+        match *t {
+            TestcaseArg::Run(t) if !testcases.contains(&t) => testcases.push(t),
+            TestcaseArg::Run(_) => {}
+            TestcaseArg::NotYet(n) => {
+                return Err(bad_value(
+                    "[TESTCASES]...",
+                    n.name,
+                    format!(
+                        "not yet runnable: it needs {}, which uvfs does not have",
+                        n.needs
+                    ),
+                )
+                .into())
+            }
+        }
     }
+    if testcases.is_empty() {
+        testcases = Testcase::ALL.to_vec();
+    }
+    let copies = parse_copies(s.copies.as_deref()).map_err(anyhow::Error::msg)?;
+    let modes = s.mode.unwrap_or(ModeArg::Both).modes();
     let mut opts = ScaleOptions::new(testcases, modes, copies, s.quick);
     if let Some(n) = s.iterations {
         opts.iterations = n;
@@ -184,9 +333,17 @@ fn scale_options(s: &ScaleArgs) -> anyhow::Result<ScaleOptions> {
     Ok(opts)
 }
 
-/// The scale columns: the host kernel and uvfs.
-fn scale_columns() -> Vec<Box<dyn ScaleColumn>> {
-    vec![Box::new(HostScale::new()), Box::new(UvfsScale::new())]
+/// The scale columns chosen.
+fn scale_columns(chosen: &[ScaleColumnArg]) -> Vec<Box<dyn ScaleColumn>> {
+    chosen
+        .iter()
+        .map(|c| -> Box<dyn ScaleColumn> {
+            match c {
+                ScaleColumnArg::Host => Box::new(HostScale::new()),
+                ScaleColumnArg::Uvfs => Box::new(UvfsScale::new()),
+            }
+        })
+        .collect()
 }
 
 /// A progress bar on stderr that ticks while samples are taken.
@@ -196,57 +353,49 @@ fn progress_bar() -> ProgressBar {
     progress
 }
 
-/// The file a run writes its samples to as JSON lines.
-#[derive(Clone, Copy)]
-enum JsonOut<'a> {
-    /// A new file (or an existing one truncated).
-    Create(&'a Path),
-    /// The end of a file an earlier run of this command wrote.
-    Append(&'a Path),
-}
-
-/// Runs `run` with `json` open (if given), then clears `progress` and flushes the file;
-/// `run`'s result.
+/// Runs `run` with the writer of `json` (if given), then clears `progress` and flushes the
+/// file; `run`'s result. A failure names the file: the runners fail only writing it.
 fn with_json<T>(
-    json: Option<JsonOut<'_>>,
+    json: Option<&mut JsonFile>,
     progress: &ProgressBar,
     run: impl FnOnce(Option<&mut dyn Write>) -> anyhow::Result<T>,
 ) -> anyhow::Result<T> {
-    let mut json_out = match json {
-        None => None,
-        Some(JsonOut::Create(p)) => Some(BufWriter::new(
-            File::create(p).with_context(|| format!("creating {}", p.display()))?,
-        )),
-        Some(JsonOut::Append(p)) => Some(BufWriter::new(
-            std::fs::OpenOptions::new()
-                .append(true)
-                .open(p)
-                .with_context(|| format!("appending to {}", p.display()))?,
-        )),
+    let result = match json {
+        None => run(None)?,
+        Some(j) => {
+            let path = j.path().display().to_string();
+            let result = run(Some(j.writer())).with_context(|| format!("writing {path}"))?;
+            j.flush()?;
+            result
+        }
     };
-    let result = run(json_out.as_mut().map(|w| w as &mut dyn Write))?;
     progress.finish_and_clear();
-    if let Some(mut w) = json_out {
-        w.flush()?;
-    }
     Ok(result)
 }
 
-/// Runs the scale testcases of `opts` on the scale columns, with a progress bar.
+/// Runs the scale testcases of `opts` on `columns`, with a progress bar.
 fn run_scale_columns(
     opts: &ScaleOptions,
-    json: Option<JsonOut<'_>>,
+    columns: &[ScaleColumnArg],
+    json: Option<&mut JsonFile>,
 ) -> anyhow::Result<ScaleResult> {
     let progress = progress_bar();
     with_json(json, &progress, |json_out| {
-        run_scale(opts, &mut scale_columns(), &progress, json_out)
+        run_scale(opts, &mut scale_columns(columns), &progress, json_out)
     })
+}
+
+/// Opens `--json`'s file, if given.
+fn json_file(json: Option<&Path>) -> anyhow::Result<Option<JsonFile>> {
+    Ok(json.map(JsonFile::create).transpose()?)
 }
 
 fn scale(s: ScaleArgs) -> anyhow::Result<()> {
     let opts = scale_options(&s)?;
-    let json = s.json.as_deref().map(JsonOut::Create);
-    let result = run_scale_columns(&opts, json)?;
+    let columns = values::selected(s.columns.as_deref(), &ScaleColumnArg::ALL);
+    let mut json = json_file(s.json.as_deref())?;
+    prepare_host(columns.contains(&ScaleColumnArg::Host));
+    let result = run_scale_columns(&opts, &columns, json.as_mut())?;
     scale_report::print(&result);
     if let Some(p) = &s.json {
         println!("wrote {}", p.display());
@@ -270,7 +419,7 @@ fn run_memory_columns(
     size: Size,
     gvisor_driver: Result<PathBuf, String>,
     progress: &ProgressBar,
-    json: Option<JsonOut<'_>>,
+    json: Option<&mut JsonFile>,
 ) -> anyhow::Result<MemoryResult> {
     let opts = MemoryOptions {
         size,
@@ -295,10 +444,10 @@ fn memory(m: MemoryArgs) -> anyhow::Result<()> {
         Some(n) => Size::with_files(n).map_err(anyhow::Error::msg)?,
         None => Size::default_for(m.quick),
     };
+    let mut json = json_file(m.json.as_deref())?;
     let progress = progress_bar();
     let gvisor = Gvisor::prepare(&mut |s: &str| progress.set_message(s.to_string()));
-    let json = m.json.as_deref().map(JsonOut::Create);
-    let result = run_memory_columns(size, driver_of(&gvisor), &progress, json)?;
+    let result = run_memory_columns(size, driver_of(&gvisor), &progress, json.as_mut())?;
     memory_report::print(&result);
     if let Some(p) = &m.json {
         println!("wrote {}", p.display());
@@ -309,58 +458,78 @@ fn memory(m: MemoryArgs) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// The columns of `chosen` (in table order); gVisor's is `gvisor`, prepared by the caller
+/// (left out if `None`).
+fn bench_columns(chosen: &[ColumnArg], mut gvisor: Option<Gvisor>) -> Vec<Box<dyn Column>> {
+    chosen
+        .iter()
+        .filter_map(|c| -> Option<Box<dyn Column>> {
+            Some(match c {
+                ColumnArg::Host => Box::new(Host::new()),
+                ColumnArg::Uvfs => Box::new(Uvfs::new(Design::Current)),
+                ColumnArg::UvfsVanilla => Box::new(Uvfs::new(Design::Vanilla)),
+                ColumnArg::VfsCrate => Box::new(VfsCrate::new()),
+                ColumnArg::Gvisor => Box::new(gvisor.take()?),
+            })
+        })
+        .collect()
+}
+
 fn bench(a: BenchArgs) -> anyhow::Result<()> {
     // With no workload named, the scale testcases follow the seed workloads, with shorter
     // samples than `uvfs bench scale` takes (3 per configuration, 40 ms each), then the memory
-    // workload.
+    // workload (left out when --columns picks columns: its columns are not selectable).
     let with_scale = a.workloads.is_empty();
-    let workloads = if a.workloads.is_empty() {
-        Workload::ALL.to_vec()
-    } else {
-        a.workloads
-            .iter()
-            .map(|w| Workload::from_name(w).with_context(|| format!("unknown workload {w:?}")))
-            .collect::<anyhow::Result<Vec<_>>>()?
-    };
+    let with_memory = with_scale && a.columns.is_none();
+    let mut workloads: Vec<Workload> = Vec::new();
+    for w in &a.workloads {
+        if !workloads.contains(&w.0) {
+            workloads.push(w.0);
+        }
+    }
+    if workloads.is_empty() {
+        workloads = Workload::ALL.to_vec();
+    }
+    let columns = values::selected(a.columns.as_deref(), &ColumnArg::ALL);
+    let scale_cols: Vec<ScaleColumnArg> = columns.iter().filter_map(|c| c.scale()).collect();
     let cpus = std::thread::available_parallelism()
         .map(|n| n.get())
         .unwrap_or(1)
         .max(2);
-    let mut threads = a.threads.unwrap_or_else(|| vec![1, cpus]);
+    let mut threads = a.threads.clone().unwrap_or_else(|| vec![1, cpus]);
     threads.sort_unstable();
     threads.dedup();
-    if threads.contains(&0) {
-        bail!("--threads takes positive counts");
-    }
     let opts = Options {
         workloads,
         quick: a.quick,
-        iterations: a.iterations.unwrap_or(if a.quick { 2 } else { 10 }).max(1),
+        iterations: a.iterations.unwrap_or(if a.quick { 2 } else { 10 }),
         threads,
     };
+    let mut json = json_file(a.json.as_deref())?;
+    if let Some(dir) = &a.svg {
+        check_svg_dir(dir, opts.workloads.iter().map(|w| w.name()))?;
+    }
+    prepare_host(columns.contains(&ColumnArg::Host));
 
     let progress = progress_bar();
-    let gvisor = Gvisor::prepare(&mut |m: &str| progress.set_message(m.to_string()));
-    let gvisor_driver = driver_of(&gvisor);
-    let mut columns: Vec<Box<dyn Column>> = vec![
-        Box::new(Host::new()),
-        Box::new(Uvfs::new(Design::Current)),
-        Box::new(Uvfs::new(Design::Vanilla)),
-        Box::new(VfsCrate::new()),
-        Box::new(gvisor),
-    ];
-    let json = a.json.as_deref().map(JsonOut::Create);
-    let result = with_json(json, &progress, |json_out| {
-        run(&opts, &mut columns, &progress, json_out)
+    let gvisor = (columns.contains(&ColumnArg::Gvisor) || with_memory)
+        .then(|| Gvisor::prepare(&mut |m: &str| progress.set_message(m.to_string())));
+    let gvisor_driver = gvisor.as_ref().map(driver_of);
+    let gvisor = gvisor.filter(|_| columns.contains(&ColumnArg::Gvisor));
+    let mut bench_cols = bench_columns(&columns, gvisor);
+    let result = with_json(json.as_mut(), &progress, |json_out| {
+        run(&opts, &mut bench_cols, &progress, json_out)
     })?;
     report::print(&result);
     if let Some(dir) = &a.svg {
-        for p in svg::write_all(&result, dir)? {
+        let written = svg::write_all(&result, dir)
+            .with_context(|| format!("writing SVG charts into {}", dir.display()))?;
+        for p in written {
             println!("wrote {}", p.display());
         }
     }
     let mut scale_failed = false;
-    if with_scale {
+    if with_scale && !scale_cols.is_empty() {
         let mut sopts = ScaleOptions::new(
             Testcase::ALL.to_vec(),
             Mode::ALL.to_vec(),
@@ -372,22 +541,21 @@ fn bench(a: BenchArgs) -> anyhow::Result<()> {
             sopts.sample_time = std::time::Duration::from_millis(40);
         }
         if let Some(n) = a.iterations {
-            sopts.iterations = n.max(1);
+            sopts.iterations = n;
         }
-        let json = a.json.as_deref().map(JsonOut::Append);
-        let sresult = run_scale_columns(&sopts, json)?;
+        let sresult = run_scale_columns(&sopts, &scale_cols, json.as_mut())?;
         println!();
         scale_report::print(&sresult);
         scale_failed = sresult.failed;
     }
     let mut memory_failed = false;
-    if with_scale {
-        let json = a.json.as_deref().map(JsonOut::Append);
+    if with_memory {
+        let driver = gvisor_driver.unwrap_or_else(|| Err("skipped: not prepared".into()));
         let mresult = run_memory_columns(
             Size::default_for(a.quick),
-            gvisor_driver,
+            driver,
             &progress_bar(),
-            json,
+            json.as_mut(),
         )?;
         println!();
         memory_report::print(&mresult);

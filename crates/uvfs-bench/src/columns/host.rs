@@ -10,12 +10,12 @@ use anyhow::anyhow;
 use rustix::fs::{mkdirat, openat, statat, unlinkat, AtFlags, Mode, OFlags, RawDir};
 use rustix::io::{pread, pwrite, read};
 
-use crate::column::{Column, Support};
+use crate::column::{Column, Support, HOST, HOST_IN_DIR};
 use crate::find::{
     EntryKind, Tree, TreePath, WalkCount, DIR_PERMISSIONS, FILE_PERMISSIONS, GETDENTS_BUF_BYTES,
 };
 use crate::params::{walk_components, Params, Sharing, Workload};
-use crate::private_tmpfs::PrivateTmpfs;
+use crate::private_tmpfs::{Backing, PrivateTmpfs};
 
 /// Bytes in the small file that `read1` and `open-read-close` read.
 pub const SMALL_FILE_BYTES: usize = 64;
@@ -32,10 +32,11 @@ pub struct Host {
 
 impl Host {
     /// Mounts a private tmpfs under the system temporary directory. If that is impossible (not
-    /// root), the column reports "skipped: why" for every configuration.
+    /// root and no user namespace), the column works in a plain directory there and is named
+    /// [`HOST_IN_DIR`].
     pub fn new() -> Host {
         Host {
-            tmpfs: PrivateTmpfs::mount(&format!("uvfs-bench-host-{}", std::process::id())),
+            tmpfs: PrivateTmpfs::mount_or_dir(&format!("uvfs-bench-host-{}", std::process::id())),
             file: None,
             names: Vec::new(),
         }
@@ -166,7 +167,10 @@ fn host_find(dir: BorrowedFd<'_>, tree: &Tree, walker: usize, walks: u64) -> any
 
 impl Column for Host {
     fn name(&self) -> &'static str {
-        "host"
+        match self.tmpfs.backing() {
+            Backing::Tmpfs => HOST,
+            Backing::PlainDir => HOST_IN_DIR,
+        }
     }
 
     fn supports(&self, _p: &Params) -> Support {
@@ -315,7 +319,10 @@ impl Column for Host {
     }
 
     fn note(&self) -> &'static str {
-        "host: real system calls on a private tmpfs (paths relative to its directory fd); threads (find: walkers) share the process's fd table"
+        match self.tmpfs.backing() {
+            Backing::Tmpfs => "host: real system calls on a private tmpfs (paths relative to its directory fd); threads (find: walkers) share the process's fd table",
+            Backing::PlainDir => "host (not tmpfs): real system calls in a plain directory under the system temporary directory, on whatever file system that is, because no private tmpfs could be mounted (not root and no user namespace); threads (find: walkers) share the process's fd table",
+        }
     }
 }
 

@@ -16,8 +16,8 @@ use super::host_sys::{ino_of_raw_fd, run_processes, SharedBoard};
 use super::spawn::{self, Spawn};
 use super::threads::run_threads;
 use super::{Config, Mode, Run, ScaleColumn};
-use crate::column::Support;
-use crate::private_tmpfs::PrivateTmpfs;
+use crate::column::{Support, HOST, HOST_IN_DIR};
+use crate::private_tmpfs::{Backing, PrivateTmpfs};
 
 /// The host kernel on a tmpfs mounted for the run.
 pub struct HostScale {
@@ -26,14 +26,17 @@ pub struct HostScale {
 
 impl HostScale {
     /// Mounts a private tmpfs under the system temporary directory, as the seed workloads'
-    /// host column does. If that is impossible (not root), every configuration says
-    /// "skipped: why".
+    /// host column does; if that is impossible (not root and no user namespace), works in a
+    /// plain directory there and is named [`HOST_IN_DIR`].
     pub fn new() -> HostScale {
         // One mount per column, even with several in one process (the tests make several).
         static NEXT: AtomicUsize = AtomicUsize::new(0);
         let n = NEXT.fetch_add(1, Ordering::Relaxed);
         HostScale {
-            tmpfs: PrivateTmpfs::mount(&format!("uvfs-bench-scale-{}-{n}", std::process::id())),
+            tmpfs: PrivateTmpfs::mount_or_dir(&format!(
+                "uvfs-bench-scale-{}-{n}",
+                std::process::id()
+            )),
         }
     }
 
@@ -174,7 +177,10 @@ impl Calls for HostCalls<'_> {
 
 impl ScaleColumn for HostScale {
     fn name(&self) -> &'static str {
-        "host"
+        match self.tmpfs.backing() {
+            Backing::Tmpfs => HOST,
+            Backing::PlainDir => HOST_IN_DIR,
+        }
     }
 
     fn supports(&self, _cfg: &Config) -> Support {
@@ -209,6 +215,9 @@ impl ScaleColumn for HostScale {
     }
 
     fn note(&self) -> &'static str {
-        "host: real system calls on a private tmpfs; threads mode: threads of this process; processes mode: forked processes"
+        match self.tmpfs.backing() {
+            Backing::Tmpfs => "host: real system calls on a private tmpfs; threads mode: threads of this process; processes mode: forked processes",
+            Backing::PlainDir => "host (not tmpfs): real system calls in a plain directory under the system temporary directory, on whatever file system that is, because no private tmpfs could be mounted (not root and no user namespace); threads mode: threads of this process; processes mode: forked processes",
+        }
     }
 }

@@ -9,6 +9,7 @@ use comfy_table::{Cell, CellAlignment, Table};
 use super::runner::{ScaleResult, ScaleRow};
 use super::testcase::Testcase;
 use super::Mode;
+use crate::column::is_host;
 use crate::report::line_state;
 use crate::stats::Summary;
 
@@ -26,10 +27,11 @@ pub fn si(v: f64) -> String {
     format!("{:.2}{unit}", v / d)
 }
 
-fn summary_of<'a>(row: &'a ScaleRow, column: &str) -> Option<&'a Summary> {
+/// The host column's summary in `row`.
+fn host_summary(row: &ScaleRow) -> Option<&Summary> {
     row.columns
         .iter()
-        .find(|c| c.column == column)
+        .find(|c| is_host(c.column))
         .and_then(|c| c.summary.as_ref())
 }
 
@@ -43,7 +45,7 @@ pub fn scale_table(names: &[&'static str], rows: &[&ScaleRow]) -> Table {
         header.push(format!("{n} speed-up"));
         header.push(format!("{n} linear"));
     }
-    for n in names.iter().filter(|n| **n != "host") {
+    for n in names.iter().filter(|n| !is_host(n)) {
         header.push(format!("{n}/host"));
     }
     t.set_header(header);
@@ -79,8 +81,8 @@ pub fn scale_table(names: &[&'static str], rows: &[&ScaleRow]) -> Table {
                 _ => cells.extend([Cell::new("-"), Cell::new("-"), Cell::new("-")]),
             }
         }
-        let host = summary_of(row, "host");
-        for c in row.columns.iter().filter(|c| c.column != "host") {
+        let host = host_summary(row);
+        for c in row.columns.iter().filter(|c| !is_host(c.column)) {
             let text = match (&c.summary, host) {
                 (Some(s), Some(h)) => {
                     let mark = if s.differs_from(h) { "*" } else { "" };
