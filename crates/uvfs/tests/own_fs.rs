@@ -301,7 +301,7 @@ fn each_name_mounts_its_own_type() {
 /// VFS applies `MS_RDONLY` to the new superblock itself.
 #[test]
 fn get_tree_sees_source_data_flags_and_creds() {
-    let (vfs, _root) = setup();
+    let (vfs, root) = setup();
     let ty = MapFsType::new("mapfs", b"hi\n");
     vfs.register_filesystem(ty.clone()).unwrap();
     let mut admin = Cred::user(1000, 1000, &[]);
@@ -323,6 +323,11 @@ fn get_tree_sees_source_data_flags_and_creds() {
     let w = user.openat(AT_FDCWD, "/m/hello", OpenFlags::WRONLY, 0);
     assert_eq!(w, Err(Errno::EROFS));
     assert_eq!(user.mkdirat(AT_FDCWD, "/m/x", 0o755), Err(Errno::EROFS));
+    // tmpfs, a registered type too, gives its root to the mounting task's fsuid and fsgid.
+    root.mkdirat(AT_FDCWD, "/t", 0o755).unwrap();
+    mount(&user, "tmpfs", "/t").unwrap();
+    let st = user.stat("/t").unwrap();
+    assert_eq!((st.uid, st.gid, st.mode), (1000, 1000, 0o41777));
 }
 
 /// Permission, then the target, come before the filesystem is asked for anything (Linux:

@@ -379,14 +379,13 @@ pub trait InodeOps: Send + Sync + 'static {
     /// A long-lived holder other than an open file took the inode: a task's cwd or root, a
     /// mount whose root or mountpoint it is. Until the matching [`InodeOps::unhold`] the
     /// inode must outlive its last link (Linux: the inode reference behind the holder's
-    /// dentry; an unlinked inode is evicted at its last `iput()`). [`InodeHold`] pairs the
-    /// calls; a filesystem that frees nothing at its last link keeps the no-op default.
+    /// dentry; an unlinked inode is evicted at its last `iput()`). The VFS pairs the calls
+    /// (its `InodeHold`); a filesystem that frees nothing at its last link keeps the no-op
+    /// default.
     ///
     /// # Locking
     /// Any inode lock and `MountNamespace::lock` may be held (a rename or unlink gives back
     /// the holds [`InodeOps::keep_parent`] took); no filesystem lock is.
-    ///
-    /// [`InodeHold`]: super::inode::InodeHold
     fn hold(&self, inode: &Inode) {}
 
     /// The holder of an earlier [`InodeOps::hold`] let go; an unlinked inode nothing holds
