@@ -376,3 +376,244 @@ fn a_mount_refused_after_get_tree_frees_the_instance() {
     t.umount2("/m", uvfs::abi::UmountFlags::empty()).unwrap();
     assert_eq!(ty.live.load(Ordering::SeqCst), 0);
 }
+
+// ---- A writable filesystem outside the crate -------------------------------------------
+
+/// `flatfs`: one directory of regular files, kept in memory; creates, writes, truncates and
+/// unlinks, and nothing else (no subdirectories, links or renames).
+struct FlatType;
+
+impl FileSystemType for FlatType {
+    fn name(&self) -> &str {
+        "flatfs"
+    }
+    fn get_tree(&self, fc: &FsContext<'_>) -> uvfs::Result<Arc<Dentry>> {
+        let sb = SuperBlock::new(Box::new(FlatSuper));
+        let init = InodeInit {
+            ino: sb.alloc_ino(),
+            file_type: FileType::Directory,
+            perm: 0o1777,
+            uid: fc.cred.fsuid,
+            gid: fc.cred.fsgid,
+            rdev: 0,
+            nlink: 2,
+        };
+        let dir = Flat::Dir(Mutex::new(std::collections::BTreeMap::new()));
+        Ok(Dentry::new_root(Inode::new(&sb, init, Box::new(dir))))
+    }
+}
+
+struct FlatSuper;
+
+impl SuperOps for FlatSuper {
+    fn fs_name(&self) -> &'static str {
+        "flatfs"
+    }
+    fn statfs(&self, _sb: &SuperBlock) -> uvfs::Result<StatFs> {
+        Ok(StatFs::default())
+    }
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+}
+
+/// The private part of a flatfs inode. Its own locks rank below the inode locks the VFS
+/// holds when it calls in, and are never held across a call out.
+enum Flat {
+    Dir(Mutex<std::collections::BTreeMap<Vec<u8>, Arc<Inode>>>),
+    File(Mutex<Vec<u8>>),
+}
+
+impl Flat {
+    fn of(inode: &Inode) -> &Flat {
+        inode.ops().as_any().downcast_ref().expect("a flatfs inode")
+    }
+    fn entries(&self) -> uvfs::Result<&Mutex<std::collections::BTreeMap<Vec<u8>, Arc<Inode>>>> {
+        match self {
+            Flat::Dir(e) => Ok(e),
+            Flat::File(_) => Err(Errno::ENOTDIR),
+        }
+    }
+    fn data(&self) -> uvfs::Result<&Mutex<Vec<u8>>> {
+        match self {
+            Flat::File(d) => Ok(d),
+            Flat::Dir(_) => Err(Errno::EISDIR),
+        }
+    }
+}
+
+impl InodeOps for Flat {
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+    fn lookup(&self, _dir: &Inode, name: &[u8]) -> uvfs::Result<Option<Arc<Inode>>> {
+        Ok(self.entries()?.lock().unwrap().get(name).cloned())
+    }
+    /// The VFS decided mode, owner and group (`new`); the directory is stamped as Linux's
+    /// filesystems stamp it.
+    fn create(
+        &self,
+        dir: &Inode,
+        name: &uvfs::vfs::Name,
+        new: &uvfs::vfs::NewInode<'_>,
+    ) -> uvfs::Result<Arc<Inode>> {
+        let init = InodeInit {
+            ino: dir.sb().alloc_ino(),
+            file_type: FileType::Regular,
+            perm: new.mode,
+            uid: new.uid,
+            gid: new.gid,
+            rdev: 0,
+            nlink: 1,
+        };
+        let inode = Inode::new(dir.sb(), init, Box::new(Flat::File(Mutex::new(Vec::new()))));
+        let entries = self.entries()?;
+        entries.lock().unwrap().insert(name.to_vec(), inode.clone());
+        dir.touch_ctime(uvfs::vfs::Stamp::CtimeMtime);
+        Ok(inode)
+    }
+    fn unlink(&self, dir: &Inode, name: &[u8], victim: &Inode) -> uvfs::Result<()> {
+        self.entries()?.lock().unwrap().remove(name);
+        victim.write_attrs(|w| w.add_nlink(-1));
+        dir.touch_ctime(uvfs::vfs::Stamp::CtimeMtime);
+        Ok(())
+    }
+    /// A new size resizes the data first (Linux: `simple_setattr()` after
+    /// `truncate_setsize()`).
+    fn setattr(&self, inode: &Inode, attr: &uvfs::vfs::SetAttr) -> uvfs::Result<()> {
+        if let Some(size) = attr.size {
+            let len = usize::try_from(size).map_err(|_| Errno::EFBIG)?;
+            self.data()?.lock().unwrap().resize(len, 0);
+        }
+        attr.apply(inode);
+        Ok(())
+    }
+    fn open(&self, _inode: &Arc<Inode>, _flags: OpenFlags) -> uvfs::Result<Box<dyn FileOps>> {
+        Ok(Box::new(FlatFile))
+    }
+}
+
+/// An open flatfs file or directory: its data is found through the file's inode.
+struct FlatFile;
+
+impl FileOps for FlatFile {
+    fn read(&self, file: &FileDescription, buf: &mut [u8], pos: u64) -> uvfs::Result<usize> {
+        let data = Flat::of(file.inode()).data()?.lock().unwrap();
+        let start = usize::try_from(pos).unwrap_or(usize::MAX).min(data.len());
+        let n = buf.len().min(data.len() - start);
+        buf[..n].copy_from_slice(&data[start..start + n]);
+        Ok(n)
+    }
+
+    /// Stores the bytes, then keeps the inode's size and stamps true (Linux: the
+    /// filesystem's `write_iter` calls `file_update_time()` and `i_size_write()`).
+    fn write(
+        &self,
+        file: &FileDescription,
+        buf: &[u8],
+        pos: uvfs::vfs::WritePos,
+    ) -> uvfs::Result<(usize, u64)> {
+        let inode = file.inode();
+        let mut data = Flat::of(inode).data()?.lock().unwrap();
+        let at = match pos {
+            uvfs::vfs::WritePos::At(p) => usize::try_from(p).map_err(|_| Errno::EFBIG)?,
+            uvfs::vfs::WritePos::Append => data.len(),
+        };
+        let end = at.checked_add(buf.len()).ok_or(Errno::EFBIG)?;
+        if data.len() < end {
+            data.resize(end, 0);
+        }
+        data[at..end].copy_from_slice(buf);
+        let size = data.len() as u64;
+        inode.write_attrs(|w| w.set_size(size));
+        drop(data);
+        inode.update_mtime_ctime();
+        Ok((buf.len(), end as u64))
+    }
+
+    fn readdir(
+        &self,
+        file: &FileDescription,
+        pos: &mut u64,
+        sink: &mut dyn FnMut(uvfs::vfs::DirEntry<'_>) -> bool,
+    ) -> uvfs::Result<()> {
+        let inode = file.inode();
+        let entries = Flat::of(inode).entries()?.lock().unwrap();
+        // `.` and `..` (the root: itself), then the entries in name order.
+        let dir = FileType::Directory.dirent_type();
+        let mut all = vec![
+            (&b"."[..], inode.ino(), dir),
+            (&b".."[..], inode.ino(), dir),
+        ];
+        for (name, i) in entries.iter() {
+            all.push((name, i.ino(), i.file_type().dirent_type()));
+        }
+        for (name, ino, d_type) in all.into_iter().skip(*pos as usize) {
+            let e = uvfs::vfs::DirEntry {
+                name,
+                ino,
+                d_type,
+                next_pos: *pos + 1,
+            };
+            if !sink(e) {
+                break;
+            }
+            *pos += 1;
+        }
+        Ok(())
+    }
+}
+
+/// A writable filesystem outside the crate gets the whole file API: create with the VFS's
+/// mode and owner, write, append, read, truncate, list, unlink; with its timestamps, sizes
+/// and link counts kept by the filesystem. Oracle: what tmpfs gives for the same calls.
+#[test]
+fn a_writable_filesystem_outside_the_crate_works_like_tmpfs() {
+    let (vfs, t) = setup();
+    vfs.register_filesystem(Arc::new(FlatType)).unwrap();
+    t.mkdirat(AT_FDCWD, "/t", 0o755).unwrap();
+    mount(&t, "flatfs", "/m").unwrap();
+    mount(&t, "tmpfs", "/t").unwrap();
+    let user = vfs.task(Cred::user(1000, 1000, &[]));
+    let mut seen = Vec::new();
+    for dir in ["/m", "/t"] {
+        let f = format!("{dir}/f");
+        let fd = user
+            .openat(AT_FDCWD, &f, OpenFlags::CREAT | OpenFlags::RDWR, 0o666)
+            .unwrap();
+        assert_eq!(user.write(fd, b"hello"), Ok(5));
+        user.close(fd).unwrap();
+        let fd = user
+            .openat(AT_FDCWD, &f, OpenFlags::WRONLY | OpenFlags::APPEND, 0)
+            .unwrap();
+        assert_eq!(user.pwrite(fd, b", world", 0), Ok(7));
+        let appended = user.fstat(fd).unwrap().size;
+        user.ftruncate(fd, 9).unwrap();
+        user.close(fd).unwrap();
+        let st = user.stat(&f).unwrap();
+        let data = read_all(&user, &f).unwrap();
+        let excl = user.openat(AT_FDCWD, &f, OpenFlags::CREAT | OpenFlags::EXCL, 0o600);
+        // The sticky root: another user may not remove the file.
+        let other = vfs.task(Cred::user(1001, 1001, &[]));
+        let sticky = other.unlinkat(AT_FDCWD, &f, AtFlags::empty());
+        let dirfd = user.openat(AT_FDCWD, dir, OpenFlags::DIRECTORY, 0).unwrap();
+        let mut buf = [0u8; 256];
+        let n = user.getdents64(dirfd, &mut buf).unwrap();
+        let names: Vec<Vec<u8>> = uvfs::abi::Dirent::parse(&buf[..n])
+            .into_iter()
+            .map(|d| d.name)
+            .collect();
+        user.close(dirfd).unwrap();
+        let fd = user.openat(AT_FDCWD, &f, OpenFlags::RDONLY, 0).unwrap();
+        user.unlinkat(AT_FDCWD, &f, AtFlags::empty()).unwrap();
+        let after = (user.stat(&f), user.fstat(fd).map(|s| s.nlink));
+        user.close(fd).unwrap();
+        seen.push((
+            st.mode, st.uid, st.gid, appended, st.size, st.nlink, data, excl, sticky, names, after,
+        ));
+    }
+    assert_eq!(seen[0], seen[1], "flatfs against tmpfs");
+    assert_eq!(seen[0].0, 0o100644);
+    assert_eq!((seen[0].3, seen[0].4), (12, 9));
+    assert_eq!(seen[0].6, b"hello, wo");
+}

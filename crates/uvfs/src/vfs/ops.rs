@@ -43,6 +43,13 @@
 //! - **`read`** copies from the file's offset `pos` into `buf` and returns the count, 0 at
 //!   the end; the VFS has checked the access mode and the file type, and moves the file
 //!   position and the atime itself.
+//! - **Changes** (a writable filesystem; `tests/own_fs.rs` has a small one) keep the
+//!   [`Inode`] true: `create`, `mkdir`, ... make the new inode from the [`NewInode`] the
+//!   VFS decided (mode with the umask applied, owner, group) and stamp the directory
+//!   ([`Inode::touch_ctime`]); `unlink` and `rmdir` lower the victim's link count; `write`
+//!   sets the size and calls [`Inode::update_mtime_ctime`]; `setattr` resizes the data for
+//!   a new size, then calls [`SetAttr::apply`]. The VFS has checked permissions, existence,
+//!   types and read-only mounts, and updates the dcache after a method succeeds.
 //! - **Read-only**: [`SuperOps::always_rdonly`] makes every mount of the superblock read-only;
 //!   the VFS then refuses every change with `EROFS` before it calls out (Linux: a read-only
 //!   superblock, `SB_RDONLY`).
@@ -452,7 +459,9 @@ pub trait FileOps: Send + Sync + 'static {
     }
 
     /// Writes `buf`; returns bytes written and the position after them. The VFS has checked
-    /// the access mode, offsets and limits it knows.
+    /// the access mode, offsets and limits it knows, and cleared set-id bits; the filesystem
+    /// sets the new size and stamps mtime and ctime ([`Inode::update_mtime_ctime`]; Linux:
+    /// `file_update_time()` in the filesystem's `write_iter`).
     ///
     /// # Errors
     /// `ENOSPC`, `EFBIG` (nothing written); a short count if space ran out part way.
