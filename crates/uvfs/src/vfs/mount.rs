@@ -311,8 +311,8 @@ impl MountNamespace {
     /// `register_filesystem()`). Mounts already made are not affected.
     ///
     /// # Errors
-    /// `EBUSY` if a type of that name is registered (tmpfs too); `EINVAL` for an empty name
-    /// or one with a `/` or a NUL.
+    /// `EBUSY` if a type of that name is registered (in a [`Vfs`](crate::Vfs)'s namespace,
+    /// `"tmpfs"` is); `EINVAL` for an empty name or one with a `/` or a NUL.
     pub fn register_filesystem(&self, fs: Arc<dyn FileSystemType>) -> crate::abi::Result<()> {
         let name = fs.name();
         if name.is_empty() || name.contains(['/', '\0']) {
