@@ -13,7 +13,7 @@ mod stat;
 mod xattr;
 
 pub use cred::CapSets;
-pub use mount::FsKind;
+pub use mount::TmpfsType;
 pub use stat::{STATX_ATTR_MOUNT_ROOT, STATX_SUPPORTED_ATTRIBUTES};
 
 use std::sync::Arc;
@@ -42,7 +42,9 @@ impl Default for Vfs {
 }
 
 impl Vfs {
-    /// A namespace whose root is a tmpfs with Linux's defaults (mode 1777, half of RAM).
+    /// A namespace whose root is a tmpfs with Linux's defaults (mode 1777, half of RAM), in
+    /// which `mount(2)` can create tmpfs ([`TmpfsType`]) and the types registered with
+    /// [`Vfs::register_filesystem`].
     pub fn new() -> Vfs {
         Self::with_root_options(None).expect("default tmpfs options are valid")
     }
@@ -55,9 +57,10 @@ impl Vfs {
         let opts = TmpfsOptions::parse(options)?;
         let (sb, root) = Tmpfs::new_instance(&opts, 0, 0)?;
         let mnt = Mount::new(sb, root, MntFlags::RELATIME);
-        Ok(Vfs {
-            ns: MountNamespace::new(mnt),
-        })
+        let ns = MountNamespace::new(mnt);
+        ns.register_filesystem(Arc::new(TmpfsType))
+            .expect("a new namespace has no type registered");
+        Ok(Vfs { ns })
     }
 
     /// A new task in this namespace at its root, with `cred` and umask 022.

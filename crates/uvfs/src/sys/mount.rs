@@ -4,31 +4,55 @@
 
 use std::sync::Arc;
 
-use super::EmptyPath;
+use super::{EmptyPath, Vfs};
 use crate::abi::{Errno, MountFlags, ResolveFlags, Result, UmountFlags};
 use crate::fs::tmpfs::{Tmpfs, TmpfsOptions};
 use crate::vfs::cred::Capabilities;
 use crate::vfs::mount::{Detach, MntFlags, Mount, MountRef};
 use crate::vfs::namei::FollowLast;
-use crate::vfs::{Task, VfsPath};
+use crate::vfs::ops::{FileSystemType, FsContext};
+use crate::vfs::{Dentry, Task, VfsPath};
 
-/// Filesystem types `mount` can create.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum FsKind {
-    /// `"tmpfs"`.
-    Tmpfs,
+/// tmpfs as a [`FileSystemType`] (Linux: `shmem_fs_type`): the type [`Vfs::new`] registers,
+/// for a namespace made with [`MountNamespace::new`](crate::vfs::MountNamespace::new) to
+/// register too. Options: `size=`, `nr_inodes=`, `mode=`, `uid=`, `gid=`; the root belongs to
+/// the mounting task's `fsuid` and `fsgid` unless `uid=`/`gid=` say otherwise.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct TmpfsType;
+
+impl FileSystemType for TmpfsType {
+    fn name(&self) -> &str {
+        "tmpfs"
+    }
+
+    fn get_tree(&self, fc: &FsContext<'_>) -> Result<Arc<Dentry>> {
+        let opts = TmpfsOptions::parse(fc.data)?;
+        let (_sb, root) = Tmpfs::new_instance(&opts, fc.cred.fsuid, fc.cred.fsgid)?;
+        Ok(root)
+    }
 }
 
-impl FsKind {
-    /// The type named by `mount(2)`'s `filesystemtype`.
+impl Vfs {
+    /// Makes the filesystem type `fs` mountable in this namespace by its name:
+    /// [`Task::mount`] with that `fstype` calls [`FileSystemType::get_tree`] and mounts
+    /// what it returns, with every check and error of a tmpfs mount (Linux:
+    /// `register_filesystem()`). See [`crate::vfs::ops`] for writing one, and
+    /// `examples/own_fs.rs`.
     ///
     /// # Errors
-    /// `ENODEV` for an unknown type.
-    pub fn from_name(name: &str) -> Result<FsKind> {
-        match name {
-            "tmpfs" | "shmem" => Ok(FsKind::Tmpfs),
-            _ => Err(Errno::ENODEV),
-        }
+    /// `EBUSY` if a type of that name is registered (`"tmpfs"` is); `EINVAL` for an empty
+    /// name or one with a `/` or a NUL.
+    pub fn register_filesystem(&self, fs: Arc<dyn FileSystemType>) -> Result<()> {
+        self.ns.register_filesystem(fs)
+    }
+
+    /// Makes the type `name` unmountable again; its mounts stay until unmounted (Linux:
+    /// `unregister_filesystem()`).
+    ///
+    /// # Errors
+    /// `EINVAL` if no type of that name is registered.
+    pub fn unregister_filesystem(&self, name: &str) -> Result<()> {
+        self.ns.unregister_filesystem(name)
     }
 }
 
@@ -93,7 +117,8 @@ impl Task {
         )
     }
 
-    /// `mount(2)`: a new tmpfs (`size=`, `nr_inodes=`, `mode=`, `uid=`, `gid=`), a bind mount
+    /// `mount(2)`: a new filesystem of a registered type (tmpfs with `size=`, `nr_inodes=`,
+    /// `mode=`, `uid=`, `gid=`, or one of [`Vfs::register_filesystem`]), a bind mount
     /// (`MS_BIND`, recursive with `MS_REC`), a remount (`MS_REMOUNT`, of the mount only with
     /// `MS_BIND`), or a move (`MS_MOVE`). Propagation changes are checked as Linux checks them
     /// and have no effect: every mount is private (docs/divergences.md).
@@ -101,7 +126,8 @@ impl Task {
     /// # Errors
     /// `EPERM` without `CAP_SYS_ADMIN`; path errors; `ENOENT` (a target unlinked or in a
     /// detached mount, or a bound or moved source whose root was unlinked); `ENODEV` (unknown
-    /// type); `ENOTDIR` (tmpfs over a non-directory); `EINVAL` (bad options, remount, move or
+    /// type); then the filesystem type's own errors ([`FileSystemType::get_tree`]); `ENOTDIR`
+    /// (a new filesystem over a non-directory); `EINVAL` (no type, bad options, remount, move or
     /// propagation change of a non-mount or of a mount outside the namespace, more than one
     /// propagation type, move between a directory and a non-directory); `ELOOP` (move into
     /// itself).
@@ -157,7 +183,7 @@ impl Task {
                         return Err(Errno::EBUSY);
                     }
                     sb.ops().remount(sb, data)?;
-                    sb.set_rdonly(flags.contains(MountFlags::RDONLY));
+                    sb.set_rdonly(flags.contains(MountFlags::RDONLY) || sb.ops().always_rdonly());
                     sb.set_synchronous(flags.contains(MountFlags::SYNCHRONOUS));
                     Ok(())
                 })?;
@@ -246,24 +272,41 @@ impl Task {
         }
         // Linux (`do_new_mount()`): the type, the options and the new superblock, then the
         // mountpoint (`lock_mount()`), then `graft_tree()`'s ENOTDIR.
-        let kind = FsKind::from_name(fstype.ok_or(Errno::EINVAL)?)?;
-        let (sb, root) = match kind {
-            FsKind::Tmpfs => {
-                let c = self.cred.borrow();
-                Tmpfs::new_instance(&TmpfsOptions::parse(data)?, c.fsuid, c.fsgid)?
-            }
+        let fs = self
+            .ns
+            .filesystem(fstype.ok_or(Errno::EINVAL)?)
+            .ok_or(Errno::ENODEV)?;
+        let root = {
+            let cred = self.cred.borrow();
+            fs.get_tree(&FsContext {
+                source,
+                data,
+                flags,
+                cred: &cred,
+            })?
         };
-        self.with_mountpoint(target, |target| {
-            if !target.dentry.inode().is_some_and(|i| i.is_dir()) {
+        let sb = root.inode().ok_or(Errno::EINVAL)?.sb().clone();
+        // The mount exists from here on, so that a failure below frees the new superblock
+        // with it: a superblock is counted spread until its last mount ends.
+        let m = Mount::new(sb, root, mnt_flags_of(flags));
+        let grafted = self.with_mountpoint(target, |target| {
+            if !target.dentry.inode().is_some_and(|i| i.is_dir())
+                || !m.root().inode().is_some_and(|i| i.is_dir())
+            {
                 return Err(Errno::ENOTDIR);
             }
-            if flags.contains(MountFlags::RDONLY) {
+            let sb = m.sb();
+            if flags.contains(MountFlags::RDONLY) || sb.ops().always_rdonly() {
                 sb.set_rdonly(true);
             }
             sb.set_synchronous(flags.contains(MountFlags::SYNCHRONOUS));
-            let m = Mount::new(sb, root, mnt_flags_of(flags));
             self.ns.graft(&m, &target, false, || Ok(()))
-        })
+        });
+        if grafted.is_err() {
+            // Never attached: nothing else lets it go (`graft` already did if it refused).
+            m.kill();
+        }
+        grafted
     }
 
     /// Runs `graft` (which attaches a mount at the path it is given) with the mountpoint found

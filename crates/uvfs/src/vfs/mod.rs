@@ -30,6 +30,8 @@ pub use file::{FMode, FileDescription};
 pub use inode::{AttrWriter, Attrs, Inode, InodeInit, SetAttr, Stamp, TimeSet};
 pub use mount::{MntFlags, Mount, MountNamespace, VfsPath};
 pub use namei::WalkMode;
-pub use ops::{DirEntry, FileOps, InodeOps, Name, NewInode, SuperOps, WritePos};
+pub use ops::{
+    DirEntry, FileOps, FileSystemType, FsContext, InodeOps, Name, NewInode, SuperOps, WritePos,
+};
 pub use super_block::SuperBlock;
 pub use task::Task;

@@ -5,10 +5,11 @@ use std::sync::atomic::{fence, AtomicBool, AtomicU32, AtomicU64, Ordering};
 use std::sync::Arc;
 
 use arc_swap::ArcSwap;
-use parking_lot::Mutex;
+use parking_lot::{Mutex, RwLock};
 
 use super::dentry::Dentry;
 use super::inode::InodeHold;
+use super::ops::FileSystemType;
 use super::super_block::SbRef;
 use crate::sync::dist_counter::DistCounter;
 use crate::sync::pcpu_ref::PcpuRef;
@@ -280,23 +281,65 @@ fn key(mnt: &Mount, d: &Dentry) -> PointKey {
     (mnt.id, d as *const Dentry as usize)
 }
 
-/// A mount namespace: a root mount and the tree attached below it.
+/// A mount namespace: a root mount and the tree attached below it, and the filesystem types
+/// `mount(2)` can create in it.
 pub struct MountNamespace {
     root: MountRef,
     table: ArcSwap<MountTable>,
     /// Serialises changes of the mount tree (Linux: `namespace_sem`).
     /// Order: after a mountpoint's inode lock (docs/locking.md), before `Mount::parent`.
     pub(crate) lock: Mutex<()>,
+    /// Protects: the registered filesystem types, by name (Linux: `file_systems_lock`).
+    /// Order: innermost; a mount clones the type out and calls it after.
+    filesystems: RwLock<HashMap<Box<str>, Arc<dyn FileSystemType>>>,
 }
 
 impl MountNamespace {
-    /// A namespace whose root is `root`.
+    /// A namespace whose root is `root`, with no filesystem type registered: `mount(2)` of
+    /// a new filesystem, tmpfs included, is `ENODEV` until one is
+    /// ([`MountNamespace::register_filesystem`]; [`Vfs`](crate::Vfs) registers tmpfs).
     pub fn new(root: MountRef) -> Arc<MountNamespace> {
         Arc::new(MountNamespace {
             root,
             table: ArcSwap::from_pointee(MountTable::default()),
             lock: Mutex::new(()),
+            filesystems: RwLock::new(HashMap::new()),
         })
+    }
+
+    /// Makes `fs` mountable by its name, [`FileSystemType::name`] (Linux:
+    /// `register_filesystem()`). Mounts already made are not affected.
+    ///
+    /// # Errors
+    /// `EBUSY` if a type of that name is registered (in a [`Vfs`](crate::Vfs)'s namespace,
+    /// `"tmpfs"` is); `EINVAL` for an empty name or one with a `/` or a NUL.
+    pub fn register_filesystem(&self, fs: Arc<dyn FileSystemType>) -> crate::abi::Result<()> {
+        let name = fs.name();
+        if name.is_empty() || name.contains(['/', '\0']) {
+            return Err(crate::abi::Errno::EINVAL);
+        }
+        let mut types = self.filesystems.write();
+        if types.contains_key(name) {
+            return Err(crate::abi::Errno::EBUSY);
+        }
+        types.insert(name.into(), fs);
+        Ok(())
+    }
+
+    /// Makes the type `name` unmountable again (Linux: `unregister_filesystem()`). Mounts of
+    /// it stay, and keep working, until unmounted.
+    ///
+    /// # Errors
+    /// `EINVAL` if no type of that name is registered.
+    pub fn unregister_filesystem(&self, name: &str) -> crate::abi::Result<()> {
+        // The type is dropped after the lock.
+        let gone = self.filesystems.write().remove(name);
+        gone.map(drop).ok_or(crate::abi::Errno::EINVAL)
+    }
+
+    /// The registered type of that name (Linux: `get_fs_type()`).
+    pub fn filesystem(&self, name: &str) -> Option<Arc<dyn FileSystemType>> {
+        self.filesystems.read().get(name).cloned()
     }
 
     /// The root mount.

@@ -1,18 +1,81 @@
-//! The traits a filesystem implements: [`SuperOps`], [`InodeOps`], [`FileOps`].
-//! Linux: `struct super_operations`, `struct inode_operations`, `struct file_operations`.
+//! The traits a filesystem implements: [`FileSystemType`], [`SuperOps`], [`InodeOps`],
+//! [`FileOps`]. Linux: `struct file_system_type`, `struct super_operations`,
+//! `struct inode_operations`, `struct file_operations`.
 //!
 //! The VFS does every check that does not depend on the filesystem before calling out:
 //! permissions, existence of the target, file type rules, read-only mounts, name validity.
 //! A method is called with the locks its `# Locking` section lists held by the VFS.
+//!
+//! # Writing a filesystem
+//!
+//! `examples/own_fs.rs` is a whole read-only filesystem in one file. The pieces:
+//!
+//! - A [`FileSystemType`], registered under its name with
+//!   [`Vfs::register_filesystem`](crate::Vfs::register_filesystem). `mount(2)` of that name
+//!   ([`Task::mount`](crate::Task::mount)) calls [`FileSystemType::get_tree`], which makes
+//!   an instance: a [`SuperBlock::new`] with the instance's [`SuperOps`], a root
+//!   [`Inode::new`] of that superblock, and returns
+//!   [`Dentry::new_root`](super::Dentry::new_root) of it. Everything else about the mount
+//!   (`CAP_SYS_ADMIN`, the target, `ENOTDIR`, `EBUSY` at unmount) is the VFS's, as for tmpfs.
+//! - An [`InodeOps`] per inode (the filesystem's private inode, found again with
+//!   [`Inode::ops`] and [`InodeOps::as_any`]) and a [`FileOps`] per open file, made by
+//!   [`InodeOps::open`] (it may capture whatever the reads need).
+//!
+//! What an implementer guarantees:
+//!
+//! - **Inode numbers** ([`InodeInit::ino`]) are unique among the superblock's inodes;
+//!   [`SuperBlock::alloc_ino`] hands out such numbers, or the filesystem computes its own.
+//!   They are only reported (`st_ino`, `d_ino`): the VFS tells inodes apart by identity.
+//!   Return the same number each time a file is looked up, as `stat` users compare them.
+//! - **Attributes** live in the [`Inode`]: type, permission bits, owner, group and link count
+//!   from [`InodeInit`], the size (and block count) set with [`Inode::write_attrs`], all four
+//!   timestamps "now" at [`Inode::new`]. The VFS checks permissions against them before any
+//!   call, and serves `stat` from them without calling out.
+//! - **Lookups are cached**: [`InodeOps::lookup`] runs on a dcache miss, and its answer,
+//!   positive or negative (`Ok(None)`), stays cached until the name is removed through the
+//!   VFS. A filesystem whose names change behind the VFS's back is not supported (Linux's
+//!   `d_revalidate` has no counterpart yet).
+//! - **`readdir`** emits `.` and `..` itself, first, then the entries, each with its inode
+//!   number and its type as [`FileType::dirent_type`](crate::abi::FileType::dirent_type)
+//!   gives it (`DT_DIR`, `DT_REG`, ...); `..` of the filesystem's root is the root itself
+//!   (its dentry has no parent: [`FileDescription::path`]). Positions are the filesystem's
+//!   own cookies; [`DirEntry::next_pos`] must resume right after that entry.
+//! - **`read`** copies from the file's offset `pos` into `buf` and returns the count, 0 at
+//!   the end; the VFS has checked the access mode and the file type, and moves the file
+//!   position and the atime itself.
+//! - **Changes** (a writable filesystem; `tests/own_fs.rs` has a small one) keep the
+//!   [`Inode`] true: `create`, `mkdir`, ... make the new inode from the [`NewInode`] the
+//!   VFS decided (mode with the umask applied, owner, group) and stamp the directory
+//!   ([`Inode::touch_ctime`]); `unlink` and `rmdir` lower the victim's link count; `write`
+//!   sets the size and calls [`Inode::update_mtime_ctime`]; `setattr` resizes the data for
+//!   a new size, then calls [`SetAttr::apply`]. The VFS has checked permissions, existence,
+//!   types and read-only mounts, and updates the dcache after a method succeeds.
+//! - **Read-only**: [`SuperOps::always_rdonly`] makes every mount of the superblock read-only;
+//!   the VFS then refuses every change with `EROFS` before it calls out (Linux: a read-only
+//!   superblock, `SB_RDONLY`).
+//! - **Missing operations** keep their defaults, which return what Linux's generic code
+//!   returns for an inode that lacks the operation: `create` `EACCES`; `mkdir`, `mknod`,
+//!   `symlink`, `link`, `unlink`, `rmdir`, `rename` `EPERM`; `tmpfile` `EOPNOTSUPP`;
+//!   `get_link` `EINVAL`; `getxattr`, `setxattr`, `removexattr` `EOPNOTSUPP` (`listxattr`:
+//!   none); `setattr` stores the new attributes; `read`, `write` `EINVAL`; `readdir` `ENOTDIR`;
+//!   `fallocate` `EOPNOTSUPP`; `fsync` succeeds; `llseek` is [`generic_llseek`].
+//! - **Threads and locks**: every method may run on many threads at once (hence `Send +
+//!   Sync`), with the VFS locks its `# Locking` section names held; a method never calls back
+//!   into the VFS (a [`Task`](crate::Task) of the same namespace), which may need those locks.
 
 use std::any::Any;
 use std::sync::Arc;
 
 use super::cred::Cred;
+use super::dentry::Dentry;
 use super::file::FileDescription;
+#[cfg(doc)]
+use super::inode::InodeInit;
 use super::inode::{Inode, SetAttr};
 use super::super_block::SuperBlock;
-use crate::abi::{Errno, FallocFlags, OpenFlags, RenameFlags, Result, StatFs, Whence, XattrFlags};
+use crate::abi::{
+    Errno, FallocFlags, MountFlags, OpenFlags, RenameFlags, Result, StatFs, Whence, XattrFlags,
+};
 
 /// What the VFS decided about a new inode before asking the filesystem to create it.
 #[derive(Clone, Copy, Debug)]
@@ -56,6 +119,51 @@ pub enum WritePos {
     Append,
 }
 
+/// What `mount(2)` asked of a new filesystem instance, handed to
+/// [`FileSystemType::get_tree`] (Linux: `struct fs_context`).
+#[doc(alias = "fs_context")]
+#[derive(Clone, Copy, Debug)]
+#[non_exhaustive]
+pub struct FsContext<'a> {
+    /// `mount(2)`'s `source` (a device name for a disk filesystem; free-form, and often
+    /// ignored, for a virtual one).
+    pub source: Option<&'a [u8]>,
+    /// `mount(2)`'s `data`: the filesystem's options (`"size=1m,mode=755"`), not yet parsed.
+    pub data: Option<&'a str>,
+    /// `mount(2)`'s flags. The VFS applies `MS_RDONLY`, `MS_SYNCHRONOUS` and the per-mount
+    /// flags itself once the instance is made.
+    pub flags: MountFlags,
+    /// The credentials of the mounting task (tmpfs gives its root to `fsuid`/`fsgid`).
+    pub cred: &'a Cred,
+}
+
+/// A kind of filesystem that `mount(2)` creates by name (Linux: `struct file_system_type`,
+/// registered with `register_filesystem()`). Register it with
+/// [`Vfs::register_filesystem`](crate::Vfs::register_filesystem) or
+/// [`MountNamespace::register_filesystem`](super::MountNamespace::register_filesystem);
+/// [`Task::mount`](crate::Task::mount) then mounts it exactly as it mounts tmpfs, with the
+/// same permission checks and errors.
+pub trait FileSystemType: Send + Sync + 'static {
+    /// The name `mount(2)` gives as `filesystemtype` (`"tmpfs"`). It never changes.
+    fn name(&self) -> &str;
+
+    /// Makes the filesystem instance to mount and returns its root: a
+    /// [`Dentry::new_root`] of a directory inode of a new [`SuperBlock`] (Linux:
+    /// `get_tree`, usually through `fill_super`). Returning the root of an instance made
+    /// earlier mounts that instance again; its superblock, and so its read-only state, is
+    /// then shared with the earlier mounts (Linux: `sget_fc()` finding an existing one).
+    ///
+    /// # Locking
+    /// No VFS lock is held. Called after the mount target was looked up and the caller's
+    /// `CAP_SYS_ADMIN` checked, before the mountpoint is locked.
+    ///
+    /// # Errors
+    /// `EINVAL` for options (`fc.data`) the filesystem does not accept; what making the
+    /// instance fails with (`ENOMEM`, `ENOSPC`, `ENOENT` for a missing source). A root that
+    /// is not a directory is refused later with `ENOTDIR`.
+    fn get_tree(&self, fc: &FsContext<'_>) -> Result<Arc<Dentry>>;
+}
+
 /// Operations on a mounted filesystem instance.
 pub trait SuperOps: Send + Sync + 'static {
     /// The filesystem type name (`"tmpfs"`).
@@ -85,6 +193,15 @@ pub trait SuperOps: Send + Sync + 'static {
         false
     }
 
+    /// True for a filesystem that is never written, whatever `mount(2)` asks: the VFS makes
+    /// the superblock read-only when it mounts it and keeps it so through every remount, so
+    /// every change is refused with `EROFS` before an [`InodeOps`] method is called (Linux:
+    /// squashfs and cramfs add `SB_RDONLY` to the mount's flags in `get_tree` and
+    /// `reconfigure`). The answer must not change.
+    fn always_rdonly(&self) -> bool {
+        false
+    }
+
     /// Down-casting support.
     fn as_any(&self) -> &dyn Any;
 }
@@ -98,6 +215,9 @@ pub trait InodeOps: Send + Sync + 'static {
     fn as_any(&self) -> &dyn Any;
 
     /// Finds `name` in this directory. `Ok(None)` is a negative result the VFS may cache.
+    /// `name` is one component: never empty, `.` or `..`, without `/`, at most `NAME_MAX`
+    /// bytes. A found inode belongs to `dir`'s superblock; the VFS caches it under `name`
+    /// (see "Writing a filesystem" above).
     ///
     /// # Locking
     /// The directory's inode lock is held shared.
@@ -128,22 +248,25 @@ pub trait InodeOps: Send + Sync + 'static {
     /// The directory's inode lock is held exclusive; `name` does not exist.
     ///
     /// # Errors
-    /// `ENOSPC` when the filesystem is full; `EPERM` if unsupported.
+    /// `ENOSPC` when the filesystem is full; `EACCES` if unsupported (Linux: `vfs_create()`
+    /// and `lookup_open()` for a directory without `->create`).
     fn create(&self, dir: &Inode, name: &Name, new: &NewInode<'_>) -> Result<Arc<Inode>> {
-        Err(Errno::EPERM)
+        Err(Errno::EACCES)
     }
 
-    /// Creates a directory. Locking and errors as [`InodeOps::create`], plus `EMLINK`.
+    /// Creates a directory. Locking and errors as [`InodeOps::create`], plus `EMLINK`, and
+    /// `EPERM` if unsupported (Linux: `vfs_mkdir()`; so for the others below).
     fn mkdir(&self, dir: &Inode, name: &Name, new: &NewInode<'_>) -> Result<Arc<Inode>> {
         Err(Errno::EPERM)
     }
 
-    /// Creates a special file (FIFO, socket, device). Locking and errors as [`InodeOps::create`].
+    /// Creates a special file (FIFO, socket, device). Locking and errors as
+    /// [`InodeOps::mkdir`].
     fn mknod(&self, dir: &Inode, name: &Name, new: &NewInode<'_>) -> Result<Arc<Inode>> {
         Err(Errno::EPERM)
     }
 
-    /// Creates a symbolic link holding `target`. Locking and errors as [`InodeOps::create`].
+    /// Creates a symbolic link holding `target`. Locking and errors as [`InodeOps::mkdir`].
     fn symlink(
         &self,
         dir: &Inode,
@@ -263,14 +386,13 @@ pub trait InodeOps: Send + Sync + 'static {
     /// A long-lived holder other than an open file took the inode: a task's cwd or root, a
     /// mount whose root or mountpoint it is. Until the matching [`InodeOps::unhold`] the
     /// inode must outlive its last link (Linux: the inode reference behind the holder's
-    /// dentry; an unlinked inode is evicted at its last `iput()`). [`InodeHold`] pairs the
-    /// calls; a filesystem that frees nothing at its last link keeps the no-op default.
+    /// dentry; an unlinked inode is evicted at its last `iput()`). The VFS pairs the calls
+    /// (its `InodeHold`); a filesystem that frees nothing at its last link keeps the no-op
+    /// default.
     ///
     /// # Locking
     /// Any inode lock and `MountNamespace::lock` may be held (a rename or unlink gives back
     /// the holds [`InodeOps::keep_parent`] took); no filesystem lock is.
-    ///
-    /// [`InodeHold`]: super::inode::InodeHold
     fn hold(&self, inode: &Inode) {}
 
     /// The holder of an earlier [`InodeOps::hold`] let go; an unlinked inode nothing holds
@@ -337,7 +459,9 @@ pub trait FileOps: Send + Sync + 'static {
     }
 
     /// Writes `buf`; returns bytes written and the position after them. The VFS has checked
-    /// the access mode, offsets and limits it knows.
+    /// the access mode, offsets and limits it knows, and cleared set-id bits; the filesystem
+    /// sets the new size and stamps mtime and ctime ([`Inode::update_mtime_ctime`]; Linux:
+    /// `file_update_time()` in the filesystem's `write_iter`).
     ///
     /// # Errors
     /// `ENOSPC`, `EFBIG` (nothing written); a short count if space ran out part way.

@@ -58,7 +58,10 @@ pub struct SuperBlock {
 
 impl SuperBlock {
     /// Creates a superblock with a fresh anonymous device number (major 0, as Linux's
-    /// `get_anon_bdev()` hands to tmpfs).
+    /// `get_anon_bdev()` hands to tmpfs): one per filesystem instance, made by its
+    /// [`FileSystemType::get_tree`](super::ops::FileSystemType::get_tree). It lives while a
+    /// mount or an inode of it does, and drops `ops` then; a superblock that is never
+    /// mounted is never freed (its count is spread until its last mount ends).
     pub fn new(ops: Box<dyn SuperOps>) -> SbRef {
         PcpuRef::new(SuperBlock {
             dev: NEXT_DEV.fetch_add(1, Ordering::Relaxed) + 0x40,
@@ -78,8 +81,8 @@ impl SuperBlock {
         self.dev
     }
 
-    /// Allocates an inode number: unique in this filesystem, not in creation order. Each
-    /// thread takes [`INO_BATCH`] numbers at a time and hands them out itself, so threads
+    /// Allocates an inode number: unique in this filesystem, never 0, not in creation order
+    /// (the first is 1). Each thread takes `INO_BATCH` (1024) numbers at a time and hands them out itself, so threads
     /// creating files side by side do not write one shared counter per file (Linux:
     /// `shmem_reserve_inode()`'s per-CPU `ino_batch`).
     pub fn alloc_ino(&self) -> u64 {
