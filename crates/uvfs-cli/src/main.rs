@@ -2,6 +2,7 @@
 //! scale` its will-it-scale testcases alone; `uvfs bench memory` the bytes per empty file.
 
 mod output;
+mod tree_cmd;
 mod userns;
 mod values;
 
@@ -50,6 +51,8 @@ struct Cli {
 }
 
 #[derive(Subcommand)]
+// Parsed once per process: the size of the bench arguments costs nothing.
+#[allow(clippy::large_enum_variant)]
 enum Command {
     /// Run the benchmark suite: each workload on the host kernel, uvfs, uvfs "vanilla", the
     /// `vfs` crate and gVisor's VFS, interleaved, with mmtests-style tables.
@@ -59,6 +62,12 @@ enum Command {
     /// UVFS_BENCH_NO_USERNS is set, the host column runs in a plain directory under $TMPDIR
     /// and is named "host (not tmpfs)".
     Bench(BenchArgs),
+    /// Archive a host directory through a uvfs tree: DIR into the tar ARCHIVE, keeping holes,
+    /// hard links, xattrs, owners and nanosecond times.
+    Import(tree_cmd::ImportArgs),
+    /// Extract a tar ARCHIVE through a uvfs tree into the host directory DIR: entries with
+    /// `..` are refused, nothing existing is replaced.
+    Export(tree_cmd::ExportArgs),
 }
 
 #[derive(Args)]
@@ -193,6 +202,8 @@ fn main() -> ExitCode {
             ..
         }) => probe(p),
         Command::Bench(a) => bench(a),
+        Command::Import(a) => tree_cmd::import(a),
+        Command::Export(a) => tree_cmd::export(a),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
