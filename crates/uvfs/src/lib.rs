@@ -91,7 +91,7 @@
 
 pub mod abi;
 pub mod fs;
-pub mod sync;
+pub(crate) mod sync;
 pub mod sys;
 pub mod tree;
 pub mod vfs;

@@ -18,6 +18,20 @@ use crate::vfs::{FileDescription, Task};
 /// (no `EMFILE`), and works on every thread of its [`Fs`](super::Fs), with that `Fs`'s
 /// credentials. [`File::try_clone`] shares the description as `dup` does (one position).
 /// [`File::install`] puts it in a task's fd table for the syscall-shaped calls.
+///
+/// ```
+/// use std::io::{Read, Seek, SeekFrom, Write};
+///
+/// let fs = uvfs::fs::Fs::new();
+/// let mut f = fs.create("/notes")?;
+/// f.write_all(b"hello world")?;
+/// f.write_at(b"W", 6)?; // pwrite: the position stays at the end
+/// let mut back = String::new();
+/// fs.open("/notes")?.read_to_string(&mut back)?;
+/// assert_eq!(back, "hello World");
+/// assert_eq!(f.seek(SeekFrom::Current(0))?, 11);
+/// # Ok::<(), std::io::Error>(())
+/// ```
 pub struct File {
     pub(crate) fs: Arc<Inner>,
     pub(crate) file: Arc<FileDescription>,
@@ -259,6 +273,22 @@ const NEEDS_WRITE: &str = "creating or truncating a file requires write or appen
 
 /// How to open a file, as `std::fs::OpenOptions` (with `std::os::unix::fs::OpenOptionsExt`'s
 /// `mode` and `custom_flags`). Open with [`Fs::open_with`](super::Fs::open_with).
+///
+/// ```
+/// use std::io::Write;
+/// use uvfs::fs::{Fs, OpenOptions};
+///
+/// let fs = Fs::new();
+/// let mut log = fs.open_with("/log", OpenOptions::new().append(true).create(true).mode(0o600))?;
+/// writeln!(log, "one")?;
+/// let mut again = OpenOptions::new().append(true).open(&fs, "/log")?;
+/// writeln!(again, "two")?;
+/// assert_eq!(fs.read_to_string("/log")?, "one\ntwo\n");
+/// assert_eq!(fs.metadata("/log")?.permissions().mode(), 0o600);
+/// let refused = OpenOptions::new().create_new(true).write(true).open(&fs, "/log");
+/// assert_eq!(refused.unwrap_err().kind(), std::io::ErrorKind::AlreadyExists);
+/// # Ok::<(), std::io::Error>(())
+/// ```
 #[derive(Clone, Debug)]
 pub struct OpenOptions {
     read: bool,

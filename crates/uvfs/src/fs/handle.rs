@@ -132,6 +132,18 @@ impl Fs {
 
     /// This view with other credentials (the working directory and root stay): what a
     /// process of that user would see. Dropping to a non-root user drops the capabilities.
+    ///
+    /// ```
+    /// use uvfs::{fs::{Fs, Permissions}, Cred};
+    ///
+    /// let fs = Fs::new();
+    /// fs.write("/secret", "root's")?;
+    /// fs.set_permissions("/secret", Permissions::from_mode(0o600))?;
+    /// let alice = fs.as_user(Cred::user(1000, 1000, &[]));
+    /// let e = alice.read("/secret").unwrap_err();
+    /// assert_eq!(e.kind(), std::io::ErrorKind::PermissionDenied);
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
     pub fn as_user(&self, cred: Cred) -> Fs {
         let t = self.inner.template.lock().fork();
         t.set_cred(cred);
@@ -494,6 +506,24 @@ impl Fs {
     }
 
     /// The entries of the directory `path`.
+    ///
+    /// ```
+    /// let fs = uvfs::fs::Fs::new();
+    /// fs.create_dir_all("/d/sub")?;
+    /// fs.write("/d/file", "")?;
+    /// fs.symlink("file", "/d/link")?;
+    /// let mut kinds: Vec<_> = fs
+    ///     .read_dir("/d")?
+    ///     .map(|e| {
+    ///         let e = e?;
+    ///         let t = e.file_type()?; // from the listing, no stat
+    ///         Ok((e.file_name(), t.is_dir(), t.is_symlink()))
+    ///     })
+    ///     .collect::<std::io::Result<_>>()?;
+    /// kinds.sort();
+    /// assert_eq!(kinds, [("file".into(), false, false), ("link".into(), false, true), ("sub".into(), true, false)]);
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
     ///
     /// # Errors
     /// Path errors; `ENOTDIR`; `EACCES` without read permission.

@@ -46,6 +46,9 @@ fn nsec_valid(t: &Timespec) -> bool {
     (0..1_000_000_000).contains(&t.nsec) || t.nsec == UTIME_NOW || t.nsec == UTIME_OMIT
 }
 
+/// # Attributes: change and check
+///
+/// `fchmodat`, `fchownat`, `utimensat`, `faccessat2`, `truncate` and their fd forms.
 impl Task {
     fn resolve(&self, dirfd: i32, path: &[u8], flags: AtFlags) -> Result<VfsPath> {
         let empty = if flags.contains(AtFlags::EMPTY_PATH) {

@@ -74,6 +74,10 @@ fn fix_setfsuid(new: &mut Cred, old: &Cred) {
     }
 }
 
+/// # Process state: credentials
+///
+/// The `set*id` and `get*id` family, `setgroups`, `setfs[ug]id`, `capget`, `capset`, with
+/// Linux's permission rules.
 impl Task {
     /// `getresuid`: the real, effective and saved user ids.
     pub fn getresuid(&self) -> (u32, u32, u32) {

@@ -13,6 +13,9 @@ use crate::vfs::ops::DirEntry;
 use crate::vfs::permission::inode_permission;
 use crate::vfs::{FileDescription, Task, VfsPath};
 
+/// # Directories: listing, working directory and root
+///
+/// `getdents64`, `chdir`, `fchdir`, `chroot`, `getcwd`, `umask`.
 impl Task {
     /// `getdents64(2)`: fills `buf` with `struct linux_dirent64` records from the file
     /// position; returns the bytes written, 0 at the end. Decode with [`Dirent::parse`].

@@ -4,6 +4,9 @@ use crate::abi::{Errno, FcntlCmd, FdFlags, FileType, OpenFlags, Result};
 use crate::vfs::permission::owner_or_capable;
 use crate::vfs::Task;
 
+/// # fds
+///
+/// `dup`, `dup2`, `dup3`, `fcntl`.
 impl Task {
     /// `dup(2)`: the lowest free fd, sharing the open file; `FD_CLOEXEC` clear.
     ///

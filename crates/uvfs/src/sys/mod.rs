@@ -30,6 +30,22 @@ use crate::vfs::ops::NewInode;
 use crate::vfs::Task;
 
 /// A mount namespace with a tmpfs root: the entry point of the library.
+///
+/// Clones share the namespace. Make a [`Task`] per thread for the syscall-shaped calls, or a
+/// [`crate::fs::Fs`] for `std::fs`'s.
+///
+/// ```
+/// use uvfs::{Cred, Vfs};
+///
+/// let vfs = Vfs::with_root_options(Some("size=1m,mode=755"))?;
+/// let task = vfs.task(Cred::root());
+/// assert_eq!(task.stat("/")?.mode & 0o7777, 0o755);
+/// let fs = uvfs::fs::Fs::from_vfs(&vfs, Cred::root());
+/// let big = vec![0u8; 2 << 20];
+/// let full = fs.write("/big", &big).unwrap_err();
+/// assert_eq!(uvfs::fs::errno(&full), Some(uvfs::Errno::ENOSPC));
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 #[derive(Clone)]
 pub struct Vfs {
     ns: Arc<MountNamespace>,

@@ -106,6 +106,9 @@ fn source_name(source: Option<&[u8]>) -> Result<&[u8]> {
     source.filter(|s| !s.is_empty()).ok_or(Errno::EINVAL)
 }
 
+/// # Mounts
+///
+/// `mount` (new, bind, move, remount, propagation) and `umount2`.
 impl Task {
     fn mount_point(&self, path: &[u8], follow: FollowLast) -> Result<VfsPath> {
         self.with_path(

@@ -39,6 +39,9 @@ struct Parent<'p> {
     trailing_slash: bool,
 }
 
+/// # Names: directories and links
+///
+/// `mkdirat`, `mknodat`, `symlinkat`, `linkat`, `unlinkat`, `renameat2`, `readlinkat`.
 impl Task {
     fn parent_of<'p>(&self, dirfd: i32, path: &'p [u8]) -> Result<Parent<'p>> {
         self.with_path(

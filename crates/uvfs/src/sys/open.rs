@@ -140,6 +140,9 @@ struct Opened {
     found_in: Option<DirAttrs>,
 }
 
+/// # Files: open and close
+///
+/// `openat`, `openat2` (resolve flags), `close`.
 impl Task {
     /// `openat(2)`: opens (and with `O_CREAT` creates) `path` relative to `dirfd`; returns the
     /// lowest free fd. Unknown flag bits are ignored, as Linux does for `openat`.
@@ -148,6 +151,20 @@ impl Task {
     /// `EMFILE`, then path errors (`ENOENT`, `ENOTDIR`, `EACCES`, `ELOOP`, `ENAMETOOLONG`),
     /// `EEXIST` (`O_CREAT|O_EXCL`), `EISDIR`, `EROFS`, `ENOSPC`, `EINVAL` for bad flag
     /// combinations, `EPERM` (`O_NOATIME` by a non-owner), `ENXIO` (special files).
+    ///
+    /// # Examples
+    /// ```
+    /// use uvfs::abi::{OpenFlags, AT_FDCWD};
+    /// use uvfs::{Cred, Errno, Vfs};
+    ///
+    /// let task = Vfs::new().task(Cred::root());
+    /// let fd = task.openat(AT_FDCWD, "/f", OpenFlags::CREAT | OpenFlags::EXCL | OpenFlags::WRONLY, 0o600)?;
+    /// assert_eq!(fd, 0); // the lowest free fd
+    /// let again = task.openat(AT_FDCWD, "/f", OpenFlags::CREAT | OpenFlags::EXCL | OpenFlags::WRONLY, 0o600);
+    /// assert_eq!(again, Err(Errno::EEXIST));
+    /// task.close(fd)?;
+    /// # Ok::<(), Errno>(())
+    /// ```
     pub fn openat(
         &self,
         dirfd: i32,

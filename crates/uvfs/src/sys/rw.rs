@@ -132,6 +132,9 @@ fn clear_setid(inode: &Inode, kill: u32) -> Result<()> {
     inode.ops().setattr(inode, &attr)
 }
 
+/// # Files: read and write
+///
+/// `read`, `write`, the positioned and vectored forms, `lseek`, `fsync`, `fallocate`.
 impl Task {
     /// `read(2)` at the file position.
     ///

@@ -94,6 +94,9 @@ fn fill_statx(inode: &Inode, mnt: &Mount, is_mount_root: bool, request: StatxMas
     }
 }
 
+/// # Attributes: stat
+///
+/// `fstatat`, `stat`, `lstat`, `fstat`, `statx`, `statfs`, `fstatfs`.
 impl Task {
     /// `fstatat(2)` (`newfstatat`).
     ///

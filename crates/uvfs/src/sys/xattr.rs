@@ -81,6 +81,10 @@ fn cap_xattr_write(cred: &Cred, name: &[u8]) -> Result<()> {
     Ok(())
 }
 
+/// # Extended attributes
+///
+/// `setxattr`, `getxattr`, `listxattr`, `removexattr`, each with its `l` (no follow) and
+/// `f` (fd) form.
 impl Task {
     fn xattr_target(&self, path: &[u8], follow: Follow) -> Result<(MountRef, Arc<Inode>)> {
         let f = if follow == Follow::Yes {

@@ -6,7 +6,7 @@ pub(crate) mod dcache;
 #[cfg(all(test, any(loom, feature = "shuttle")))]
 mod dcache_check;
 pub mod dentry;
-pub mod fd_table;
+pub(crate) mod fd_table;
 #[cfg(all(test, any(loom, feature = "shuttle")))]
 mod fd_table_check;
 pub mod file;
@@ -25,10 +25,11 @@ pub mod time;
 
 pub use cred::{Capabilities, Cred};
 pub use dentry::Dentry;
-pub use fd_table::FdTable;
 pub use file::{FMode, FileDescription};
 pub use inode::{AttrWriter, Attrs, Inode, InodeInit, SetAttr, Stamp, TimeSet};
 pub use mount::{MntFlags, Mount, MountNamespace, VfsPath};
+// For the benchmarks and tests that compare with the design the lock-free walk replaced.
+#[doc(hidden)]
 pub use namei::WalkMode;
 pub use ops::{
     DirEntry, FileOps, FileSystemType, FsContext, InodeOps, Name, NewInode, SuperOps, WritePos,

@@ -27,7 +27,7 @@ struct Header {
 
 /// A shared, immutable byte string (a file name; at most `u32::MAX` bytes).
 ///
-/// The word is either the address of a [`Header`] (low bit clear) or an inline name (the first
+/// The word is either the address of a `Header` (low bit clear) or an inline name (the first
 /// byte in memory has its low bit set; made without provenance and never dereferenced).
 pub struct Name(NonNull<Header>);
 

@@ -25,8 +25,34 @@ type FdCacheSlot = Option<(i32, Arc<FileDescription>)>;
 /// A thread of a program using the VFS.
 ///
 /// `Task` is `Send` but not `Sync`: one thread uses it at a time, as a Linux thread is the only
-/// user of its `current`. The tasks of [`Task::clone_thread`] share one [`FdTable`], one root,
+/// user of its `current`. The tasks of [`Task::clone_thread`] share one fd table, one root,
 /// cwd and umask.
+///
+/// # The calls, by group
+/// Each group below is one block of methods further down this page, headed by its name.
+/// - **Files**: [`openat`](Task::openat), [`openat2`](Task::openat2), [`close`](Task::close),
+///   [`read`](Task::read), [`write`](Task::write), [`pread`](Task::pread),
+///   [`pwrite`](Task::pwrite), [`readv`](Task::readv), [`writev`](Task::writev),
+///   [`lseek`](Task::lseek), [`fsync`](Task::fsync), [`fallocate`](Task::fallocate).
+/// - **Names** (directories and links): [`mkdirat`](Task::mkdirat),
+///   [`mknodat`](Task::mknodat), [`symlinkat`](Task::symlinkat), [`linkat`](Task::linkat),
+///   [`unlinkat`](Task::unlinkat), [`renameat2`](Task::renameat2),
+///   [`readlinkat`](Task::readlinkat).
+/// - **Directories**: [`getdents64`](Task::getdents64), [`chdir`](Task::chdir),
+///   [`fchdir`](Task::fchdir), [`chroot`](Task::chroot), [`getcwd`](Task::getcwd),
+///   [`umask`](Task::umask).
+/// - **Attributes**: [`fstatat`](Task::fstatat), [`statx`](Task::statx),
+///   [`statfs`](Task::statfs), [`fchmodat`](Task::fchmodat), [`fchownat`](Task::fchownat),
+///   [`utimensat`](Task::utimensat), [`faccessat2`](Task::faccessat2),
+///   [`truncate`](Task::truncate).
+/// - **Extended attributes**: [`setxattr`](Task::setxattr), [`getxattr`](Task::getxattr),
+///   [`listxattr`](Task::listxattr), [`removexattr`](Task::removexattr).
+/// - **fds**: [`dup`](Task::dup), [`dup3`](Task::dup3), [`fcntl`](Task::fcntl).
+/// - **Mounts**: [`mount`](Task::mount), [`umount2`](Task::umount2).
+/// - **Process state**: [`clone_thread`](Task::clone_thread), [`fork`](Task::fork),
+///   [`set_cred`](Task::set_cred), [`setresuid`](Task::setresuid),
+///   [`setgroups`](Task::setgroups), [`capset`](Task::capset),
+///   [`set_nofile_limit`](Task::set_nofile_limit), [`exec_close_fds`](Task::exec_close_fds).
 pub struct Task {
     pub(crate) ns: Arc<MountNamespace>,
     pub(crate) cred: RefCell<Cred>,
@@ -66,6 +92,10 @@ impl std::ops::Deref for FileRef<'_> {
     }
 }
 
+/// # Tasks: making them and their state
+///
+/// `new`, `clone_thread` (a thread: shared fd table, root and cwd), `fork` (a copy),
+/// credentials as embedders set them, the fd limit, exec's close-on-exec.
 impl Task {
     /// A task in `ns` with `cred`, rooted and working at the namespace root, umask 022.
     pub fn new(ns: Arc<MountNamespace>, cred: Cred) -> Task {
@@ -139,7 +169,9 @@ impl Task {
     }
 
     /// Chooses how this task resolves paths ([`super::WalkMode`]): `Ref` forces the locked
-    /// lookup for every component, the design the lock-free walk replaced.
+    /// lookup for every component, the design the lock-free walk replaced. For benchmarks and
+    /// tests; hidden from the documentation.
+    #[doc(hidden)]
     pub fn set_walk_mode(&self, mode: super::namei::WalkMode) {
         self.walk_mode.set(mode);
     }
