@@ -185,7 +185,20 @@ static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 /// Parses the command line, refusing bad input before anything runs (exit status 2, as
 /// clap's), then runs the command (exit status 1 if it failed).
+/// Restores the default action of `SIGPIPE` (the Rust runtime ignores it), so that
+/// `uvfs bench | head` ends the way other command-line tools do, quietly, instead of
+/// panicking in `println!` on a closed pipe.
+#[allow(unsafe_code)] // Reason: `signal(2)` has no safe wrapper in the crates this tool uses.
+fn default_sigpipe() {
+    // SAFETY: called first thing in `main`, before any thread starts; `SIG_DFL` is a valid
+    // disposition for SIGPIPE and no handler of ours is replaced.
+    unsafe {
+        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
+    }
+}
+
 fn main() -> ExitCode {
+    default_sigpipe();
     uvfs_bench::memory::heap::set_global_allocator_is_system(false);
     let cli = Cli::try_parse().unwrap_or_else(|e| exit_refused(&e));
     let result = match cli.command {

@@ -402,3 +402,29 @@ fn columns_pick_the_columns_and_a_workload_named_twice_runs_once() {
         .collect();
     assert_eq!(columns, ["uvfs"; 4], "copies {{1, 2}} x 2 samples");
 }
+
+/// `uvfs bench | head -0`: the run ends when the reader is gone, as other tools do (killed by
+/// SIGPIPE at its first line), without a panic message.
+#[test]
+fn a_closed_output_pipe_ends_the_run_without_a_panic() {
+    use std::os::unix::process::ExitStatusExt;
+    use std::process::{Command, Stdio};
+    let mut child = Command::new(env!("CARGO_BIN_EXE_uvfs"))
+        .args(["bench", "--quick", "write1", "--columns", "uvfs"])
+        .env("RUST_BACKTRACE", "0")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("run uvfs");
+    // The reader is gone before anything is written: the first line meets a closed pipe.
+    drop(child.stdout.take());
+    let out = child.wait_with_output().expect("wait");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!err.contains("panicked"), "{err}");
+    assert_eq!(
+        out.status.signal(),
+        Some(libc::SIGPIPE),
+        "{:?}: {err}",
+        out.status
+    );
+}
