@@ -2,9 +2,9 @@
 //!
 //! Oracles: the `vfs` crate's own conformance suites (`vfs::test_vfs!` and
 //! `vfs::test_vfs_readonly!`, feature `export-test-macros`), run here unchanged on a fresh
-//! uvfs tree per test; its `MemoryFS`, which must give the same answers as uvfs to the same
-//! `VfsPath` code; and Linux's rule for what the suite does not ask (open(2) `O_APPEND`,
-//! rename(2) `EXDEV`, utimensat(2), path_resolution(7)).
+//! uvfs tree per test; its `MemoryFS` and `PhysicalFS` (on the host), which must give the
+//! same answers as uvfs to the same `VfsPath` code; and Linux's rule for what the suites do
+//! not ask (open(2) `O_APPEND`, rename(2) `EXDEV`, utimensat(2), path_resolution(7)).
 
 use std::io::{Read, Seek, SeekFrom, Write};
 use std::time::{Duration, SystemTime};
@@ -14,7 +14,7 @@ use uvfs::fs::{errno, Fs};
 use uvfs::vfs_crate::UvfsFS;
 use uvfs::{Cred, Errno};
 use vfs::error::VfsErrorKind;
-use vfs::{FileSystem, MemoryFS, VfsError, VfsFileType, VfsPath, VfsResult};
+use vfs::{FileSystem, MemoryFS, PhysicalFS, VfsError, VfsFileType, VfsPath, VfsResult};
 
 /// The `vfs` crate's read-write suite, each test on a fresh tree.
 // Reason: the lint is about the `vfs` crate's code in the expansion, run unchanged.
@@ -58,8 +58,8 @@ fn errno_in(e: &VfsError) -> Option<Errno> {
     }
 }
 
-/// What one program written against `VfsPath` sees, step by step; run on `MemoryFS` and on
-/// uvfs with only the root's line changed.
+/// What one program written against `VfsPath` sees, step by step; run on `MemoryFS`,
+/// `PhysicalFS` and uvfs with only the root's line changed.
 fn everyday(root: VfsPath) -> VfsResult<Vec<String>> {
     let mut seen = Vec::new();
     root.join("src/bin")?.create_dir_all()?;
@@ -116,10 +116,16 @@ fn everyday(root: VfsPath) -> VfsResult<Vec<String>> {
 }
 
 #[test]
-fn the_same_vfspath_code_sees_the_same_on_memoryfs_and_uvfs() {
+fn the_same_vfspath_code_sees_the_same_on_memoryfs_physicalfs_and_uvfs() {
     let memory = everyday(MemoryFS::new().into()).expect("on MemoryFS");
     let uvfs = everyday(UvfsFS::new().into()).expect("on uvfs");
     assert_eq!(memory, uvfs);
+    // And on the host's filesystem through `PhysicalFS`, in a directory of its own.
+    let host_dir = std::env::temp_dir().join(format!("uvfs-vfs-crate-{}", std::process::id()));
+    std::fs::create_dir(&host_dir).expect("a fresh host directory");
+    let host = everyday(PhysicalFS::new(&host_dir).into());
+    std::fs::remove_dir_all(&host_dir).expect("clean up");
+    assert_eq!(host.expect("on PhysicalFS"), uvfs);
     // The program looked at something: the append, the walk, the failures.
     assert_eq!(memory[0], "one\ntwo\n");
     assert_eq!(memory.len(), 19, "{memory:#?}");
