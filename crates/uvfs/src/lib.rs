@@ -95,6 +95,8 @@ pub(crate) mod sync;
 pub mod sys;
 pub mod tree;
 pub mod vfs;
+#[cfg(feature = "vfs-crate")]
+pub mod vfs_crate;
 
 pub use abi::{Errno, Result};
 pub use sys::Vfs;
