@@ -144,6 +144,11 @@ fn build_fixture(root: &Path) {
         &[(mib, &page), (8 * mib, &page)],
         9 * mib + 4096,
     );
+    // Thirty data pages between holes: past the four segments a GNU tar header holds.
+    let pages: Vec<(u64, &[u8])> = (0..30u64)
+        .map(|k| (k * 2 * 4096 + 4096, &page[..]))
+        .collect();
+    write_at(&d1, b"many_holes", &pages, 64 * 4096);
     write_at(&d1, b"hl1", &[(0, b"linked\n")], 7);
     rfs::linkat(&d1, "hl1", &d1, "hl2", AtFlags::empty()).expect("link hl2");
     rfs::linkat(&d1, "hl1", &d1, "hl3", AtFlags::empty()).expect("link hl3");
@@ -151,6 +156,7 @@ fn build_fixture(root: &Path) {
     write_at(&d1, b"setuid", &[(0, b"#!/bin/sh\n")], 10);
     rfs::chmodat(&d1, "setuid", Mode::from_raw_mode(0o4755), AtFlags::empty()).expect("chmod");
     write_at(&d2, b"private", &[(0, b"secret")], 6);
+    write_at(&d2, b"before_1970", &[(0, b"old")], 3);
     rfs::chmodat(&d2, "private", Mode::from_raw_mode(0o600), AtFlags::empty()).expect("chmod");
     rfs::mkdirat(&d2, "sticky", Mode::from_raw_mode(0o755)).expect("mkdir sticky");
     rfs::chmodat(&d2, "sticky", Mode::from_raw_mode(0o1777), AtFlags::empty()).expect("chmod");
@@ -218,7 +224,7 @@ fn build_fixture(root: &Path) {
     for (fd, names) in [
         (
             &d1,
-            &["data", "empty", "sparse", "hl1", "setuid"] as &[&str],
+            &["data", "empty", "sparse", "many_holes", "hl1", "setuid"] as &[&str],
         ),
         (&d2, &["private", "sticky"]),
         (&r, &["sym_file", "dangling", "sym_dir", "sym_odd", "fifo"]),
@@ -227,6 +233,17 @@ fn build_fixture(root: &Path) {
             set_times(fd, n.as_bytes(), i as i64);
         }
     }
+    let old = Timestamps {
+        last_access: rfs::Timespec {
+            tv_sec: -1_000_000,
+            tv_nsec: 500_000_001,
+        },
+        last_modification: rfs::Timespec {
+            tv_sec: -1,
+            tv_nsec: 999_999_999,
+        },
+    };
+    rfs::utimensat(&d2, "before_1970", &old, AtFlags::empty()).expect("set times before 1970");
     set_long_dir_times(&r, &long, LONG_DEPTH);
     for (i, n) in ["dir1", "dir2", "odd"].iter().enumerate() {
         set_times(&r, n.as_bytes(), 60 + i as i64);
@@ -467,7 +484,11 @@ fn import_then_export_gives_the_same_tree() {
     assert_eq!(rep.hard_links, 4, "hl2, hl3, hl4 and deep_link: {rep:?}");
     assert_eq!(rep.symlinks, 4);
     assert_eq!(rep.specials, 1);
-    assert_eq!(rep.hole_bytes, 9 * (1 << 20) + 4096 - 2 * 4096, "{rep:?}");
+    assert_eq!(
+        rep.hole_bytes,
+        (9 * (1 << 20) + 4096 - 2 * 4096) + (64 - 30) * 4096,
+        "{rep:?}"
+    );
     assert_eq!(rep.xattrs, 4 + u64::from(is_root()), "{rep:?}");
     assert!(rep.skipped.is_empty(), "{:?}", rep.skipped);
     // The sparse file is sparse in uvfs too.

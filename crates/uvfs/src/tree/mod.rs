@@ -93,7 +93,8 @@
 //! with a `..` component, or a hard link whose target has one, is not extracted
 //! ([`SkipReason::UnsafePath`]). A directory missing from the archive but needed by an entry is made with mode 0755; directories get their attributes
 //! after all entries (their entries change their times). An archive without a `./` entry
-//! leaves a destination it created with mode 0755.
+//! leaves a destination it created with mode 0755. As with [`import`], nothing is replaced: an
+//! entry whose name exists is `EEXIST`, except a directory, which takes the entry's attributes.
 
 mod error;
 mod fsops;
