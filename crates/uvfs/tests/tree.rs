@@ -263,7 +263,7 @@ fn set_long_dir_times(r: &OwnedFd, long: &[u8], depth: usize) {
 }
 
 /// What the comparison keeps of one entry.
-#[derive(Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 struct Info {
     mode: u32,
     uid: u32,
@@ -426,8 +426,18 @@ fn assert_same_tree(a: &Path, b: &Path) {
     let names_a: Vec<_> = sa.entries.keys().collect();
     let names_b: Vec<_> = sb.entries.keys().collect();
     assert_eq!(names_a, names_b, "the trees have different entries");
+    // Without root the trees are on a filesystem without `noatime`, where every readlink
+    // (the copy's and the comparison's) sets a symlink's atime: those are left out, loudly.
+    let mask = !is_root();
+    if mask {
+        eprintln!("note: not root: symlink atimes are not compared");
+    }
     for (k, ia) in &sa.entries {
-        assert_eq!(ia, &sb.entries[k], "entry {} differs", short(k));
+        let mut ib = sb.entries[k].clone();
+        if mask && ia.target.is_some() {
+            ib.atime = ia.atime;
+        }
+        assert_eq!(ia, &ib, "entry {} differs", short(k));
     }
     let show = |g: &BTreeSet<Vec<Vec<u8>>>| -> Vec<Vec<String>> {
         g.iter()
@@ -721,6 +731,8 @@ fn a_tree_round_trips_through_a_tar_archive() {
 #[test]
 fn gnu_tar_reads_the_archive() {
     let src = fixture();
+    // GNU tar opens each entry by its whole path, which fails past PATH_MAX: the chain goes.
+    std::fs::remove_dir_all(src.path.join("L".repeat(250))).expect("remove the long chain");
     let vfs = Vfs::new();
     let task = vfs.task(Cred::root());
     tree::import(&task, &src.path, "/t", &Options::default()).expect("import");
@@ -730,9 +742,7 @@ fn gnu_tar_reads_the_archive() {
     tree::export_tar(&task, "/t", w, &Options::default()).expect("export_tar");
     let x = out.path.join("x");
     std::fs::create_dir(&x).expect("mkdir");
-    // GNU tar opens each entry by its whole path: the chain past PATH_MAX is left out.
     let st = Command::new("tar")
-        .arg(format!("--exclude={}", "L".repeat(250)))
         .arg("-xpf")
         .arg(&file)
         .arg("-C")
