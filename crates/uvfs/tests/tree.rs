@@ -799,3 +799,21 @@ fn a_tar_entry_leaving_the_destination_is_not_extracted() {
     let junk = vec![0x41u8; 1024];
     assert!(tree::import_tar(&task, junk.as_slice(), "/e", &Options::default()).is_err());
 }
+
+#[test]
+fn a_socket_is_copied_as_a_socket_and_left_out_of_a_tar_archive() {
+    let src = HostDir::new("sock");
+    let _listener =
+        std::os::unix::net::UnixListener::bind(src.path.join("sock")).expect("bind a socket");
+    let vfs = Vfs::new();
+    let task = vfs.task(Cred::root());
+    let rep = tree::import(&task, &src.path, "/d", &Options::default()).expect("import");
+    assert_eq!(rep.specials, 1, "{rep:?}");
+    let st = task.lstat("/d/sock").expect("stat");
+    assert_eq!(st.mode & 0o170000, 0o140000, "a socket");
+    let rep = tree::export_tar(&task, "/d", std::io::sink(), &Options::default()).expect("tar");
+    assert_eq!(rep.specials, 0);
+    assert_eq!(rep.skipped.len(), 1, "{rep:?}");
+    assert_eq!(rep.skipped[0].reason, SkipReason::Socket);
+    assert_eq!(rep.skipped[0].path, Path::new("sock"));
+}

@@ -48,8 +48,11 @@
 //!   whose creation changes the directory's times. A ctime cannot be set by any call: the
 //!   copy's ctime is the time of the copy.
 //!
-//! Reading the source does not change its atimes: files and directories are opened with
-//! `O_NOATIME` where the caller may (owner or `CAP_FOWNER`), without it where not.
+//! Reading the source changes no atime of a file or directory: they are opened with
+//! `O_NOATIME` where the caller may (owner or `CAP_FOWNER`), without it where not. A symlink's
+//! is another matter: `readlinkat` sets it (Linux has no way to read a link without that,
+//! short of a `noatime` mount), so after a copy the source's symlinks have the copy's time
+//! as their atime, while the copies have the atime they had before (the walk `lstat`s first).
 //!
 //! # The destination
 //! `dest` is created as a directory if it does not exist (its parent must); if it exists it
@@ -147,8 +150,9 @@ pub enum Mounts {
     OneFilesystem,
 }
 
-/// How a copy is made: [`Options::default`] preserves everything it may.
+/// How a copy is made: [`Options::default`] preserves everything it may; set fields on it.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct Options {
     /// Owners and groups.
     pub owners: Owners,
@@ -160,6 +164,7 @@ pub struct Options {
 
 /// Why an entry, or part of one, was not copied.
 #[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum SkipReason {
     /// A socket, which a tar archive cannot hold.
     Socket,
@@ -192,6 +197,7 @@ pub struct Skipped {
 
 /// What a copy did.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct Report {
     /// Regular files written (the first name of each; later names count in `hard_links`).
     pub files: u64,
