@@ -64,7 +64,16 @@ impl HostDir {
 impl Drop for HostDir {
     fn drop(&mut self) {
         if self.mounted {
-            let _ = Command::new("umount").arg(&self.path).status();
+            // Every fd of the tests is close-on-exec, so a child that another test forks does
+            // not keep the mount busy; a lazy unmount is the fallback all the same.
+            let ok = Command::new("umount")
+                .arg(&self.path)
+                .status()
+                .map(|s| s.success())
+                .unwrap_or(false);
+            if !ok {
+                let _ = Command::new("umount").arg("-l").arg(&self.path).status();
+            }
         }
         let _ = std::fs::remove_dir_all(&self.path);
     }
@@ -74,7 +83,7 @@ fn open_dir(dir: &OwnedFd, name: &[u8]) -> OwnedFd {
     rfs::openat(
         dir,
         name,
-        OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::NOATIME,
+        OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::NOATIME | OFlags::CLOEXEC,
         Mode::empty(),
     )
     .expect("open a fixture directory")
@@ -84,7 +93,7 @@ fn write_at(dir: &OwnedFd, name: &[u8], parts: &[(u64, &[u8])], size: u64) {
     let fd = rfs::openat(
         dir,
         name,
-        OFlags::CREATE | OFlags::EXCL | OFlags::WRONLY,
+        OFlags::CREATE | OFlags::EXCL | OFlags::WRONLY | OFlags::CLOEXEC,
         Mode::from_raw_mode(0o644),
     )
     .expect("create a fixture file");
@@ -125,8 +134,13 @@ const LONG_DEPTH: usize = 18;
 /// Builds the fixture in `root` (see the module doc); every entry gets its own atime and mtime
 /// with nanoseconds, directories after their children.
 fn build_fixture(root: &Path) {
-    let r = rfs::openat(CWD, root, OFlags::RDONLY | OFlags::DIRECTORY, Mode::empty())
-        .expect("open the fixture root");
+    let r = rfs::openat(
+        CWD,
+        root,
+        OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC,
+        Mode::empty(),
+    )
+    .expect("open the fixture root");
     rfs::mkdirat(&r, "dir1", Mode::from_raw_mode(0o755)).expect("mkdir dir1");
     rfs::mkdirat(&r, "dir2", Mode::from_raw_mode(0o755)).expect("mkdir dir2");
     rfs::mkdirat(&r, "odd", Mode::from_raw_mode(0o750)).expect("mkdir odd");
@@ -336,7 +350,7 @@ fn scan(root: &Path) -> Snapshot {
     let r = rfs::openat(
         CWD,
         root,
-        OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NOATIME,
+        OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NOATIME | OFlags::CLOEXEC,
         Mode::empty(),
     )
     .expect("open a tree to compare");
@@ -392,7 +406,7 @@ fn visit(
         let fd = rfs::openat(
             parent,
             name,
-            OFlags::RDONLY | OFlags::NOATIME,
+            OFlags::RDONLY | OFlags::NOATIME | OFlags::CLOEXEC,
             Mode::empty(),
         )
         .expect("open a file to compare");
@@ -816,4 +830,71 @@ fn a_socket_is_copied_as_a_socket_and_left_out_of_a_tar_archive() {
     assert_eq!(rep.skipped.len(), 1, "{rep:?}");
     assert_eq!(rep.skipped[0].reason, SkipReason::Socket);
     assert_eq!(rep.skipped[0].path, Path::new("sock"));
+}
+
+/// An archive: a symlink `esc` to `/`, then `entry` (a hard link to `target`, or a file).
+fn escaping_archive(entry: &str, link_to: Option<&str>) -> Vec<u8> {
+    let mut b = ::tar::Builder::new(Vec::new());
+    let new = || {
+        let mut h = ::tar::Header::new_gnu();
+        h.set_uid(0);
+        h.set_gid(0);
+        h.set_mtime(0);
+        h
+    };
+    let mut h = new();
+    h.set_entry_type(::tar::EntryType::Symlink);
+    h.set_mode(0o777);
+    h.set_size(0);
+    b.append_link(&mut h, "esc", "/").expect("symlink entry");
+    let mut h = new();
+    h.set_mode(0o644);
+    match link_to {
+        Some(t) => {
+            h.set_entry_type(::tar::EntryType::Link);
+            h.set_size(0);
+            b.append_link(&mut h, entry, t).expect("link entry");
+        }
+        None => {
+            h.set_entry_type(::tar::EntryType::Regular);
+            h.set_size(4);
+            b.append_data(&mut h, entry, &b"evil"[..])
+                .expect("file entry");
+        }
+    }
+    b.into_inner().expect("finish")
+}
+
+#[test]
+fn a_tar_archive_cannot_reach_out_through_its_own_symlink() {
+    let vfs = Vfs::new();
+    let task = vfs.task(Cred::root());
+    let fd = task
+        .openat(
+            AT_FDCWD,
+            "/victim",
+            OpenFlags::CREAT | OpenFlags::WRONLY,
+            0o600,
+        )
+        .expect("create");
+    task.close(fd).expect("close");
+    // A hard link whose target goes through the symlink: refused, no second name of /victim.
+    let a = escaping_archive("h", Some("esc/victim"));
+    let e = tree::import_tar(&task, a.as_slice(), "/d1", &Options::default())
+        .expect_err("a link through a symlink");
+    assert!(
+        matches!(e.raw_os_error(), Some(40) | Some(20)),
+        "ELOOP or ENOTDIR: {e}"
+    );
+    assert!(task.lstat("/d1/h").is_err());
+    assert_eq!(task.lstat("/victim").expect("stat").nlink, 1);
+    // A file under the symlink: refused, nothing made at /evil.
+    let a = escaping_archive("esc/evil", None);
+    let e = tree::import_tar(&task, a.as_slice(), "/d2", &Options::default())
+        .expect_err("a file through a symlink");
+    assert!(
+        matches!(e.raw_os_error(), Some(40) | Some(20)),
+        "ELOOP or ENOTDIR: {e}"
+    );
+    assert!(task.lstat("/evil").is_err());
 }

@@ -94,7 +94,9 @@
 //! entry as one stream with its holes as zeros), so a page of zeros stored as data in the
 //! archive also becomes a hole. Leading `/` and `./` are dropped from entry paths; an entry
 //! with a `..` component, or a hard link whose target has one, is not extracted
-//! ([`SkipReason::UnsafePath`]). A directory missing from the archive but needed by an entry is made with mode 0755; directories get their attributes
+//! ([`SkipReason::UnsafePath`]); nor does an entry lead out through a symlink the archive
+//! made: the directories of entry paths and of hard-link targets are opened one by one with
+//! `O_NOFOLLOW` (a symlink there is `ELOOP` or `ENOTDIR`). A directory missing from the archive but needed by an entry is made with mode 0755; directories get their attributes
 //! after all entries (their entries change their times). An archive without a `./` entry
 //! leaves a destination it created with mode 0755. As with [`import`], nothing is replaced: an
 //! entry whose name exists is `EEXIST`, except a directory, which takes the entry's attributes.

@@ -139,7 +139,10 @@ pub fn import_tar(
             let target = entry.link_name_bytes().unwrap_or_default();
             match clean_path(&target) {
                 Some(first) if !first.is_empty() => {
-                    sink.hard_link(parent, &e, &first, &mut report)?;
+                    // Not `sink.hard_link`: the archive names the target, and a symlink it made
+                    // must not lead the link out of the tree.
+                    walk::link_beneath(&fs, &root, &first, parent, name)
+                        .map_err(|x| Error::new("linkat", fs.display(&rel), x))?;
                     report.hard_links += 1;
                 }
                 _ => report.skipped.push(Skipped {
