@@ -898,3 +898,73 @@ fn a_tar_archive_cannot_reach_out_through_its_own_symlink() {
     );
     assert!(task.lstat("/evil").is_err());
 }
+
+#[test]
+fn options_select_owners_xattrs_and_mounts() {
+    let src = HostDir::new("opts");
+    std::fs::create_dir(src.path.join("sub")).expect("mkdir");
+    std::fs::write(src.path.join("f"), b"x").expect("write");
+    rfs::setxattr(src.path.join("f"), "user.k", b"v", rfs::XattrFlags::empty()).expect("xattr");
+    let vfs = Vfs::new();
+    let root = vfs.task(Cred::root());
+    root.mkdirat(AT_FDCWD, "/home", 0o777).expect("mkdir");
+    root.fchmodat(AT_FDCWD, "/home", 0o777, UAtFlags::empty())
+        .expect("chmod");
+    let user = vfs.task(Cred::user(1000, 1000, &[]));
+    // Owners: a task without CAP_CHOWN copies as itself by default, and fails if asked to keep.
+    let host_uid = rfs::fstat(
+        rfs::openat(
+            CWD,
+            &src.path,
+            OFlags::RDONLY | OFlags::CLOEXEC,
+            Mode::empty(),
+        )
+        .expect("open"),
+    )
+    .expect("fstat")
+    .st_uid;
+    tree::import(&user, &src.path, "/home/auto", &Options::default()).expect("import");
+    assert_eq!(user.lstat("/home/auto/f").expect("stat").uid, 1000);
+    let mut keep = Options::default();
+    keep.owners = tree::Owners::Preserve;
+    let r = tree::import(&user, &src.path, "/home/keep", &keep);
+    if host_uid == 1000 {
+        r.expect("chown to oneself is allowed");
+    } else {
+        let e = r.expect_err("a chown the task may not make");
+        assert_eq!((e.raw_os_error(), e.op()), (Some(EPERM), "fchownat"), "{e}");
+    }
+    // Xattrs: ignored on request.
+    let mut no_x = Options::default();
+    no_x.xattrs = tree::Xattrs::Ignore;
+    let rep = tree::import(&root, &src.path, "/nox", &no_x).expect("import");
+    assert_eq!(rep.xattrs, 0);
+    let mut v = [0u8; 8];
+    assert!(root.lgetxattr("/nox/f", "user.k", &mut v).is_err());
+    // Mounts: a tmpfs inside the source is copied, or left as an empty directory.
+    if !is_root() {
+        eprintln!("skipped: the mount part needs root");
+        return;
+    }
+    let inner = src.path.join("sub");
+    assert!(Command::new("mount")
+        .args(["-t", "tmpfs", "tmpfs"])
+        .arg(&inner)
+        .status()
+        .expect("mount")
+        .success());
+    std::fs::write(inner.join("in_mount"), b"m").expect("write");
+    let crossed = tree::import(&root, &src.path, "/cross", &Options::default());
+    let mut one = Options::default();
+    one.mounts = tree::Mounts::OneFilesystem;
+    let stayed = tree::import(&root, &src.path, "/one", &one);
+    let _ = Command::new("umount").arg(&inner).status();
+    crossed.expect("import across mounts");
+    assert!(root.lstat("/cross/sub/in_mount").is_ok());
+    let rep = stayed.expect("import on one filesystem");
+    assert!(root.lstat("/one/sub").is_ok());
+    assert!(root.lstat("/one/sub/in_mount").is_err());
+    assert_eq!(rep.skipped.len(), 1, "{rep:?}");
+    assert_eq!(rep.skipped[0].reason, SkipReason::MountPoint);
+    assert_eq!(rep.skipped[0].path, Path::new("sub"));
+}
