@@ -48,8 +48,11 @@
 //!   whose creation changes the directory's times. A ctime cannot be set by any call: the
 //!   copy's ctime is the time of the copy.
 //!
-//! Reading the source does not change its atimes: files and directories are opened with
-//! `O_NOATIME` where the caller may (owner or `CAP_FOWNER`), without it where not.
+//! Reading the source changes no atime of a file or directory: they are opened with
+//! `O_NOATIME` where the caller may (owner or `CAP_FOWNER`), without it where not. A symlink's
+//! is another matter: `readlinkat` sets it (Linux has no way to read a link without that,
+//! short of a `noatime` mount), so after a copy the source's symlinks have the copy's time
+//! as their atime, while the copies have the atime they had before (the walk `lstat`s first).
 //!
 //! # The destination
 //! `dest` is created as a directory if it does not exist (its parent must); if it exists it
@@ -91,9 +94,12 @@
 //! entry as one stream with its holes as zeros), so a page of zeros stored as data in the
 //! archive also becomes a hole. Leading `/` and `./` are dropped from entry paths; an entry
 //! with a `..` component, or a hard link whose target has one, is not extracted
-//! ([`SkipReason::UnsafePath`]). A directory missing from the archive but needed by an entry is made with mode 0755; directories get their attributes
+//! ([`SkipReason::UnsafePath`]); nor does an entry lead out through a symlink the archive
+//! made: the directories of entry paths and of hard-link targets are opened one by one with
+//! `O_NOFOLLOW` (a symlink there is `ELOOP` or `ENOTDIR`). A directory missing from the archive but needed by an entry is made with mode 0755; directories get their attributes
 //! after all entries (their entries change their times). An archive without a `./` entry
-//! leaves a destination it created with mode 0755.
+//! leaves a destination it created with mode 0755. As with [`import`], nothing is replaced: an
+//! entry whose name exists is `EEXIST`, except a directory, which takes the entry's attributes.
 
 mod error;
 mod fsops;
@@ -146,8 +152,9 @@ pub enum Mounts {
     OneFilesystem,
 }
 
-/// How a copy is made: [`Options::default`] preserves everything it may.
+/// How a copy is made: [`Options::default`] preserves everything it may; set fields on it.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct Options {
     /// Owners and groups.
     pub owners: Owners,
@@ -159,6 +166,7 @@ pub struct Options {
 
 /// Why an entry, or part of one, was not copied.
 #[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum SkipReason {
     /// A socket, which a tar archive cannot hold.
     Socket,
@@ -191,6 +199,7 @@ pub struct Skipped {
 
 /// What a copy did.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct Report {
     /// Regular files written (the first name of each; later names count in `hard_links`).
     pub files: u64,

@@ -1,8 +1,8 @@
 //! `Vfs::snapshot`: an independent copy of a whole namespace's root filesystem.
 
 use super::walk;
-use super::{uv::Uv, Mounts, Options, Owners, Xattrs};
-use crate::abi::Result;
+use super::{uv::Uv, Mounts, Options, Owners, SkipReason, Xattrs};
+use crate::abi::{Errno, Result};
 use crate::sys::Vfs;
 use crate::vfs::{Cred, MntFlags, Mount, MountNamespace, Task};
 
@@ -41,7 +41,8 @@ impl Vfs {
     ///
     /// # Errors
     /// What a call of the copy returns (say `ENOSPC` if a file holds more than the limits let
-    /// a new tmpfs hold); never a partial `Vfs`.
+    /// a new tmpfs hold), or the errno of anything the new tmpfs refused to hold as it was;
+    /// never a partial `Vfs`.
     pub fn snapshot(&self) -> Result<Vfs> {
         let root = self.namespace().root();
         // A second mount of the root filesystem, without submounts and `noatime`: reading a
@@ -70,11 +71,19 @@ impl Vfs {
             xattrs: Xattrs::All,
             mounts: Mounts::OneFilesystem,
         };
-        walk::copy(&src, &dst, &opts).map_err(|e| {
+        let report = walk::copy(&src, &dst, &opts).map_err(|e| {
             e.raw_os_error()
-                .and_then(crate::abi::Errno::from_raw)
-                .unwrap_or(crate::abi::Errno::EIO)
+                .and_then(Errno::from_raw)
+                .unwrap_or(Errno::EIO)
         })?;
-        Ok(new)
+        // Root with every capability, in a namespace without submounts, is refused nothing;
+        // should a filesystem refuse something all the same, the copy is not a snapshot.
+        match report.skipped.first().map(|s| &s.reason) {
+            None => Ok(new),
+            Some(SkipReason::Node(e) | SkipReason::Xattr { errno: e, .. }) => {
+                Err(Errno::from_raw(*e).unwrap_or(Errno::EIO))
+            }
+            Some(_) => Err(Errno::EIO),
+        }
     }
 }

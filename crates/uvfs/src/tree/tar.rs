@@ -139,7 +139,10 @@ pub fn import_tar(
             let target = entry.link_name_bytes().unwrap_or_default();
             match clean_path(&target) {
                 Some(first) if !first.is_empty() => {
-                    sink.hard_link(parent, &e, &first, &mut report)?;
+                    // Not `sink.hard_link`: the archive names the target, and a symlink it made
+                    // must not lead the link out of the tree.
+                    walk::link_beneath(&fs, &root, &first, parent, name)
+                        .map_err(|x| Error::new("linkat", fs.display(&rel), x))?;
                     report.hard_links += 1;
                 }
                 _ => report.skipped.push(Skipped {
@@ -684,5 +687,100 @@ impl Read for Body<'_> {
             self.off += n as u64;
             return Ok(n);
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_pax_record_counts_its_own_length_across_a_digit_boundary() {
+        // Oracle: POSIX pax, "extended header": the length is the record's decimal byte count,
+        // itself included.
+        for vlen in 0..200 {
+            let mut out = Vec::new();
+            pax_record(&mut out, b"k", &vec![b'v'; vlen]);
+            let sp = out.iter().position(|&b| b == b' ').expect("a space");
+            let len: usize = std::str::from_utf8(&out[..sp])
+                .expect("digits")
+                .parse()
+                .expect("a number");
+            assert_eq!(len, out.len(), "value of {vlen} bytes");
+        }
+    }
+
+    #[test]
+    fn pax_times_round_trip_before_and_after_1970() {
+        for t in [
+            Timespec::new(0, 0),
+            Timespec::new(1_100_000_000, 987_654_321),
+            Timespec::new(-1, 999_999_999),
+            Timespec::new(-1_000_000, 500_000_001),
+            Timespec::new(-2, 0),
+        ] {
+            let s = format_time(t);
+            assert_eq!(parse_time(s.as_bytes()), Some(t), "{s}");
+        }
+        assert_eq!(format_time(Timespec::new(-1, 500_000_000)), "-0.500000000");
+        assert_eq!(parse_time(b"12"), Some(Timespec::new(12, 0)));
+        assert_eq!(parse_time(b"1.5"), Some(Timespec::new(1, 500_000_000)));
+        assert_eq!(parse_time(b"x"), None);
+    }
+
+    #[test]
+    fn entry_paths_lose_dots_and_slashes_and_refuse_dotdot() {
+        assert_eq!(clean_path(b"./a//b/./c/"), Some(b"a/b/c".to_vec()));
+        assert_eq!(clean_path(b"/abs"), Some(b"abs".to_vec()));
+        assert_eq!(clean_path(b"./"), Some(Vec::new()));
+        assert_eq!(clean_path(b"a/../b"), None);
+        assert_eq!(clean_path(b"a/..b"), Some(b"a/..b".to_vec()));
+    }
+
+    /// Contents from memory, with given segments.
+    struct Mem(Vec<u8>, Vec<(u64, u64)>);
+
+    impl Contents for Mem {
+        fn segments(&self) -> &[(u64, u64)] {
+            &self.1
+        }
+        fn read_at(&mut self, buf: &mut [u8], off: u64) -> io::Result<usize> {
+            let rest = &self.0[off as usize..];
+            let n = rest.len().min(buf.len());
+            buf[..n].copy_from_slice(&rest[..n]);
+            Ok(n)
+        }
+    }
+
+    #[test]
+    fn a_body_that_is_not_sparse_reads_holes_as_zeros_and_one_that_is_skips_them() {
+        let file: Vec<u8> = (0..20u8).map(|b| b + 1).collect();
+        let segs = vec![(3, 4), (10, 2)];
+        let read = |sparse: bool| {
+            let mut mem = Mem(file.clone(), segs.clone());
+            let mut body = Body {
+                ext: io::Cursor::new(Vec::new()),
+                data: &mut mem,
+                segs: segs.clone(),
+                size: 20,
+                idx: 0,
+                off: 0,
+                sparse,
+            };
+            let mut out = Vec::new();
+            let mut buf = [0u8; 3];
+            loop {
+                let n = body.read(&mut buf).expect("read");
+                if n == 0 {
+                    return out;
+                }
+                out.extend_from_slice(&buf[..n]);
+            }
+        };
+        let mut full = vec![0u8; 20];
+        full[3..7].copy_from_slice(&file[3..7]);
+        full[10..12].copy_from_slice(&file[10..12]);
+        assert_eq!(read(false), full);
+        assert_eq!(read(true), [&file[3..7], &file[10..12]].concat());
     }
 }

@@ -6,6 +6,7 @@
 //! bare name (uvfs, like Linux before 6.13, has no `*xattrat` call), which keeps the path
 //! short at any depth.
 
+use std::cell::RefCell;
 use std::ffi::OsStr;
 use std::io;
 use std::os::unix::ffi::OsStrExt;
@@ -22,7 +23,12 @@ use crate::vfs::{Capabilities, Task};
 pub(super) struct Uv {
     task: Rc<Task>,
     root: Vec<u8>,
+    /// The `getdents64` and `readlinkat` buffer, reused.
+    buf: RefCell<Vec<u8>>,
 }
+
+/// The size of the `getdents64` buffer; at least `PATH_MAX` for `readlinkat`.
+const DIR_BUF_BYTES: usize = 32 * 1024;
 
 /// An fd of the copy's task, closed on drop.
 pub(super) struct UvFd {
@@ -48,6 +54,7 @@ impl Uv {
         Uv {
             task: Rc::new(task),
             root: root.to_vec(),
+            buf: RefCell::new(vec![0u8; DIR_BUF_BYTES.max(PATH_MAX)]),
         }
     }
 
@@ -170,7 +177,7 @@ impl Fs for Uv {
     }
 
     fn read_dir(&self, dir: &UvFd) -> io::Result<Vec<Vec<u8>>> {
-        let mut buf = vec![0u8; 32 * 1024];
+        let mut buf = self.buf.borrow_mut();
         let mut out = Vec::new();
         loop {
             let n = self.task.getdents64(dir.fd, &mut buf)?;
@@ -210,10 +217,9 @@ impl Fs for Uv {
     }
 
     fn readlink(&self, dir: &UvFd, name: &[u8]) -> io::Result<Vec<u8>> {
-        let mut buf = vec![0u8; PATH_MAX];
+        let mut buf = self.buf.borrow_mut();
         let n = self.task.readlinkat(dir.fd, name, &mut buf)?;
-        buf.truncate(n);
-        Ok(buf)
+        Ok(buf[..n].to_vec())
     }
 
     fn mkdir(&self, dir: &UvFd, name: &[u8], mode: u32) -> io::Result<()> {

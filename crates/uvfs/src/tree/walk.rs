@@ -622,7 +622,7 @@ impl<D: Fs> Sink for FsSink<'_, D> {
             self.fs.link(root, first, parent, e.name)
         } else {
             // Too long for one call: open the directories of `first` one by one.
-            link_long(self.fs, root, first, parent, e.name)
+            link_beneath(self.fs, root, first, parent, e.name)
         };
         r.map_err(|x| self.err("linkat", e.rel, x))
     }
@@ -641,8 +641,10 @@ fn write_all<D: Fs>(fs: &D, fd: &D::Fd, mut chunk: &[u8], mut off: u64) -> io::R
     Ok(())
 }
 
-/// `linkat` of a path in the tree longer than `PATH_MAX`, one directory at a time.
-fn link_long<D: Fs>(
+/// `linkat` of `first`, a path in the tree below `root`, one directory at a time, each opened
+/// with `O_NOFOLLOW`: for a path longer than `PATH_MAX`, and for a target named by an archive,
+/// which must not reach out of the tree through a symlink.
+pub(super) fn link_beneath<D: Fs>(
     fs: &D,
     root: &D::Fd,
     first: &[u8],
