@@ -76,8 +76,11 @@
 //!
 //! tmpfs ([`fs::tmpfs`]) is built from the same parts an outside filesystem uses: a
 //! [`vfs::SuperBlock`] with [`vfs::SuperOps`], inodes with [`vfs::InodeOps`], open files with
-//! [`vfs::FileOps`]. See `examples/own_fs.rs` for one generated from code and mounted at a
-//! path.
+//! [`vfs::FileOps`], and a [`vfs::FileSystemType`] whose `get_tree` makes an instance. Register
+//! the type with [`Vfs::register_filesystem`] and mount it anywhere with [`Task::mount`], as
+//! `mount(2)` mounts tmpfs: the same permission checks and errors. The [`vfs::ops`] module
+//! says what an implementation guarantees and which errno each operation it leaves out gives;
+//! `examples/own_fs.rs` mounts a small read-only filesystem generated from code.
 //!
 //! # Platform support
 //!
