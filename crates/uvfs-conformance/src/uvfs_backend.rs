@@ -553,7 +553,12 @@ impl Backend for UvfsBackend {
                 path,
                 mode,
                 flags,
-            } => unit(t.faccessat2(fd(dirfd), path, *mode as u32, at(flags))),
+            } => unit(t.faccessat2(
+                fd(dirfd),
+                path,
+                uvfs::abi::Access::from_bits_retain(*mode as u32),
+                at(flags),
+            )),
             Op::Getdents { fd: f, bufsize } => done(getdents(t, fd(f), *bufsize).map(|entries| {
                 Value::Dirents(Listing {
                     dir: dir_id(t, fd(f)),

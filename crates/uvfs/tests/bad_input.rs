@@ -213,7 +213,12 @@ fn bad_flags_get_einval() {
         Err(Errno::EINVAL)
     );
     assert_eq!(
-        t.faccessat2(AT_FDCWD, "/d/keep", 8, AtFlags::empty()),
+        t.faccessat2(
+            AT_FDCWD,
+            "/d/keep",
+            uvfs::abi::Access::from_bits_retain(8),
+            AtFlags::empty()
+        ),
         Err(Errno::EINVAL)
     );
     assert_eq!(

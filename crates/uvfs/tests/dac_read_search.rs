@@ -63,7 +63,7 @@ fn dac_read_search_reads_a_0000_file() {
     let t = vfs.task(reader());
     assert_eq!(read_all(&t, "/f"), Ok(b"secret".to_vec()));
     assert_eq!(
-        t.faccessat2(AT_FDCWD, "/f", Access::READ.bits(), AtFlags::EACCESS),
+        t.faccessat2(AT_FDCWD, "/f", Access::READ, AtFlags::EACCESS),
         Ok(())
     );
     // Without the capability the same user is refused: the capability is what grants it.
@@ -98,11 +98,11 @@ fn dac_read_search_writes_nothing() {
     }
     assert_eq!(t.truncate("/f", 0), Err(Errno::EACCES));
     assert_eq!(
-        t.faccessat2(AT_FDCWD, "/f", Access::WRITE.bits(), AtFlags::EACCESS),
+        t.faccessat2(AT_FDCWD, "/f", Access::WRITE, AtFlags::EACCESS),
         Err(Errno::EACCES)
     );
     assert_eq!(
-        t.faccessat2(AT_FDCWD, "/f", Access::EXEC.bits(), AtFlags::EACCESS),
+        t.faccessat2(AT_FDCWD, "/f", Access::EXEC, AtFlags::EACCESS),
         Err(Errno::EACCES),
         "no execute permission on a file"
     );

@@ -367,7 +367,7 @@ impl Fs {
         let path = path.as_ref();
         match self
             .task_ref()
-            .faccessat2(AT_FDCWD, path_bytes(path), how.bits(), AtFlags::EACCESS)
+            .faccessat2(AT_FDCWD, path_bytes(path), how, AtFlags::EACCESS)
         {
             Ok(()) => Ok(true),
             Err(Errno::EACCES | Errno::EROFS) => Ok(false),

@@ -303,7 +303,8 @@ impl Task {
     }
 
     /// `faccessat2(2)`: checks `mode` (`R_OK|W_OK|X_OK`, or empty for existence) with the real
-    /// ids, or with the effective ids under `AT_EACCESS`.
+    /// ids, or with the effective ids under `AT_EACCESS`. Bits outside `Access`
+    /// (`Access::from_bits_retain`) are refused as Linux refuses them.
     ///
     /// # Errors
     /// `EINVAL` for a bad mode or flags; path errors; `EACCES`; `EROFS` for `W_OK` on a
@@ -312,9 +313,10 @@ impl Task {
         &self,
         dirfd: i32,
         path: impl AsRef<[u8]>,
-        mode: u32,
+        mode: Access,
         flags: AtFlags,
     ) -> Result<()> {
+        let mode = mode.bits();
         if mode & !7 != 0 {
             return Err(Errno::EINVAL);
         }

@@ -348,7 +348,12 @@ impl Exec for OnUvfs {
                 path,
                 mode,
                 flags: f,
-            } => t.faccessat2(self.dirfd(dir), path, *mode, flags(*f)),
+            } => t.faccessat2(
+                self.dirfd(dir),
+                path,
+                uvfs::abi::Access::from_bits_retain(*mode),
+                flags(*f),
+            ),
             Op::Getdents { fd, size } => {
                 let fd = self.fd(fd);
                 let _ = t.lseek(fd, 0, Whence::SET);
