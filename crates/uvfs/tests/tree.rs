@@ -711,6 +711,7 @@ fn a_device_node_the_task_may_not_make_is_reported_not_fatal() {
     assert_eq!(st.rdev, rfs::makedev(1, 3));
 }
 
+#[cfg(feature = "tar")]
 #[test]
 fn a_tree_round_trips_through_a_tar_archive() {
     let src = fixture();
@@ -742,6 +743,7 @@ fn a_tree_round_trips_through_a_tar_archive() {
     assert_same_tree(&src.path, &out.path);
 }
 
+#[cfg(feature = "tar")]
 #[test]
 fn gnu_tar_reads_the_archive() {
     let src = fixture();
@@ -791,6 +793,7 @@ fn gnu_tar_reads_the_archive() {
     );
 }
 
+#[cfg(feature = "tar")]
 #[test]
 fn a_tar_entry_leaving_the_destination_is_not_extracted() {
     let mut b = ::tar::Builder::new(Vec::new());
@@ -814,6 +817,7 @@ fn a_tar_entry_leaving_the_destination_is_not_extracted() {
     assert!(tree::import_tar(&task, junk.as_slice(), "/e", &Options::default()).is_err());
 }
 
+#[cfg(feature = "tar")]
 #[test]
 fn a_socket_is_copied_as_a_socket_and_left_out_of_a_tar_archive() {
     let src = HostDir::new("sock");
@@ -832,6 +836,7 @@ fn a_socket_is_copied_as_a_socket_and_left_out_of_a_tar_archive() {
     assert_eq!(rep.skipped[0].path, Path::new("sock"));
 }
 
+#[cfg(feature = "tar")]
 /// An archive: a symlink `esc` to `/`, then `entry` (a hard link to `target`, or a file).
 fn escaping_archive(entry: &str, link_to: Option<&str>) -> Vec<u8> {
     let mut b = ::tar::Builder::new(Vec::new());
@@ -865,6 +870,7 @@ fn escaping_archive(entry: &str, link_to: Option<&str>) -> Vec<u8> {
     b.into_inner().expect("finish")
 }
 
+#[cfg(feature = "tar")]
 #[test]
 fn a_tar_archive_cannot_reach_out_through_its_own_symlink() {
     let vfs = Vfs::new();

@@ -67,10 +67,17 @@
 //! a missing source `ENOENT`, a source or destination that is not a directory `ENOTDIR`, a
 //! full size-limited tmpfs `ENOSPC`.
 //!
-//! # Limits
+//! # Cost and limits
+//! One pass: each entry is `lstat`ed once and each data byte read and written once, with a
+//! constant number of calls per entry and per data segment; hard links are found in a map
+//! keyed by (device, inode) that forgets an inode once all of its links were seen. No lookup
+//! by path and no path rebuilt per entry, except a hard link's target, resolved from the
+//! destination root (one call, or one `openat` per level past `PATH_MAX`).
+//!
 //! The walk keeps one open directory per level on each side: a tree deeper than about half of
 //! the fd limit fails with `EMFILE`. Files are read once; one that changes during the copy is
-//! copied as it was read.
+//! copied as it was read. The calls are made by a fork of the given task (`Task::fork`: same
+//! credentials, root and cwd), so its fds never appear in the caller's table.
 //!
 //! # Tar archives (feature `tar`)
 //!
@@ -96,7 +103,8 @@
 //! with a `..` component, or a hard link whose target has one, is not extracted
 //! ([`SkipReason::UnsafePath`]); nor does an entry lead out through a symlink the archive
 //! made: the directories of entry paths and of hard-link targets are opened one by one with
-//! `O_NOFOLLOW` (a symlink there is `ELOOP` or `ENOTDIR`). A directory missing from the archive but needed by an entry is made with mode 0755; directories get their attributes
+//! `O_NOFOLLOW` (a symlink there is `ELOOP` or `ENOTDIR`). A directory missing from the
+//! archive but needed by an entry is made with mode 0755; directories get their attributes
 //! after all entries (their entries change their times). An archive without a `./` entry
 //! leaves a destination it created with mode 0755. As with [`import`], nothing is replaced: an
 //! entry whose name exists is `EEXIST`, except a directory, which takes the entry's attributes.
