@@ -91,30 +91,9 @@ impl Workload {
     }
 }
 
-/// How this process was started.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum RunMode {
-    /// `cargo bench`: measure.
-    Measure,
-    /// `cargo test --benches`, `cargo bench -- --test`, `--list`: run once, measure nothing.
-    Smoke,
-}
-
-impl RunMode {
-    fn from_args() -> RunMode {
-        let args: Vec<String> = std::env::args().collect();
-        let has = |flag: &str| args.iter().any(|a| a == flag);
-        if has("--bench")
-            && !has("--test")
-            && !has("--list")
-            && !args.iter().any(|a| a.starts_with("--profile-time"))
-        {
-            RunMode::Measure
-        } else {
-            RunMode::Smoke
-        }
-    }
-}
+#[path = "support/run_mode.rs"]
+mod run_mode;
+use run_mode::RunMode;
 
 /// The uvfs side: one namespace with the fixture tree, and the tasks that call it.
 struct UvfsSide {

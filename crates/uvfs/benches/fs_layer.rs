@@ -30,23 +30,9 @@ const READ: usize = 32;
 /// The overhead over the raw call the project aims to stay under.
 const TARGET: f64 = 0.10;
 
-#[derive(Clone, Copy, PartialEq, Eq)]
-enum RunMode {
-    Measure,
-    Smoke,
-}
-
-impl RunMode {
-    fn from_args() -> RunMode {
-        let args: Vec<String> = std::env::args().collect();
-        let has = |flag: &str| args.iter().any(|a| a == flag);
-        if has("--bench") && !has("--test") && !has("--list") {
-            RunMode::Measure
-        } else {
-            RunMode::Smoke
-        }
-    }
-}
+#[path = "support/run_mode.rs"]
+mod run_mode;
+use run_mode::RunMode;
 
 struct Sides {
     task: Task,

@@ -86,6 +86,20 @@ fn meta_text(
     format!("dir={is_dir} file={is_file} link={is_symlink} len={len} mode={mode:o} nlink={nlink}")
 }
 
+/// A listing as text: each name with its type bits, sorted (the order is the filesystem's).
+fn listing(
+    entries: impl Iterator<Item = io::Result<(std::ffi::OsString, [bool; 3])>>,
+) -> io::Result<String> {
+    let mut v = Vec::new();
+    for e in entries {
+        let (name, [dir, file, link]) = e?;
+        let bits = format!("{}{}{}", dir as u8, file as u8, link as u8);
+        v.push(format!("{}:{bits}", name.to_string_lossy()));
+    }
+    v.sort();
+    Ok(v.join(","))
+}
+
 /// One step of a sequence.
 #[derive(Clone, Debug)]
 enum Op {
@@ -161,20 +175,10 @@ fn run_host(d: &HostDir, op: &Op) -> Outcome {
         }
         Op::ReadDir(a) => host::read_dir(p(a))
             .and_then(|rd| {
-                let mut v = Vec::new();
-                for e in rd {
-                    let e = e?;
-                    let t = e.file_type()?;
-                    v.push(format!(
-                        "{}:{}{}{}",
-                        e.file_name().to_string_lossy(),
-                        t.is_dir() as u8,
-                        t.is_file() as u8,
-                        t.is_symlink() as u8
-                    ));
-                }
-                v.sort();
-                Ok(v.join(","))
+                listing(rd.map(|e| {
+                    let (e, t) = e.and_then(|e| e.file_type().map(|t| (e, t)))?;
+                    Ok((e.file_name(), [t.is_dir(), t.is_file(), t.is_symlink()]))
+                }))
             })
             .map_err(host_err),
         Op::Copy(a, b) => host::copy(p(a), p(b))
@@ -256,20 +260,10 @@ fn run_uvfs(fs: &Fs, op: &Op) -> Outcome {
         Op::ReadDir(a) => fs
             .read_dir(q(a))
             .and_then(|rd| {
-                let mut v = Vec::new();
-                for e in rd {
-                    let e = e?;
-                    let t = e.file_type()?;
-                    v.push(format!(
-                        "{}:{}{}{}",
-                        e.file_name().to_string_lossy(),
-                        t.is_dir() as u8,
-                        t.is_file() as u8,
-                        t.is_symlink() as u8
-                    ));
-                }
-                v.sort();
-                Ok(v.join(","))
+                listing(rd.map(|e| {
+                    let (e, t) = e.and_then(|e| e.file_type().map(|t| (e, t)))?;
+                    Ok((e.file_name(), [t.is_dir(), t.is_file(), t.is_symlink()]))
+                }))
             })
             .map_err(uvfs_err),
         Op::Copy(a, b) => fs.copy(q(a), q(b)).map(|n| n.to_string()).map_err(uvfs_err),
