@@ -68,6 +68,29 @@ pub fn import(a: ImportArgs) -> anyhow::Result<()> {
     if !a.source.is_dir() {
         return Err(bad("<DIR>", &a.source, "not a directory"));
     }
+    // The archive's path is checked before anything is read, and made only once the tree is
+    // read, so that a source that cannot be read leaves no empty archive behind.
+    if !is_stdio(&a.archive) {
+        if a.archive.symlink_metadata().is_ok() {
+            return Err(bad("<ARCHIVE>", &a.archive, "exists already"));
+        }
+        match a.archive.parent() {
+            Some(p) if !p.as_os_str().is_empty() && !p.is_dir() => {
+                return Err(bad(
+                    "<ARCHIVE>",
+                    &a.archive,
+                    "its parent is not a directory",
+                ));
+            }
+            _ => {}
+        }
+    }
+    let vfs = Vfs::new();
+    let task = vfs.task(Cred::root());
+    let opts = Options::default();
+    let r = tree::import(&task, &a.source, TREE, &opts)
+        .with_context(|| format!("reading {}", a.source.display()))?;
+    summary("read", &r);
     let out: Box<dyn Write> = if is_stdio(&a.archive) {
         Box::new(io::stdout().lock())
     } else {
@@ -78,18 +101,20 @@ pub fn import(a: ImportArgs) -> anyhow::Result<()> {
             .map_err(|e| bad("<ARCHIVE>", &a.archive, format!("cannot create it: {e}")))?;
         Box::new(f)
     };
-    let vfs = Vfs::new();
-    let task = vfs.task(Cred::root());
-    let opts = Options::default();
-    let r = tree::import(&task, &a.source, TREE, &opts)
-        .with_context(|| format!("reading {}", a.source.display()))?;
-    summary("read", &r);
     let mut w = BufWriter::new(out);
-    let r = tree::export_tar(&task, TREE, &mut w, &opts)
-        .with_context(|| format!("writing {}", a.archive.display()))?;
-    w.flush()
-        .with_context(|| format!("writing {}", a.archive.display()))?;
-    summary("archived", &r);
+    let written = tree::export_tar(&task, TREE, &mut w, &opts)
+        .map_err(anyhow::Error::from)
+        .and_then(|r| w.flush().map(|()| r).map_err(anyhow::Error::from));
+    match written {
+        Ok(r) => summary("archived", &r),
+        Err(e) => {
+            drop(w);
+            if !is_stdio(&a.archive) {
+                let _ = std::fs::remove_file(&a.archive);
+            }
+            return Err(e.context(format!("writing {}", a.archive.display())));
+        }
+    }
     Ok(())
 }
 

@@ -6,6 +6,7 @@
 
 use std::collections::BTreeMap;
 use std::os::unix::fs::{symlink, MetadataExt, PermissionsExt};
+use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
@@ -74,6 +75,25 @@ fn fixture(root: &Path) {
         rustix::fs::AtFlags::empty(),
     )
     .unwrap();
+    // Owners other than the runner's (root in CI): the round trip must keep them.
+    for (name, uid, gid) in [
+        ("a/b/linked", 1000, 1000),
+        ("a", 1000, 100),
+        ("to-data", 1001, 1001),
+    ] {
+        let (u, g) = (
+            rustix::process::Uid::from_raw(uid),
+            rustix::process::Gid::from_raw(gid),
+        );
+        rustix::fs::chownat(
+            rustix::fs::CWD,
+            p(name),
+            Some(u),
+            Some(g),
+            rustix::fs::AtFlags::SYMLINK_NOFOLLOW,
+        )
+        .unwrap();
+    }
 }
 
 /// Every entry below `root`: its stat fields that a copy keeps, and which names share an
@@ -203,6 +223,25 @@ fn bad_arguments_are_refused_in_one_line() {
         assert!(first.contains(names), "{args:?}: {err}");
         assert!(!err.contains("panicked"), "{args:?}: {err}");
     }
+    // A source that cannot be read fails the run and leaves no archive behind.
+    let closed = s.0.join("closed");
+    std::fs::create_dir_all(closed.join("inner")).unwrap();
+    std::fs::write(closed.join("inner/f"), b"x").unwrap();
+    std::fs::set_permissions(closed.join("inner"), std::fs::Permissions::from_mode(0o000)).unwrap();
+    let open_dir = s.0.join("anyone");
+    std::fs::create_dir(&open_dir).unwrap();
+    std::fs::set_permissions(&open_dir, std::fs::Permissions::from_mode(0o777)).unwrap();
+    let archive = open_dir.join("closed.tar");
+    let o = Command::new(env!("CARGO_BIN_EXE_uvfs"))
+        .args([Path::new("import"), &closed, &archive])
+        .uid(1000)
+        .gid(1000)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(1), "{err}");
+    assert!(!archive.exists(), "an archive of a failed import: {err}");
+    std::fs::set_permissions(closed.join("inner"), std::fs::Permissions::from_mode(0o755)).unwrap();
     // A file that is not an archive: an error (not a refused argument), no panic.
     let o = uvfs(&[Path::new("export"), &garbage, &s.0.join("g")]);
     let err = String::from_utf8_lossy(&o.stderr);

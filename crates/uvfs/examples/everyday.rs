@@ -1,6 +1,6 @@
 //! Ten everyday tasks with `uvfs::fs`, line for line the tasks of `everyday_std.rs` (the same
-//! with `std::fs` on a host directory): the README compares their lengths, and
-//! `tests/everyday.rs` checks the comparison and runs both.
+//! with `std::fs` on a host directory): the README compares their lengths, and the tests
+//! at the end of this file check the comparison and run the tasks.
 //!
 //! Run with `cargo run -p uvfs --example everyday`.
 

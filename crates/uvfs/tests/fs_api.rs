@@ -340,3 +340,30 @@ fn remove_dir_all_takes_deep_trees_and_leaves_symlinked_ones() {
     assert!(fs.exists("/kept/inside").unwrap());
     assert_eq!(errno_of(fs.remove_dir_all("/nope")), Errno::ENOENT);
 }
+
+#[test]
+fn access_custom_flags_huge_reads_and_wide_removals_keep_linux_and_std_rules() {
+    let fs = Fs::new();
+    fs.write("/f", "x").unwrap();
+    // access: only EACCES (and EROFS) are "no"; a missing path is an error (access(2)).
+    assert_eq!(errno_of(fs.access("/nope", Access::READ)), Errno::ENOENT);
+    assert_eq!(errno_of(fs.access("/f/x", Access::READ)), Errno::ENOTDIR);
+    assert!(fs.access("/f", Access::empty()).unwrap());
+    // custom_flags cannot change the access mode (std: "the access mode bits are ignored").
+    let f = OpenOptions::new()
+        .read(true)
+        .custom_flags(uvfs::abi::OpenFlags::RDWR)
+        .open(&fs, "/f")
+        .unwrap();
+    assert_eq!(errno_of((&f).write(b"y")), Errno::EBADF);
+    // A size the heap cannot hold is OutOfMemory, as std says, not an abort.
+    fs.create("/huge").unwrap().set_len(1 << 50).unwrap();
+    let e = fs.read("/huge").unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::OutOfMemory);
+    // More directories than the fd limit: remove_dir_all closes what it opens.
+    for i in 0..1100 {
+        fs.create_dir_all(format!("/wide/d{i}/e")).unwrap();
+    }
+    fs.remove_dir_all("/wide").unwrap();
+    assert!(!fs.exists("/wide").unwrap());
+}

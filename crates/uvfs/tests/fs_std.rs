@@ -18,9 +18,12 @@ struct HostDir(PathBuf);
 
 impl HostDir {
     fn new(tag: &str) -> HostDir {
+        // The uvfs side creates with umask 022; so does this process.
+        rustix::process::umask(rustix::fs::Mode::from_raw_mode(0o022));
         let base = Path::new("/dev/shm");
         assert!(base.is_dir(), "the host oracle needs /dev/shm (a tmpfs)");
-        let p = base.join(format!("uvfs-fs-std-{}-{tag}", std::process::id()));
+        let uid = rustix::process::geteuid().as_raw();
+        let p = base.join(format!("uvfs-fs-std-{}-{uid}-{tag}", std::process::id()));
         let _ = host::remove_dir_all(&p);
         host::create_dir(&p).unwrap();
         host::create_dir(p.join("t")).unwrap();
@@ -87,14 +90,16 @@ fn meta_text(
 }
 
 /// A listing as text: each name with its type bits, sorted (the order is the filesystem's).
+/// With each entry, what its own `metadata` says (mode, links) and whether the listing's
+/// inode number, the entry's `metadata` and an `lstat` of its path agree.
 fn listing(
-    entries: impl Iterator<Item = io::Result<(std::ffi::OsString, [bool; 3])>>,
+    entries: impl Iterator<Item = io::Result<(std::ffi::OsString, [bool; 3], String)>>,
 ) -> io::Result<String> {
     let mut v = Vec::new();
     for e in entries {
-        let (name, [dir, file, link]) = e?;
+        let (name, [dir, file, link], meta) = e?;
         let bits = format!("{}{}{}", dir as u8, file as u8, link as u8);
-        v.push(format!("{}:{bits}", name.to_string_lossy()));
+        v.push(format!("{}:{bits}:{meta}", name.to_string_lossy()));
     }
     v.sort();
     Ok(v.join(","))
@@ -127,6 +132,9 @@ enum Op {
     /// bytes, seek to `seek` from the start, and read to the end.
     Open(&'static str, [bool; 6], u32, Vec<u8>, u64),
     SetLen(&'static str, u64),
+    /// Open for reading, seek by `offset` from the start (0), the position (1) or the end (2),
+    /// read to the end.
+    SeekRead(&'static str, u8, i64),
 }
 
 fn run_host(d: &HostDir, op: &Op) -> Outcome {
@@ -176,8 +184,19 @@ fn run_host(d: &HostDir, op: &Op) -> Outcome {
         Op::ReadDir(a) => host::read_dir(p(a))
             .and_then(|rd| {
                 listing(rd.map(|e| {
+                    use std::os::unix::fs::DirEntryExt;
                     let (e, t) = e.and_then(|e| e.file_type().map(|t| (e, t)))?;
-                    Ok((e.file_name(), [t.is_dir(), t.is_file(), t.is_symlink()]))
+                    let m = e.metadata()?;
+                    let l = host::symlink_metadata(e.path())?;
+                    let meta = format!(
+                        "{:o}/{}/{}{}",
+                        m.mode(),
+                        m.nlink(),
+                        e.ino() == m.ino(),
+                        m.ino() == l.ino()
+                    );
+                    let kind = [t.is_dir(), t.is_file(), t.is_symlink()];
+                    Ok((e.file_name(), kind, meta))
                 }))
             })
             .map_err(host_err),
@@ -203,6 +222,20 @@ fn run_host(d: &HostDir, op: &Op) -> Outcome {
                 let mut back = Vec::new();
                 let r = f.read_to_end(&mut back).map_err(host_err).map(|_| back);
                 format!("{w:?} {s:?} {r:?}")
+            })
+            .map_err(host_err),
+        Op::SeekRead(a, whence, off) => host::File::open(p(a))
+            .and_then(|mut f| {
+                f.seek(SeekFrom::Start(1))?;
+                let to = match whence {
+                    0 => SeekFrom::Start(*off as u64),
+                    1 => SeekFrom::Current(*off),
+                    _ => SeekFrom::End(*off),
+                };
+                let at = f.seek(to)?;
+                let mut back = Vec::new();
+                f.read_to_end(&mut back)?;
+                Ok(format!("{at} {back:?}"))
             })
             .map_err(host_err),
         Op::SetLen(a, n) => host::OpenOptions::new()
@@ -262,7 +295,17 @@ fn run_uvfs(fs: &Fs, op: &Op) -> Outcome {
             .and_then(|rd| {
                 listing(rd.map(|e| {
                     let (e, t) = e.and_then(|e| e.file_type().map(|t| (e, t)))?;
-                    Ok((e.file_name(), [t.is_dir(), t.is_file(), t.is_symlink()]))
+                    let m = e.metadata()?;
+                    let l = fs.symlink_metadata(e.path())?;
+                    let meta = format!(
+                        "{:o}/{}/{}{}",
+                        m.mode(),
+                        m.nlink(),
+                        e.ino() == m.ino(),
+                        m.ino() == l.ino()
+                    );
+                    let kind = [t.is_dir(), t.is_file(), t.is_symlink()];
+                    Ok((e.file_name(), kind, meta))
                 }))
             })
             .map_err(uvfs_err),
@@ -286,6 +329,21 @@ fn run_uvfs(fs: &Fs, op: &Op) -> Outcome {
                 let mut back = Vec::new();
                 let r = f.read_to_end(&mut back).map_err(uvfs_err).map(|_| back);
                 format!("{w:?} {s:?} {r:?}")
+            })
+            .map_err(uvfs_err),
+        Op::SeekRead(a, whence, off) => fs
+            .open(q(a))
+            .and_then(|mut f| {
+                f.seek(SeekFrom::Start(1))?;
+                let to = match whence {
+                    0 => SeekFrom::Start(*off as u64),
+                    1 => SeekFrom::Current(*off),
+                    _ => SeekFrom::End(*off),
+                };
+                let at = f.seek(to)?;
+                let mut back = Vec::new();
+                f.read_to_end(&mut back)?;
+                Ok(format!("{at} {back:?}"))
             })
             .map_err(uvfs_err),
         Op::SetLen(a, n) => fs
@@ -493,7 +551,39 @@ fn files_directories_and_links_behave_as_std_fs_on_the_host() {
             ),
         ],
     );
-    assert_eq!(n, 20 + 37 + 16 + 18, "every step compared");
+    let long_target: &'static str = Box::leak("x/".repeat(2000).into_boxed_str());
+    let big: Vec<u8> = (0..200 * 1024).map(|i| (i % 251) as u8).collect();
+    n += check(
+        "through-links-and-sizes",
+        &[
+            CreateDirAll("/real/sub"),
+            Symlink("real", "/via"),
+            CreateDirAll("/via/sub/deeper"),
+            ReadDir("/via"),
+            ReadDir("/via/sub"),
+            Write("/real/f", b"data".to_vec()),
+            Symlink("f", "/real/lf"),
+            HardLink("/real/lf", "/real/hl"),
+            SymlinkMetadata("/real/hl"),
+            Metadata("/real/hl"),
+            SetMode("/real/lf", 0o600),
+            Metadata("/real/f"),
+            SymlinkMetadata("/real/lf"),
+            ReadDir("/real"),
+            Symlink(long_target, "/long"),
+            ReadLink("/long"),
+            Write("/big", big),
+            Copy("/big", "/big2"),
+            Read("/big2"),
+            SeekRead("/big2", 2, -3),
+            SeekRead("/real/f", 2, 0),
+            SeekRead("/real/f", 1, 2),
+            SeekRead("/real/f", 1, -2),
+            SeekRead("/real/f", 2, -5),
+            SeekRead("/real/f", 0, 9),
+        ],
+    );
+    assert_eq!(n, 20 + 37 + 16 + 18 + 25, "every step compared");
 }
 
 /// A deterministic generator (SplitMix64).
@@ -528,7 +618,7 @@ fn random_op(r: &mut Rng) -> Op {
             .map(|_| b"xy\xff"[r.below(3)])
             .collect::<Vec<u8>>()
     };
-    match r.below(22) {
+    match r.below(23) {
         0 => Op::CreateDir(r.pick(p)),
         1 => Op::CreateDirAll(r.pick(p)),
         2 | 3 => Op::Write(r.pick(p), data(r)),
@@ -558,7 +648,8 @@ fn random_op(r: &mut Rng) -> Op {
             }
             Op::Open(r.pick(p), o, 0o644, data(r), r.below(4) as u64)
         }
-        _ => Op::SetLen(r.pick(p), r.below(8) as u64),
+        21 => Op::SetLen(r.pick(p), r.below(8) as u64),
+        _ => Op::SeekRead(r.pick(p), r.below(3) as u8, r.below(7) as i64 - 3),
     }
 }
 
@@ -578,5 +669,36 @@ fn random_sequences_behave_as_std_fs_on_the_host() {
         steps,
         seeds as usize * 40,
         "every step of every seed compared"
+    );
+}
+
+/// The two tests above again as an unprivileged user (uid and gid 1000, no groups), where
+/// permission checks bite: run when this process is root, by running this test binary as
+/// that user (copied to /dev/shm first, so that the user may run it wherever the checkout is).
+#[test]
+fn the_sequences_behave_as_std_fs_for_an_unprivileged_user_too() {
+    use std::os::unix::process::CommandExt;
+    if !rustix::process::geteuid().is_root() {
+        // This process is the unprivileged run (or a developer's): the tests above are it.
+        return;
+    }
+    let exe = std::env::current_exe().unwrap();
+    let copy = PathBuf::from(format!("/dev/shm/uvfs-fs-std-bin-{}", std::process::id()));
+    std::fs::copy(&exe, &copy).unwrap();
+    std::fs::set_permissions(&copy, host::Permissions::from_mode(0o755)).unwrap();
+    let out = std::process::Command::new(&copy)
+        .args(["--test-threads", "2", "--skip", "unprivileged_user_too"])
+        .env("UVFS_FS_STD_SEEDS", "300")
+        .uid(1000)
+        .gid(1000)
+        .output()
+        .unwrap();
+    let _ = std::fs::remove_file(&copy);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "as uid 1000:\n{stdout}\n{stderr}");
+    assert!(
+        stdout.contains("test result: ok. 2 passed"),
+        "both sequence tests ran as uid 1000:\n{stdout}"
     );
 }

@@ -12,6 +12,7 @@ use super::handle::Inner;
 use super::metadata::{FileType, Metadata};
 use super::path_bytes;
 use crate::abi::{AtFlags, AT_FDCWD};
+use crate::sys::At;
 use crate::vfs::FileDescription;
 
 /// Entries taken from the directory per call into the filesystem.
@@ -85,6 +86,7 @@ impl Iterator for ReadDir {
         let (name, ino, d_type) = self.pending.pop_front()?;
         Some(Ok(DirEntry {
             fs: self.fs.clone(),
+            dir: self.dir.clone(),
             root: self.root.clone(),
             name: OsString::from_vec(name),
             ino,
@@ -102,6 +104,9 @@ impl std::fmt::Debug for ReadDir {
 /// One entry of a [`ReadDir`], as `std::fs::DirEntry`.
 pub struct DirEntry {
     fs: Arc<Inner>,
+    /// The listed directory, open: `metadata` looks the name up in it, as `fstatat(dirfd,
+    /// name)` does, so a rename of the directory after the listing does not matter.
+    dir: Arc<FileDescription>,
     root: Arc<PathBuf>,
     name: OsString,
     ino: u64,
@@ -137,21 +142,21 @@ impl DirEntry {
         }
         self.metadata().map(|m| m.file_type())
     }
-    /// `lstat` of the entry (a symlink's own metadata, as `std`'s `DirEntry::metadata`).
+    /// `lstat` of the entry (a symlink's own metadata, as `std`'s `DirEntry::metadata`), by
+    /// its name in the listed directory (`fstatat(dirfd, name, AT_SYMLINK_NOFOLLOW)`).
     ///
     /// # Errors
-    /// Path errors (the entry may have been removed since the listing).
+    /// `ENOENT` if the entry was removed since the listing.
     pub fn metadata(&self) -> io::Result<Metadata> {
-        let path = self.path();
         self.fs
             .task()
-            .fstatat_with(
-                AT_FDCWD,
-                path.as_os_str().as_bytes(),
+            .fstatat_at(
+                At::File(&self.dir),
+                self.name.as_bytes(),
                 AtFlags::SYMLINK_NOFOLLOW,
                 Metadata::of,
             )
-            .at("stat", &path)
+            .map_err(|e| error("stat", &self.path(), e))
     }
 }
 

@@ -119,9 +119,15 @@ impl File {
     /// Truncates or extends the file to `size` bytes (`ftruncate`).
     ///
     /// # Errors
-    /// `EINVAL` if not open for writing or past `i64::MAX`; `EFBIG`.
+    /// `EINVAL` if not open for writing; `InvalidInput` (no errno) past `i64::MAX`; `EFBIG`.
     pub fn set_len(&self, size: u64) -> io::Result<()> {
-        let size = i64::try_from(size).map_err(|_| self.fail("set length of", Errno::EINVAL))?;
+        // Past `i64::MAX` `std` refuses before the call, with no errno.
+        let size = i64::try_from(size).map_err(|_| {
+            io::Error::new(
+                io::ErrorKind::InvalidInput,
+                "failed to set length: size past i64::MAX",
+            )
+        })?;
         self.task()
             .ftruncate_file(&self.file, size)
             .map_err(|e| self.fail("set length of", e))
@@ -284,7 +290,7 @@ const NEEDS_WRITE: &str = "creating or truncating a file requires write or appen
 /// let mut again = OpenOptions::new().append(true).open(&fs, "/log")?;
 /// writeln!(again, "two")?;
 /// assert_eq!(fs.read_to_string("/log")?, "one\ntwo\n");
-/// assert_eq!(fs.metadata("/log")?.permissions().mode(), 0o600);
+/// assert_eq!(fs.metadata("/log")?.permissions().mode(), 0o100600); // st_mode whole, as std
 /// let refused = OpenOptions::new().create_new(true).write(true).open(&fs, "/log");
 /// assert_eq!(refused.unwrap_err().kind(), std::io::ErrorKind::AlreadyExists);
 /// # Ok::<(), std::io::Error>(())

@@ -245,7 +245,12 @@ impl Fs {
     /// As [`Fs::open`]; `EISDIR`.
     pub fn read(&self, path: impl AsRef<Path>) -> io::Result<Vec<u8>> {
         let mut f = self.open(path)?;
-        let mut out = Vec::with_capacity(f.metadata()?.len() as usize);
+        let mut out = Vec::new();
+        // The size is a hint; one the heap cannot take is `OutOfMemory`, as in `std`, not
+        // an abort (a sparse file's size costs nothing to make).
+        let hint = usize::try_from(f.metadata()?.len()).unwrap_or(usize::MAX);
+        out.try_reserve_exact(hint)
+            .map_err(|_| io::Error::from(io::ErrorKind::OutOfMemory))?;
         f.read_to_end(&mut out)?;
         Ok(out)
     }
@@ -296,6 +301,11 @@ impl Fs {
                 .truncate(true)
                 .mode(perm.mode()),
         )?;
+        // The bits go on before the data, as `std` sets them (so a write by a non-root owner
+        // then clears set-id bits, as Linux does); only on a regular file.
+        if dst.metadata()?.is_file() {
+            dst.set_permissions(perm)?;
+        }
         let mut buf = vec![0u8; COPY_CHUNK.min(meta.len().max(1) as usize)];
         let mut total = 0u64;
         loop {
@@ -306,7 +316,6 @@ impl Fs {
             (&dst).write_all(&buf[..n])?;
             total += n as u64;
         }
-        dst.set_permissions(perm)?;
         Ok(total)
     }
 
@@ -607,18 +616,18 @@ impl Fs {
     }
 
     /// The absolute path of `path` from this view's root with every symlink, `.` and `..`
-    /// resolved (`realpath`).
+    /// resolved, as `std::fs::canonicalize` gives it on Linux: glibc's `realpath(3)`, which
+    /// builds the path one component at a time with `readlink` (a `..` drops the previous
+    /// component without looking at it), checks with `faccessat` that a component followed
+    /// by `/`, `/.` or `/..` is a directory, and gives `ELOOP` past 40 links.
     ///
     /// # Errors
-    /// Path errors (the path must exist).
+    /// `ENOENT` (also for an empty path), `ENOTDIR`, `EACCES`, `ELOOP`, `ENAMETOOLONG`.
     pub fn canonicalize(&self, path: impl AsRef<Path>) -> io::Result<PathBuf> {
         let path = path.as_ref();
-        let t = self.task_ref();
-        let file = t
-            .openat_file(AT_FDCWD, path_bytes(path), OpenFlags::PATH, 0)
-            .at("canonicalize", path)?;
-        let out = t.path_of_file(&file).at("canonicalize", path)?;
-        Ok(PathBuf::from(OsString::from_vec(out)))
+        realpath(self.task_ref(), path_bytes(path))
+            .map(|p| PathBuf::from(OsString::from_vec(p)))
+            .map_err(|e| error("canonicalize", path, e))
     }
 
     // ---- trees in and out ----
@@ -749,6 +758,98 @@ impl Fs {
             .removexattr(path_bytes(path), name)
             .at("remove extended attribute of", path)
     }
+}
+
+/// Symbolic links `realpath` follows before it gives `ELOOP` (glibc: `__eloop_threshold()`).
+const REALPATH_MAX_LINKS: usize = 40;
+
+/// Whether what follows a component asks for it to be a directory: a trailing `/`, or a `.`
+/// or `..` component next (glibc: `suffix_requires_dir_check()`).
+fn suffix_requires_dir(rest: &[u8]) -> bool {
+    let mut rest = rest;
+    while rest.first() == Some(&b'/') {
+        while rest.first() == Some(&b'/') {
+            rest = &rest[1..];
+        }
+        match rest {
+            [] => return true,
+            [b'.'] | [b'.', b'/', ..] | [b'.', b'.'] | [b'.', b'.', b'/', ..] => return true,
+            [b'.', ..] => rest = &rest[1..],
+            _ => return false,
+        }
+    }
+    false
+}
+
+/// glibc's `realpath(3)` over the syscall-shaped calls (see [`Fs::canonicalize`]).
+fn realpath(t: &Task, name: &[u8]) -> crate::abi::Result<Vec<u8>> {
+    if name.is_empty() {
+        return Err(Errno::ENOENT);
+    }
+    let mut out: Vec<u8> = if name[0] == b'/' {
+        b"/".to_vec()
+    } else {
+        let mut buf = vec![0u8; crate::abi::PATH_MAX];
+        let n = t.getcwd(&mut buf)?;
+        buf.truncate(n.saturating_sub(1));
+        buf
+    };
+    let mut todo: Vec<u8> = name.to_vec();
+    let mut at = 0usize;
+    let mut links = 0usize;
+    let mut link_buf = vec![0u8; crate::abi::PATH_MAX];
+    while at < todo.len() {
+        while todo.get(at) == Some(&b'/') {
+            at += 1;
+        }
+        let start = at;
+        while at < todo.len() && todo[at] != b'/' {
+            at += 1;
+        }
+        let comp = &todo[start..at];
+        match comp {
+            b"" => break,
+            b"." => {}
+            b".." => {
+                if out.len() > 1 {
+                    let cut = out.iter().rposition(|&b| b == b'/').unwrap_or(0);
+                    out.truncate(cut.max(1));
+                }
+            }
+            _ => {
+                let keep = out.len();
+                if out.len() > 1 {
+                    out.push(b'/');
+                }
+                out.extend_from_slice(comp);
+                match t.readlinkat(AT_FDCWD, &out, &mut link_buf) {
+                    Ok(n) => {
+                        links += 1;
+                        if links > REALPATH_MAX_LINKS {
+                            return Err(Errno::ELOOP);
+                        }
+                        let mut next = link_buf[..n].to_vec();
+                        next.extend_from_slice(&todo[at..]);
+                        todo = next;
+                        at = 0;
+                        if link_buf.first() == Some(&b'/') {
+                            out.truncate(1);
+                        } else {
+                            out.truncate(keep);
+                        }
+                    }
+                    Err(Errno::EINVAL) if !suffix_requires_dir(&todo[at..]) => {}
+                    Err(Errno::EINVAL) => {
+                        let mut dir = out.clone();
+                        dir.push(b'/');
+                        t.faccessat2(AT_FDCWD, &dir, Access::empty(), AtFlags::EACCESS)?;
+                    }
+                    Err(e) => return Err(e),
+                }
+            }
+        }
+    }
+    Ok(out)
 }
 
 /// Removes the directory `name` (relative to the directory fd `parent`, or the working

@@ -4,7 +4,7 @@ use std::fmt;
 use std::io;
 use std::time::{Duration, SystemTime};
 
-use crate::abi::{self, Stat, Timespec, S_IFMT};
+use crate::abi::{self, Stat, Timespec};
 
 /// What `stat` says of a file, with the methods of `std::fs::Metadata` and of
 /// `std::os::unix::fs::MetadataExt`.
@@ -45,9 +45,9 @@ impl Metadata {
     pub fn len(&self) -> u64 {
         self.st.size as u64
     }
-    /// The permission bits.
+    /// The permission bits (with the type bits above them, as `std` keeps `st_mode` whole).
     pub fn permissions(&self) -> Permissions {
-        Permissions::from_mode(self.st.mode & !S_IFMT)
+        Permissions::from_mode(self.st.mode)
     }
     /// Last data modification (`st_mtime`).
     ///
@@ -238,22 +238,24 @@ impl fmt::Debug for FileType {
     }
 }
 
-/// Permission bits, as `std::fs::Permissions` with `std::os::unix::fs::PermissionsExt`.
+/// Permission bits, as `std::fs::Permissions` with `std::os::unix::fs::PermissionsExt`: the
+/// mode as given (from [`Metadata::permissions`], `st_mode` whole, type bits included, as in
+/// `std`); `set_permissions` applies only the permission, set-id and sticky bits.
 #[derive(Clone, Copy, PartialEq, Eq, Hash)]
 pub struct Permissions(u32);
 
 impl Permissions {
-    /// From mode bits (the type bits are ignored).
+    /// From mode bits.
     pub fn from_mode(mode: u32) -> Permissions {
-        Permissions(mode & !S_IFMT)
+        Permissions(mode)
     }
-    /// The permission bits, set-id and sticky bits included.
+    /// The mode bits.
     pub fn mode(&self) -> u32 {
         self.0
     }
     /// Replaces the bits.
     pub fn set_mode(&mut self, mode: u32) {
-        self.0 = mode & !S_IFMT;
+        self.0 = mode;
     }
     /// No write bit for anyone (what `std` calls read-only on Unix; root may still write).
     pub fn readonly(&self) -> bool {
@@ -321,13 +323,13 @@ mod tests {
     #[test]
     fn readonly_means_no_write_bit_at_all() {
         let mut p = Permissions::from_mode(0o100644);
-        assert_eq!(p.mode(), 0o644);
+        assert_eq!(p.mode(), 0o100644);
         assert!(!p.readonly());
         p.set_readonly(true);
-        assert_eq!(p.mode(), 0o444);
+        assert_eq!(p.mode(), 0o100444);
         assert!(p.readonly());
         assert!(!Permissions::from_mode(0o400 | 0o020).readonly());
         p.set_readonly(false);
-        assert_eq!(p.mode(), 0o666);
+        assert_eq!(p.mode(), 0o100666);
     }
 }

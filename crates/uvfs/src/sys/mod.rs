@@ -29,6 +29,14 @@ use crate::vfs::namei::{Pos, Walker};
 use crate::vfs::ops::NewInode;
 use crate::vfs::Task;
 
+/// Where a relative path starts: an fd of the task (`AT_FDCWD`: the working directory), or
+/// an open directory held without an fd (`uvfs::fs`'s listings).
+#[derive(Clone, Copy)]
+pub(crate) enum At<'a> {
+    Fd(i32),
+    File(&'a crate::vfs::FileDescription),
+}
+
 /// A mount namespace with a tmpfs root: the entry point of the library.
 ///
 /// Clones share the namespace. Make a [`Task`] per thread for the syscall-shaped calls, or a
@@ -133,6 +141,18 @@ impl Task {
         resolve: ResolveFlags,
         f: impl for<'w> FnOnce(&mut Walker<'w>, Pos<'w>) -> Result<R>,
     ) -> Result<R> {
+        self.with_path_at(At::Fd(dirfd), path, empty, resolve, f)
+    }
+
+    /// [`Task::with_path`] from `at`: an fd, or an open directory held without one.
+    pub(crate) fn with_path_at<R>(
+        &self,
+        at: At<'_>,
+        path: &[u8],
+        empty: EmptyPath,
+        resolve: ResolveFlags,
+        f: impl for<'w> FnOnce(&mut Walker<'w>, Pos<'w>) -> Result<R>,
+    ) -> Result<R> {
         check_path(path, empty)?;
         let absolute = path.first() == Some(&b'/');
         // Linux refuses an absolute path under `RESOLVE_BENEATH` when it jumps to the root,
@@ -148,14 +168,24 @@ impl Task {
         let file;
         let start = if absolute && !scoped {
             Pos::borrowed(&fs.root)
-        } else if dirfd == AT_FDCWD {
-            Pos::borrowed(&fs.cwd)
         } else {
-            file = self.files.get(dirfd)?;
-            if !path.is_empty() && !file.inode().is_dir() {
-                return Err(Errno::ENOTDIR);
+            let dir = match at {
+                At::Fd(AT_FDCWD) => None,
+                At::Fd(dirfd) => {
+                    file = self.files.get(dirfd)?;
+                    Some(&*file)
+                }
+                At::File(dir) => Some(dir),
+            };
+            match dir {
+                None => Pos::borrowed(&fs.cwd),
+                Some(dir) => {
+                    if !path.is_empty() && !dir.inode().is_dir() {
+                        return Err(Errno::ENOTDIR);
+                    }
+                    Pos::borrowed(dir.path())
+                }
             }
-            Pos::borrowed(file.path())
         };
         let root = if scoped {
             start.clone()

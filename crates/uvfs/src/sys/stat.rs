@@ -12,7 +12,7 @@ use crate::vfs::namei::fast::walk_cached;
 use crate::vfs::namei::FollowLast;
 use crate::vfs::Task;
 
-use super::EmptyPath;
+use super::{At, EmptyPath};
 
 /// `STATX_ATTR_MOUNT_ROOT`: the file is the root of a mount.
 pub const STATX_ATTR_MOUNT_ROOT: u64 = 0x2000;
@@ -121,15 +121,28 @@ impl Task {
         flags: AtFlags,
         get: impl Fn(&Inode) -> T,
     ) -> Result<T> {
+        self.fstatat_at(At::Fd(dirfd), path, flags, get)
+    }
+
+    /// [`Task::fstatat_with`] from `at`: an fd, or an open directory held without one (a
+    /// `uvfs::fs::DirEntry`'s directory).
+    #[inline]
+    pub(crate) fn fstatat_at<T>(
+        &self,
+        at: At<'_>,
+        path: &[u8],
+        flags: AtFlags,
+        get: impl Fn(&Inode) -> T,
+    ) -> Result<T> {
         let allowed = AtFlags::SYMLINK_NOFOLLOW | AtFlags::NO_AUTOMOUNT | AtFlags::EMPTY_PATH;
         if flags.bits() & !(allowed.bits() | STATX_SYNC_TYPE) != 0 {
             return Err(Errno::EINVAL);
         }
-        if let Some(st) = self.stat_cached(dirfd, path, follow_of(flags), &get) {
+        if let Some(st) = self.stat_cached(at, path, follow_of(flags), &get) {
             return Ok(st);
         }
-        self.with_path(
-            dirfd,
+        self.with_path_at(
+            at,
             path,
             empty_of(flags),
             ResolveFlags::empty(),
@@ -154,7 +167,7 @@ impl Task {
     #[inline]
     fn stat_cached<T>(
         &self,
-        dirfd: i32,
+        at: At<'_>,
         path: &[u8],
         follow: FollowLast,
         get: &impl Fn(&Inode) -> T,
@@ -166,13 +179,14 @@ impl Task {
         let guard = rcu_read();
         let cred = self.cred.borrow();
         let fs = self.fs.borrow();
-        let start = if dirfd != crate::abi::AT_FDCWD && path.first() != Some(&b'/') {
-            dir_file = self.fget(dirfd).ok()?;
-            dir_file.path()
-        } else if path.first() == Some(&b'/') {
-            &fs.root
-        } else {
-            &fs.cwd
+        let start = match at {
+            _ if path.first() == Some(&b'/') => &fs.root,
+            At::Fd(crate::abi::AT_FDCWD) => &fs.cwd,
+            At::Fd(dirfd) => {
+                dir_file = self.fget(dirfd).ok()?;
+                dir_file.path()
+            }
+            At::File(dir) => dir.path(),
         };
         let d = walk_cached(
             &guard,
