@@ -482,6 +482,30 @@ fn a_blocking_flock_waits_for_the_holder() {
     );
 }
 
+/// `F_SETLKW` of a write lock on byte `byte` by `t`, which must fail with `EDEADLK` at once.
+/// Run on its own thread: if the cycle is missed, the call would wait forever; it is then
+/// interrupted and the test fails.
+fn expect_edeadlk(t: Task, fd: i32, byte: i64) -> Task {
+    let handle = t.interrupt_handle();
+    let got = spawn(move || {
+        let r = t.fcntl_lock(fd, LockCmd::SetLkW, &mut Flock::new(F_WRLCK, byte, 1));
+        (r, t)
+    });
+    match got.recv_timeout(Duration::from_secs(5)) {
+        Ok((r, t)) => {
+            assert_eq!(r, Err(Errno::EDEADLK));
+            t
+        }
+        Err(_) => {
+            handle.interrupt();
+            let (r, _t) = got
+                .recv_timeout(TIMEOUT)
+                .expect("the interrupted call returns");
+            panic!("the cycle was not detected: the call waited (then {r:?})");
+        }
+    }
+}
+
 #[test]
 fn a_cycle_of_two_waiters_is_edeadlk() {
     let (_v, a) = setup();
@@ -495,11 +519,7 @@ fn a_cycle_of_two_waiters_is_edeadlk() {
         (r, b)
     });
     await_waiters(&a, fa, 1);
-    let mut fl = Flock::new(F_WRLCK, 1, 1);
-    assert_eq!(
-        a.fcntl_lock(fa, LockCmd::SetLkW, &mut fl),
-        Err(Errno::EDEADLK)
-    );
+    let a = expect_edeadlk(a, fa, 1);
     // Nothing changed: b still waits; a's release lets it in.
     set(&a, fa, F_UNLCK, 0, 1).expect("unlock");
     let (r, _b) = got.recv_timeout(TIMEOUT).expect("returns");
@@ -535,11 +555,7 @@ fn a_cycle_of_three_waiters_is_edeadlk() {
     });
     await_waiters(&a, fa, 2);
     // a waiting for c closes a -> c -> b -> a.
-    let mut fl = Flock::new(F_WRLCK, 2, 1);
-    assert_eq!(
-        a.fcntl_lock(fa, LockCmd::SetLkW, &mut fl),
-        Err(Errno::EDEADLK)
-    );
+    let a = expect_edeadlk(a, fa, 2);
     set(&a, fa, F_UNLCK, 0, 1).expect("unlock");
     let (r, b) = wb.recv_timeout(TIMEOUT).expect("b returns");
     assert_eq!(r, Ok(()));

@@ -257,13 +257,24 @@ impl Default for FdTable {
 impl Drop for FdTable {
     fn drop(&mut self) {
         // The table's end closes each of its fds, and each close releases the table's POSIX
-        // locks on that file (Linux: `close_files()` → `filp_close()`).
-        let id = self.id;
-        let g = self.lock();
-        for e in g.slots.low.iter().chain(g.slots.rest.iter()).flatten() {
-            super::locks::remove_posix(&e.file, id);
+        // locks on that file (Linux: `close_files()` → `filp_close()`). The files of locked
+        // inodes are collected under the table's lock (one load per file; nothing is
+        // allocated when none was ever locked) and released after it, which stays a leaf.
+        let locked: Vec<Arc<FileDescription>> = {
+            let g = self.lock();
+            g.slots
+                .low
+                .iter()
+                .chain(g.slots.rest.iter())
+                .flatten()
+                .filter(|e| e.file.inode().has_lock_context())
+                .map(|e| e.file.clone())
+                .collect()
+        };
+        for file in &locked {
+            super::locks::remove_posix(file, self.id);
         }
-        drop(g);
+        drop(locked);
         let p = self.published.load(Ordering::Acquire);
         if !p.is_null() {
             // SAFETY: `published` came from `Box::into_raw`; with `&mut self` no `get` is
