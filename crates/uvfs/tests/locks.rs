@@ -695,3 +695,85 @@ fn owners_racing_for_overlapping_ranges_never_hold_conflicting_locks() {
         OWNERS * ROUNDS
     );
 }
+
+/// Lock holders racing with closers: one process's thread takes locks through an fd while its
+/// other thread closes that fd and reopens it on another file and back (each close releases
+/// the process's locks on the file; a lock that raced with the close of its fd is taken back
+/// out, `EBADF`), and another process waits with `F_SETLKW` for the same bytes, which the
+/// closes keep releasing. No call hangs or fails otherwise, and once every fd is closed no
+/// lock of the process is left on either file.
+#[test]
+fn lock_holders_racing_with_closers_leave_no_lock_behind() {
+    const ROUNDS: usize = 400;
+    let (_v, root) = setup();
+    let g = root
+        .openat(AT_FDCWD, "/g", OpenFlags::CREAT | OpenFlags::RDWR, 0o644)
+        .expect("create /g");
+    root.close(g).expect("close");
+    let holder = root.fork();
+    let fd = open(&holder, OpenFlags::RDWR);
+    let closer = holder.clone_thread();
+    let other = root.fork();
+    let fo = open(&other, OpenFlags::RDWR);
+    let h = spawn(move || {
+        let mut outcomes = [0usize; 3];
+        for i in 0..ROUNDS {
+            let mut fl = Flock::new(F_WRLCK, (i % 10) as i64, 5);
+            match holder.fcntl_lock(fd, LockCmd::SetLk, &mut fl) {
+                Ok(()) => outcomes[0] += 1,
+                Err(Errno::EAGAIN) => outcomes[1] += 1,
+                Err(Errno::EBADF) => outcomes[2] += 1,
+                Err(e) => panic!("round {i}: {e:?}"),
+            }
+        }
+        (holder, outcomes)
+    });
+    let c = spawn(move || {
+        for _ in 0..ROUNDS / 4 {
+            for path in ["/g", "/f"] {
+                let _ = closer.close(fd);
+                let again = closer
+                    .openat(AT_FDCWD, path, OpenFlags::RDWR, 0)
+                    .expect("reopen");
+                assert_eq!(again, fd, "the lowest free fd");
+            }
+        }
+        closer
+    });
+    let o = spawn(move || {
+        for i in 0..ROUNDS / 8 {
+            let mut fl = Flock::new(F_WRLCK, (i % 10) as i64, 1);
+            other
+                .fcntl_lock(fo, LockCmd::SetLkW, &mut fl)
+                .expect("wait");
+            set(&other, fo, F_UNLCK, 0, 0).expect("unlock");
+        }
+        other
+    });
+    let (holder, outcomes) = h
+        .recv_timeout(TIMEOUT)
+        .expect("the holder panicked or hung");
+    let closer = c
+        .recv_timeout(TIMEOUT)
+        .expect("the closer panicked or hung");
+    let other = o
+        .recv_timeout(TIMEOUT)
+        .expect("the waiter panicked or hung");
+    assert_eq!(outcomes.iter().sum::<usize>(), ROUNDS, "{outcomes:?}");
+    // Every fd of the holder's table closed, the tasks still alive: no lock may remain.
+    closer.close(fd).expect("close the last fd");
+    let fg = other
+        .openat(AT_FDCWD, "/g", OpenFlags::RDWR, 0)
+        .expect("open /g");
+    assert_eq!(
+        get(&other, fo, 0, 0).0,
+        F_UNLCK,
+        "a lock on /f outlived its fds"
+    );
+    assert_eq!(
+        get(&other, fg, 0, 0).0,
+        F_UNLCK,
+        "a lock on /g outlived its fds"
+    );
+    drop((holder, closer));
+}

@@ -162,9 +162,10 @@ impl Task {
     /// What `F_GETLK` reports as the `l_pid` of this task's POSIX locks. uvfs has no process
     /// ids: it is the identity of the task's fd table (the lock owner), which its
     /// [`Task::clone_thread`] threads share, as Linux reports the owner's thread-group id;
-    /// a [`Task::fork`]ed task gets a new one. Positive; 31 bits of a 64-bit count of tables.
+    /// a [`Task::fork`]ed task gets a new one. Positive (1 to `i32::MAX`, wrapping after
+    /// that many tables).
     pub fn lock_pid(&self) -> i32 {
-        (self.files.id() % i32::MAX as u64) as i32
+        ((self.files.id() - 1) % i32::MAX as u64 + 1) as i32
     }
 
     /// A handle that makes this task's blocked lock call (`F_SETLKW`, `F_OFD_SETLKW`, a
