@@ -777,3 +777,30 @@ fn lock_holders_racing_with_closers_leave_no_lock_behind() {
     );
     drop((holder, closer));
 }
+
+#[test]
+fn fs_file_locks_behave_as_std_file_locks_on_linux() {
+    let fs = uvfs::fs::Fs::new();
+    let a = fs.create("/l").expect("create");
+    let b = fs.open("/l").expect("open");
+    a.lock().expect("lock");
+    assert!(matches!(
+        b.try_lock_shared(),
+        Err(std::fs::TryLockError::WouldBlock)
+    ));
+    // A clone shares the open file, so its lock.
+    let a2 = a.try_clone().expect("clone");
+    assert!(a2.try_lock().is_ok());
+    drop(a);
+    assert!(matches!(
+        b.try_lock(),
+        Err(std::fs::TryLockError::WouldBlock)
+    ));
+    drop(a2);
+    b.try_lock()
+        .expect("the last handle of the lock's file is gone");
+    b.unlock().expect("unlock");
+    b.lock_shared().expect("shared");
+    let c = fs.open("/l").expect("open");
+    c.try_lock_shared().expect("shared with shared");
+}

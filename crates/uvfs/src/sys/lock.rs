@@ -40,18 +40,28 @@ impl Task {
         } else {
             return Err(Errno::EINVAL);
         };
-        let file = self.fget(fd)?;
+        let file: Arc<FileDescription> = Arc::clone(&*self.fget(fd)?);
+        self.flock_file(&file, kind, op.contains(FlockOp::NB))
+    }
+
+    /// `flock` on an open file, after the operation's check (`kind` `None`: `LOCK_UN`;
+    /// `nonblocking`: `LOCK_NB`). For [`Task::flock`] and `uvfs::fs::File::lock`.
+    pub(crate) fn flock_file(
+        &self,
+        file: &Arc<FileDescription>,
+        kind: Option<Kind>,
+        nonblocking: bool,
+    ) -> Result<()> {
         let mode = file.fmode();
         if mode.path_only || (kind.is_some() && !mode.read && !mode.write) {
             return Err(Errno::EBADF);
         }
-        let file: Arc<FileDescription> = Arc::clone(&file);
-        let wait = if op.contains(FlockOp::NB) {
+        let wait = if nonblocking {
             Wait::No
         } else {
             Wait::Yes(self.interrupt.get().map(|i| &**i))
         };
-        locks::flock(file.inode(), file_key(&file), kind, wait)
+        locks::flock(file.inode(), file_key(file), kind, wait)
     }
 
     /// `fcntl(2)` with a record-lock command: `F_GETLK`/`F_OFD_GETLK` fill `flock` with the
