@@ -195,6 +195,12 @@ impl Interrupt {
     }
 }
 
+impl std::fmt::Debug for Interrupt {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Interrupt")
+    }
+}
+
 /// A handle that interrupts one task's blocking lock call from any thread (the embedder's
 /// signal). See [`Task::interrupt_handle`](super::Task::interrupt_handle).
 #[derive(Clone)]
@@ -233,12 +239,6 @@ pub(crate) enum Wait<'a> {
     No,
     /// Wait; interruptible through the task's interrupt if it has one.
     Yes(Option<&'a Interrupt>),
-}
-
-impl std::fmt::Debug for Interrupt {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("Interrupt")
-    }
 }
 
 /// Marks a task as waiting in `ctx` for the length of a blocking call.
