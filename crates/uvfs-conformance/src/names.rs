@@ -134,6 +134,15 @@ const CONSTANTS: &[(&str, i64)] = &[
     ("SEEK_HOLE", 4),
     // fcntl(2)
     ("FD_CLOEXEC", 1),
+    ("F_RDLCK", 0),
+    ("F_WRLCK", 1),
+    ("F_UNLCK", 2),
+    // flock(2)
+    ("LOCK_SH", 1),
+    ("LOCK_EX", 2),
+    ("LOCK_NB", 4),
+    ("LOCK_UN", 8),
+    ("LOCK_MAND", 32),
 ];
 
 /// The value of a symbolic constant, such as `O_CREAT`.
@@ -176,6 +185,10 @@ pub enum Flags {
     Whence,
     /// `FD_CLOEXEC`.
     FdFlags,
+    /// One `F_RDLCK`/`F_WRLCK`/`F_UNLCK` value.
+    LockType,
+    /// `LOCK_*` of `flock(2)`.
+    Flock,
 }
 
 const OPEN_BITS: &[&str] = &[
@@ -283,6 +296,8 @@ const FILE_TYPES: &[&str] = &[
     "S_IFSOCK", "S_IFLNK", "S_IFREG", "S_IFBLK", "S_IFDIR", "S_IFCHR", "S_IFIFO",
 ];
 const WHENCES: &[&str] = &["SEEK_SET", "SEEK_CUR", "SEEK_END", "SEEK_DATA", "SEEK_HOLE"];
+const LOCK_TYPES: &[&str] = &["F_RDLCK", "F_WRLCK", "F_UNLCK"];
+const FLOCK_BITS: &[&str] = &["LOCK_SH", "LOCK_EX", "LOCK_NB", "LOCK_UN", "LOCK_MAND"];
 const S_IFMT: i64 = 0o170000;
 const O_ACCMODE: i64 = 0o3;
 
@@ -331,6 +346,12 @@ pub fn flags_text(kind: Flags, v: i64) -> String {
                 None => return octal(v),
             }
         }
+        Flags::LockType => {
+            return LOCK_TYPES
+                .iter()
+                .find(|&&n| value_of(n) == v)
+                .map_or_else(|| v.to_string(), |n| n.to_string())
+        }
         Flags::Whence => {
             return WHENCES
                 .iter()
@@ -361,6 +382,7 @@ pub fn flags_text(kind: Flags, v: i64) -> String {
         Flags::Mount => MOUNT_BITS,
         Flags::Umount => UMOUNT_BITS,
         Flags::FdFlags => &["FD_CLOEXEC"],
+        Flags::Flock => FLOCK_BITS,
     };
     bits(list, v, &mut out);
     if out.is_empty() {

@@ -8,7 +8,7 @@ use std::collections::HashMap;
 use std::fmt::Write;
 use std::time::{SystemTime, UNIX_EPOCH};
 
-use crate::names::errno_display;
+use crate::names::{self, errno_display};
 use crate::outcome::{
     Dev, DirId, EntryRec, FdRec, Listing, Outcome, SnapshotRec, StatFsRec, StatRec, StatxRec, Ts,
     Value,
@@ -78,6 +78,8 @@ pub struct Normaliser {
     offs: HashMap<Option<DirId>, HashMap<i64, usize>>,
     /// Last observed timestamps by normalised inode number.
     seen: HashMap<usize, [Option<Ts>; 4]>,
+    /// Process ids (`getpid`, `F_GETLK`'s `l_pid`), by first appearance.
+    pids: HashMap<i32, usize>,
     now_sec: i64,
 }
 
@@ -119,6 +121,7 @@ impl Normaliser {
             unique_mnts: HashMap::new(),
             offs: HashMap::new(),
             seen: HashMap::new(),
+            pids: HashMap::new(),
             now_sec,
         }
     }
@@ -143,6 +146,19 @@ impl Normaliser {
             Value::StatFs(s) => statfs(s),
             Value::Dirents(d) => self.dirents(d),
             Value::Cred(c) => format!("ok {c}"),
+            Value::Pid(p) => format!("ok {}", self.pid(*p)),
+            Value::Flock {
+                l_type,
+                whence,
+                start,
+                len,
+                pid,
+            } => format!(
+                "ok {} {} {start} {len} pid {}",
+                names::flags_text(names::Flags::LockType, i64::from(*l_type)),
+                names::flags_text(names::Flags::Whence, i64::from(*whence)),
+                self.pid(*pid)
+            ),
             Value::Snapshot(s) => self.snapshot(s),
             Value::AtEntry(name) => format!("ok the d_off of {}", quote(&name.0)),
             Value::Mounted { dev, ids } => {
@@ -154,6 +170,16 @@ impl Normaliser {
                 }
                 "ok".into()
             }
+        }
+    }
+
+    /// A process id as `pid#N` by first appearance; 0 and negative ones (`-1` for an OFD
+    /// lock) as they are.
+    fn pid(&mut self, raw: i32) -> String {
+        if raw <= 0 {
+            raw.to_string()
+        } else {
+            format!("pid#{}", renumber(&mut self.pids, raw))
         }
     }
 

@@ -35,6 +35,22 @@ pub enum Value {
     Dirents(Listing),
     /// `lseek $d @NAME` returned the `d_off` of NAME it was given.
     AtEntry(Bytes),
+    /// `F_GETLK`/`F_OFD_GETLK`: the `struct flock` the call filled in. `l_pid` is raw here;
+    /// the normaliser names process ids by first appearance (`pid#N`).
+    Flock {
+        /// `l_type`.
+        l_type: i16,
+        /// `l_whence`.
+        whence: i16,
+        /// `l_start`.
+        start: i64,
+        /// `l_len`.
+        len: i64,
+        /// `l_pid`.
+        pid: i32,
+    },
+    /// `getpid`: the task's process id, raw (named as in [`Value::Flock`]).
+    Pid(i32),
     /// `snapshot`: the whole tree and the bound fds.
     Snapshot(SnapshotRec),
     /// `getresuid`/`getresgid`, `getgroups`, `capget`.

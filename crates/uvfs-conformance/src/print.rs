@@ -239,6 +239,8 @@ impl Display for Op {
                 len,
             } => line(out, "fallocate", &[fd(d), f(Falloc, *mode), n(off), n(len)]),
             Op::Fsync { fd: d } => line(out, "fsync", &[fd(d)]),
+            Op::Flock { fd: d, op } => line(out, "flock", &[fd(d), f(Flock, *op)]),
+            Op::Getpid => line(out, "getpid", &[]),
             Op::Fdatasync { fd: d } => line(out, "fdatasync", &[fd(d)]),
             Op::Dup { fd: d } => line(out, "dup", &[fd(d)]),
             Op::Dup2 { fd: d, newfd } => line(out, "dup2", &[fd(d), fd(newfd)]),
@@ -255,6 +257,19 @@ impl Display for Op {
                     Fcntl::SetFd(v) => ("F_SETFD", Some(f(FdFlags, i64::from(v)))),
                     Fcntl::GetFl => ("F_GETFL", None),
                     Fcntl::SetFl(v) => ("F_SETFL", Some(f(OpenBits, i64::from(v)))),
+                    Fcntl::Lock(c, l) => {
+                        let mut s = format!(
+                            "{} {} {} {}",
+                            f(LockType, l.l_type),
+                            f(Whence, l.whence),
+                            l.start,
+                            l.len
+                        );
+                        if l.pid != 0 {
+                            s.push_str(&format!(" {}", l.pid));
+                        }
+                        (c.name(), Some(s))
+                    }
                 };
                 let mut a = vec![fd(d), c.to_string()];
                 a.extend(arg);

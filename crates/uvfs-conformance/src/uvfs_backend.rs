@@ -15,7 +15,7 @@ use uvfs::{Errno, Task, Vfs};
 
 use crate::backend::{run_case, Backend, CaseRun, Fds};
 use crate::host::ListDir;
-use crate::op::{Fcntl, Op, TaskStart, Time, XattrTarget};
+use crate::op::{Fcntl, FlockArg, LockCmd, Op, TaskStart, Time, XattrTarget};
 use crate::outcome::{
     decode_dirents, Bytes, Dev, DirId, DirentRec, FdRec, Listing, Outcome, SnapshotRec, StatFsRec,
     StatRec, StatxRec, Ts, Value,
@@ -192,6 +192,36 @@ fn dir_id(t: &Task, fd: i32) -> Option<DirId> {
         },
         ino: s.ino,
     })
+}
+
+/// `fcntl` with a record-lock command on uvfs: `F_GETLK`'s answer, or success.
+fn uvfs_lock(t: &uvfs::Task, fd: i32, cmd: LockCmd, l: FlockArg) -> Outcome {
+    let c = match cmd {
+        LockCmd::GetLk => uvfs::abi::LockCmd::GetLk,
+        LockCmd::SetLk => uvfs::abi::LockCmd::SetLk,
+        LockCmd::SetLkW => uvfs::abi::LockCmd::SetLkW,
+        LockCmd::OfdGetLk => uvfs::abi::LockCmd::OfdGetLk,
+        LockCmd::OfdSetLk => uvfs::abi::LockCmd::OfdSetLk,
+        LockCmd::OfdSetLkW => uvfs::abi::LockCmd::OfdSetLkW,
+    };
+    let mut fl = uvfs::abi::Flock {
+        l_type: l.l_type as i16,
+        l_whence: l.whence as i16,
+        l_start: l.start,
+        l_len: l.len,
+        l_pid: l.pid as i32,
+    };
+    match t.fcntl_lock(fd, c, &mut fl) {
+        Err(e) => Outcome::Errno(e.raw()),
+        Ok(()) if cmd.is_get() => Outcome::Ok(Value::Flock {
+            l_type: fl.l_type,
+            whence: fl.l_whence,
+            start: fl.l_start,
+            len: fl.l_len,
+            pid: fl.l_pid,
+        }),
+        Ok(()) => Outcome::Ok(Value::Unit),
+    }
 }
 
 fn unit(r: uvfs::Result<()>) -> Outcome {
@@ -479,9 +509,14 @@ impl Backend for UvfsBackend {
                     Fcntl::SetFd(v) => FcntlCmd::SetFd(FdFlags::from_bits_retain(v as u32)),
                     Fcntl::GetFl => FcntlCmd::GetFl,
                     Fcntl::SetFl(v) => FcntlCmd::SetFl(OpenFlags::from_bits_retain(v as u32)),
+                    Fcntl::Lock(c, l) => return uvfs_lock(t, fd(f), c, l),
                 };
                 int(t.fcntl(fd(f), cmd))
             }
+            Op::Flock { fd: f, op } => {
+                unit(t.flock(fd(f), uvfs::abi::FlockOp::from_bits_retain(*op as u32)))
+            }
+            Op::Getpid => Outcome::Ok(Value::Pid(t.lock_pid())),
             Op::Mkdirat { dirfd, path, mode } => unit(t.mkdirat(fd(dirfd), path, *mode as u32)),
             Op::Mknod { path, mode, dev } => unit(t.mknodat(AT_FDCWD, path, *mode as u32, *dev)),
             Op::Unlinkat { dirfd, path, flags } => unit(t.unlinkat(fd(dirfd), path, at(flags))),

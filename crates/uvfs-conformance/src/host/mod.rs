@@ -21,7 +21,7 @@ pub mod sys;
 use std::io::{IoSlice, IoSliceMut};
 
 use crate::backend::{Backend, Fds};
-use crate::op::{Fcntl, Op, XattrTarget};
+use crate::op::{Fcntl, FlockArg, LockCmd, Op, XattrTarget};
 use crate::outcome::{
     decode_dirents, Bytes, Dev, DirId, DirentRec, Listing, Outcome, StatFsRec, StatRec, StatxRec,
     Ts, Value,
@@ -58,6 +58,37 @@ const O_TMPFILE: i32 = 0o20200000;
 /// Retries made before the pauses start.
 const RESOLVE_QUICK_RETRIES: usize = 15;
 const RESOLVE_PAUSE: std::time::Duration = std::time::Duration::from_millis(2);
+
+/// `fcntl` with a record-lock command: `F_GETLK`'s answer, or success.
+fn host_lock(fd: i32, cmd: LockCmd, l: FlockArg) -> Outcome {
+    let c = match cmd {
+        LockCmd::GetLk => libc::F_GETLK,
+        LockCmd::SetLk => libc::F_SETLK,
+        LockCmd::SetLkW => libc::F_SETLKW,
+        LockCmd::OfdGetLk => libc::F_OFD_GETLK,
+        LockCmd::OfdSetLk => libc::F_OFD_SETLK,
+        LockCmd::OfdSetLkW => libc::F_OFD_SETLKW,
+    };
+    // Each value cast to its C type, as a C caller's assignment would.
+    let mut fl = libc::flock {
+        l_type: l.l_type as i16,
+        l_whence: l.whence as i16,
+        l_start: l.start,
+        l_len: l.len,
+        l_pid: l.pid as i32,
+    };
+    match sys::fcntl_lock(fd, c, &mut fl) {
+        Err(e) => Outcome::Errno(e),
+        Ok(_) if cmd.is_get() => Outcome::Ok(Value::Flock {
+            l_type: fl.l_type,
+            whence: fl.l_whence,
+            start: fl.l_start,
+            len: fl.l_len,
+            pid: fl.l_pid,
+        }),
+        Ok(_) => Outcome::Ok(Value::Unit),
+    }
+}
 
 fn unit(r: SysResult) -> Outcome {
     done(r.map(|_| Value::Unit))
@@ -440,9 +471,12 @@ impl Backend for HostBackend {
                     Fcntl::SetFd(v) => (F_SETFD, v),
                     Fcntl::GetFl => (F_GETFL, 0),
                     Fcntl::SetFl(v) => (F_SETFL, v),
+                    Fcntl::Lock(c, l) => return host_lock(fd(f), c, l),
                 };
                 int(sys::fcntl(fd(f), cmd, i64::from(arg)))
             }
+            Op::Flock { fd: f, op } => unit(sys::flock(fd(f), *op as u32)),
+            Op::Getpid => done(sys::getpid().map(|p| Value::Pid(p as i32))),
             Op::Mkdirat { dirfd, path, mode } => {
                 unit(sys::mkdirat(fd(dirfd), &p(path), *mode as u32))
             }

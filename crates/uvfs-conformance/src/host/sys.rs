@@ -170,6 +170,16 @@ pub fn ofd_lock_byte(fd: i32, byte: i64, kind: i16) -> SysResult {
         )
     }
 }
+/// `fcntl(2)` with a record-lock command and its `struct flock`, which the kernel reads and,
+/// for `F_GETLK`/`F_OFD_GETLK`, fills in.
+pub fn fcntl_lock(fd: i32, cmd: i32, lock: &mut libc::flock) -> SysResult {
+    // SAFETY: `lock` is a live, exclusively borrowed `struct flock` for the call.
+    unsafe { raw(libc::SYS_fcntl, args!(fd, cmd, lock as *mut libc::flock)) }
+}
+call!(/// `flock(2)`.
+    flock(fd: i32, op: u32) => SYS_flock(fd, op));
+call!(/// `getpid(2)`: the process (thread group) id.
+    getpid() => SYS_getpid());
 call!(/// `setns(2)`.
     setns(fd: i32, nstype: i32) => SYS_setns(fd, nstype));
 call!(/// `alarm(2)`: the kernel kills the process with `SIGALRM` after `secs` seconds.

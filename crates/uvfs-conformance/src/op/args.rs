@@ -1,6 +1,6 @@
 //! Parsing an op line's arguments into an [`Op`].
 
-use super::{Fcntl, Fd, Offset, Op, TaskStart, Time, XattrTarget, MAX_TASKS};
+use super::{Fcntl, Fd, FlockArg, LockCmd, Offset, Op, TaskStart, Time, XattrTarget, MAX_TASKS};
 use crate::lex::Token;
 use crate::names;
 
@@ -131,6 +131,11 @@ impl Op {
                 len: a.int()?,
             },
             "fsync" => Op::Fsync { fd: a.fd()? },
+            "flock" => Op::Flock {
+                fd: a.fd()?,
+                op: a.int()?,
+            },
+            "getpid" => Op::Getpid,
             "fdatasync" => Op::Fdatasync { fd: a.fd()? },
             "dup" => Op::Dup { fd: a.fd()? },
             "dup2" => Op::Dup2 {
@@ -151,7 +156,19 @@ impl Op {
                     "F_SETFD" => Fcntl::SetFd(a.int()? as i32),
                     "F_GETFL" => Fcntl::GetFl,
                     "F_SETFL" => Fcntl::SetFl(a.int()? as i32),
-                    other => return Err(format!("unknown fcntl command {other}")),
+                    other => match LockCmd::ALL.iter().find(|(_, n)| *n == other) {
+                        Some(&(lock, _)) => Fcntl::Lock(
+                            lock,
+                            FlockArg {
+                                l_type: a.int()?,
+                                whence: a.int()?,
+                                start: a.int()?,
+                                len: a.int()?,
+                                pid: a.opt_int(0)?,
+                            },
+                        ),
+                        None => return Err(format!("unknown fcntl command {other}")),
+                    },
                 };
                 Op::Fcntl { fd, cmd }
             }

@@ -86,6 +86,67 @@ pub enum Fcntl {
     GetFl,
     /// `F_SETFL` with the status flags.
     SetFl(i32),
+    /// A record-lock command with its `struct flock`.
+    Lock(LockCmd, FlockArg),
+}
+
+/// The record-lock commands of `fcntl`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum LockCmd {
+    /// `F_GETLK`.
+    GetLk,
+    /// `F_SETLK`.
+    SetLk,
+    /// `F_SETLKW` (a case must not let it wait: the host would time out).
+    SetLkW,
+    /// `F_OFD_GETLK`.
+    OfdGetLk,
+    /// `F_OFD_SETLK`.
+    OfdSetLk,
+    /// `F_OFD_SETLKW` (as `SetLkW`).
+    OfdSetLkW,
+}
+
+impl LockCmd {
+    /// Every command with its name in the case language.
+    pub const ALL: [(LockCmd, &'static str); 6] = [
+        (LockCmd::GetLk, "F_GETLK"),
+        (LockCmd::SetLk, "F_SETLK"),
+        (LockCmd::SetLkW, "F_SETLKW"),
+        (LockCmd::OfdGetLk, "F_OFD_GETLK"),
+        (LockCmd::OfdSetLk, "F_OFD_SETLK"),
+        (LockCmd::OfdSetLkW, "F_OFD_SETLKW"),
+    ];
+
+    /// The command's name.
+    pub fn name(self) -> &'static str {
+        LockCmd::ALL
+            .iter()
+            .find(|(c, _)| *c == self)
+            .map(|(_, n)| *n)
+            .expect("every command is listed")
+    }
+
+    /// True for `F_GETLK` and `F_OFD_GETLK`, which answer with a `struct flock`.
+    pub fn is_get(self) -> bool {
+        matches!(self, LockCmd::GetLk | LockCmd::OfdGetLk)
+    }
+}
+
+/// A `struct flock` as a case writes it; each value reaches the call cast to its C type
+/// (`l_type` and `l_whence` are `short`, `l_pid` an `int`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct FlockArg {
+    /// `l_type`.
+    pub l_type: i64,
+    /// `l_whence`.
+    pub whence: i64,
+    /// `l_start`.
+    pub start: i64,
+    /// `l_len`.
+    pub len: i64,
+    /// `l_pid`.
+    pub pid: i64,
 }
 
 /// One operation of a case; each variant is one row of the table in CASES.md.
@@ -190,6 +251,13 @@ pub enum Op {
         fd: Fd,
         cmd: Fcntl,
     },
+    Flock {
+        fd: Fd,
+        op: i64,
+    },
+    /// The calling task's process id (uvfs: `Task::lock_pid`), to name the holders in
+    /// `F_GETLK` answers.
+    Getpid,
     Mkdirat {
         dirfd: Fd,
         path: Vec<u8>,
@@ -388,6 +456,7 @@ macro_rules! fd_args_of {
             | Op::Fdatasync { fd }
             | Op::Dup { fd }
             | Op::Fcntl { fd, .. }
+            | Op::Flock { fd, .. }
             | Op::Fstat { fd }
             | Op::Fchmod { fd, .. }
             | Op::Fchown { fd, .. }
@@ -424,6 +493,7 @@ macro_rules! fd_args_of {
             | Op::As { .. }
             | Op::Cred(_)
             | Op::Task { .. }
+            | Op::Getpid
             | Op::Snapshot => Vec::new(),
         }
     };

@@ -20,7 +20,7 @@ use super::rng::Rng;
 mod mount;
 use crate::backend::{Backend, Fds};
 use crate::op::cred::{CapMasks, CapWhich, CredOp};
-use crate::op::{Fcntl, Fd, Offset, Op, Time, XattrTarget};
+use crate::op::{Fcntl, Fd, FlockArg, LockCmd, Offset, Op, Time, XattrTarget};
 use crate::outcome::{Outcome, Value};
 use crate::parse::{Case, Step, Timing};
 use crate::uvfs_backend::UvfsBackend;
@@ -201,6 +201,7 @@ enum Kind {
     Sync,
     Dup,
     Fcntl,
+    Lock,
     Mkdir,
     Mknod,
     Unlink,
@@ -223,7 +224,7 @@ enum Kind {
     Cred,
 }
 
-const KINDS: [(u32, Kind); 32] = [
+const KINDS: [(u32, Kind); 33] = [
     (14, Kind::Open),
     (3, Kind::Openat2),
     (4, Kind::Close),
@@ -236,6 +237,7 @@ const KINDS: [(u32, Kind); 32] = [
     (1, Kind::Sync),
     (3, Kind::Dup),
     (3, Kind::Fcntl),
+    (3, Kind::Lock),
     (7, Kind::Mkdir),
     (3, Kind::Mknod),
     (6, Kind::Unlink),
@@ -348,6 +350,7 @@ impl Gen {
             }
             Kind::Dup => self.dup(),
             Kind::Fcntl => self.fcntl(),
+            Kind::Lock => self.lock(),
             Kind::Mkdir => Op::Mkdirat {
                 dirfd: self.dirfd(),
                 path: self.path(),
@@ -848,6 +851,62 @@ impl Gen {
             }
         };
         Op::Fcntl { fd, cmd }
+    }
+
+    /// `flock` or a record-lock `fcntl` that never waits (a seed has one task, so only OFD
+    /// locks of other descriptions and `flock` locks can conflict): `LOCK_NB` with every
+    /// `flock` that takes a lock, no `F_SETLKW`.
+    fn lock(&mut self) -> Op {
+        let fd = self.fd();
+        if self.rng.chance(35) {
+            let op = match self.rng.below(8) {
+                0 => 1 | 4, // LOCK_SH|LOCK_NB
+                1 => 2 | 4, // LOCK_EX|LOCK_NB
+                2 => 8,     // LOCK_UN
+                3 => 8 | 4,
+                4 => *self.rng.pick(&[0, 4, 3 | 4, 16, 64, 32 | 2]),
+                _ => *self.rng.pick(&[1 | 4, 2 | 4, 8]),
+            };
+            return Op::Flock { fd, op };
+        }
+        let cmd = *self.rng.pick(&[
+            LockCmd::GetLk,
+            LockCmd::SetLk,
+            LockCmd::SetLk,
+            LockCmd::OfdGetLk,
+            LockCmd::OfdSetLk,
+            LockCmd::OfdSetLk,
+        ]);
+        let l_type = if self.rng.chance(5) {
+            *self.rng.pick(&[3, -1, 65536])
+        } else {
+            *self.rng.pick(&[0, 1, 2])
+        };
+        let whence = if self.rng.chance(5) {
+            *self.rng.pick(&[3, 4, -1])
+        } else {
+            *self.rng.pick(&[0, 0, 1, 2])
+        };
+        let start = *self
+            .rng
+            .pick(&[0, 0, 1, 5, 10, 100, 4096, -1, -10, i64::MAX, i64::MAX - 1]);
+        let len = *self
+            .rng
+            .pick(&[0, 0, 1, 5, 10, 100, -1, -5, i64::MAX, i64::MIN]);
+        let pid = if self.rng.chance(10) { 1 } else { 0 };
+        Op::Fcntl {
+            fd,
+            cmd: Fcntl::Lock(
+                cmd,
+                FlockArg {
+                    l_type,
+                    whence,
+                    start,
+                    len,
+                    pid,
+                },
+            ),
+        }
     }
 
     fn mknod(&mut self) -> Op {

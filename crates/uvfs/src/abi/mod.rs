@@ -4,6 +4,7 @@ pub mod dirent;
 pub mod errno;
 pub mod flags;
 pub mod limits;
+pub mod lock;
 pub mod mode;
 pub mod stat;
 
@@ -11,5 +12,6 @@ pub use dirent::Dirent;
 pub use errno::{Errno, Result};
 pub use flags::*;
 pub use limits::*;
+pub use lock::*;
 pub use mode::*;
 pub use stat::*;

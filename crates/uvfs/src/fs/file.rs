@@ -9,6 +9,7 @@ use super::handle::Inner;
 use super::metadata::{Metadata, Permissions};
 use super::path_bytes;
 use crate::abi::{Errno, OpenFlags, Whence, AT_FDCWD};
+use crate::vfs::locks::posix::Kind;
 use crate::vfs::{FileDescription, Task};
 
 /// An open file, as `std::fs::File`: `Read`, `Write` and `Seek` at the file position,
@@ -190,6 +191,67 @@ impl File {
         task.files
             .install(self.file.clone(), false, 0)
             .map_err(|e| self.fail("install", e))
+    }
+
+    /// Takes an exclusive advisory lock of the whole file, waiting while another open file
+    /// holds a lock of it (`flock(LOCK_EX)`, as `std::fs::File::lock`). The lock belongs to
+    /// this open file and its [`File::try_clone`]s, and goes when the last of them closes;
+    /// a shared lock held here is converted (released first, as `flock` does).
+    ///
+    /// # Errors
+    /// `EBADF` for a file opened for neither reading nor writing.
+    pub fn lock(&self) -> io::Result<()> {
+        self.flock(Some(Kind::Write), false)
+            .map_err(|e| self.fail("lock", e))
+    }
+
+    /// Takes a shared advisory lock of the whole file, waiting while another open file holds
+    /// an exclusive one (`flock(LOCK_SH)`, as `std::fs::File::lock_shared`).
+    ///
+    /// # Errors
+    /// As [`File::lock`].
+    pub fn lock_shared(&self) -> io::Result<()> {
+        self.flock(Some(Kind::Read), false)
+            .map_err(|e| self.fail("lock", e))
+    }
+
+    /// [`File::lock`] without waiting: `TryLockError::WouldBlock` if another open file holds
+    /// a lock of the file (`flock(LOCK_EX | LOCK_NB)`, as `std::fs::File::try_lock`).
+    ///
+    /// # Errors
+    /// `WouldBlock`, or the errors of [`File::lock`].
+    pub fn try_lock(&self) -> Result<(), std::fs::TryLockError> {
+        self.try_flock(Kind::Write)
+    }
+
+    /// [`File::lock_shared`] without waiting (`flock(LOCK_SH | LOCK_NB)`, as
+    /// `std::fs::File::try_lock_shared`).
+    ///
+    /// # Errors
+    /// As [`File::try_lock`].
+    pub fn try_lock_shared(&self) -> Result<(), std::fs::TryLockError> {
+        self.try_flock(Kind::Read)
+    }
+
+    /// Releases this open file's advisory lock, if any (`flock(LOCK_UN)`, as
+    /// `std::fs::File::unlock`).
+    ///
+    /// # Errors
+    /// None on uvfs; `io::Result` as in `std::fs`.
+    pub fn unlock(&self) -> io::Result<()> {
+        self.flock(None, false).map_err(|e| self.fail("unlock", e))
+    }
+
+    fn flock(&self, kind: Option<Kind>, nonblocking: bool) -> crate::abi::Result<()> {
+        self.task().flock_file(&self.file, kind, nonblocking)
+    }
+
+    fn try_flock(&self, kind: Kind) -> Result<(), std::fs::TryLockError> {
+        match self.flock(Some(kind), true) {
+            Ok(()) => Ok(()),
+            Err(Errno::EWOULDBLOCK) => Err(std::fs::TryLockError::WouldBlock),
+            Err(e) => Err(std::fs::TryLockError::Error(self.fail("lock", e))),
+        }
     }
 
     /// The open file description.

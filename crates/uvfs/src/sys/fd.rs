@@ -49,6 +49,10 @@ impl Task {
         let file = self.files.get(oldfd)?;
         self.fd_cache_evict(newfd);
         let old = self.files.install_at(newfd, file, cloexec)?;
+        if let Some(old) = &old {
+            // The replaced fd is closed (Linux: `do_dup2()` → `filp_close()`).
+            crate::vfs::locks::remove_posix(old, self.files.id());
+        }
         drop(old);
         Ok(newfd)
     }

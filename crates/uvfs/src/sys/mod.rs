@@ -5,6 +5,7 @@ mod attr;
 mod cred;
 mod dir;
 mod fd;
+mod lock;
 mod mount;
 mod namespace;
 mod open;

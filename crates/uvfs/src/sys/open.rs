@@ -272,6 +272,8 @@ impl Task {
     pub fn close(&self, fd: i32) -> Result<()> {
         self.fd_cache_evict(fd);
         let file = self.files.remove(fd)?;
+        // Any close releases the table's POSIX locks on the file (Linux: `filp_flush()`).
+        crate::vfs::locks::remove_posix(&file, self.files.id());
         drop(file);
         Ok(())
     }

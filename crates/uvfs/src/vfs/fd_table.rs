@@ -202,6 +202,9 @@ unsafe fn reclaim_weak(p: *mut FileDescription, _: &rcu::Collector) {
 /// the change itself requires.
 #[repr(align(128))]
 pub struct FdTable {
+    /// The table's identity, never reused: the owner of the POSIX locks its tasks take
+    /// (Linux: `current->files`), and what `F_GETLK` reports as their `l_pid`.
+    id: u64,
     /// The open files, read by `get` without the lock (module docs). Written under `inner`.
     published: AtomicPtr<Published>,
     inner: Slot<Locked>,
@@ -226,9 +229,17 @@ struct Locked {
 #[cfg(not(any(loom, feature = "shuttle")))]
 const _: () = assert!(std::mem::size_of::<Locked>() <= 128);
 
+/// The next [`FdTable::id`].
+static NEXT_ID: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
+
+fn new_id() -> u64 {
+    NEXT_ID.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+}
+
 impl Default for FdTable {
     fn default() -> Self {
         FdTable {
+            id: new_id(),
             published: AtomicPtr::new(std::ptr::null_mut()),
             inner: Slot(Locked {
                 lock: Mutex::new(Inner {
@@ -245,6 +256,25 @@ impl Default for FdTable {
 
 impl Drop for FdTable {
     fn drop(&mut self) {
+        // The table's end closes each of its fds, and each close releases the table's POSIX
+        // locks on that file (Linux: `close_files()` → `filp_close()`). The files of locked
+        // inodes are collected under the table's lock (one load per file; nothing is
+        // allocated when none was ever locked) and released after it, which stays a leaf.
+        let locked: Vec<Arc<FileDescription>> = {
+            let g = self.lock();
+            g.slots
+                .low
+                .iter()
+                .chain(g.slots.rest.iter())
+                .flatten()
+                .filter(|e| e.file.inode().has_lock_context())
+                .map(|e| e.file.clone())
+                .collect()
+        };
+        for file in &locked {
+            super::locks::remove_posix(file, self.id);
+        }
+        drop(locked);
         let p = self.published.load(Ordering::Acquire);
         if !p.is_null() {
             // SAFETY: `published` came from `Box::into_raw`; with `&mut self` no `get` is
@@ -258,6 +288,12 @@ impl FdTable {
     /// An empty table with the default limit.
     pub fn new() -> Self {
         Self::default()
+    }
+
+    /// The table's identity (see the field).
+    #[inline]
+    pub(crate) fn id(&self) -> u64 {
+        self.id
     }
 
     fn lock(&self) -> MutexGuard<'_, Inner> {
@@ -564,6 +600,7 @@ impl FdTable {
     pub fn duplicate(&self) -> FdTable {
         let g = self.lock();
         FdTable {
+            id: new_id(),
             published: AtomicPtr::new(std::ptr::null_mut()),
             inner: Slot(Locked {
                 lock: Mutex::new(Inner {

@@ -157,6 +157,9 @@ impl Drop for FileDescription {
     fn drop(&mut self) {
         // The last close puts the file's path (Linux: `__fput()` → `mntput()`).
         self.path.mnt.touch();
+        // The description's OFD and `flock` locks go with it (Linux: `locks_remove_file()`
+        // in `__fput()`); one load for a file never locked.
+        super::locks::remove_file(self);
         self.ops.release(self);
         if self.counted_writer {
             self.path.mnt.put_write();

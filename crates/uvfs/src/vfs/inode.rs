@@ -17,6 +17,9 @@ use crate::sync::SeqCount;
 const CTIME_QUERIED: u32 = 1;
 /// Inode flag: an `O_TMPFILE` inode that `linkat` may name (Linux: `I_LINKABLE`).
 const LINKABLE: u32 = 2;
+/// Inode flag: the inode has a lock context in the side table of `vfs::locks` (Linux: a
+/// non-null `i_flctx`). Set once, under that table's lock, before the first lock is taken.
+const HAS_LOCK_CONTEXT: u32 = 4;
 
 /// The three changeable timestamps, seconds then nanoseconds (36 bytes where three
 /// second/nanosecond pairs of words take 48), with btime's nanoseconds in the last 4 bytes;
@@ -160,6 +163,9 @@ const _: () = assert!(std::mem::offset_of!(Inode, ino) == 144 - 32);
 impl Drop for Inode {
     fn drop(&mut self) {
         let this: &Inode = self;
+        if this.has_lock_context() {
+            super::locks::forget_context(this);
+        }
         this.ops.evict(this);
     }
 }
@@ -403,6 +409,19 @@ impl Inode {
             self.flags.fetch_or(LINKABLE, Ordering::Relaxed);
         } else {
             self.flags.fetch_and(!LINKABLE, Ordering::Relaxed);
+        }
+    }
+
+    /// True if the inode has a lock context (it was locked once): one relaxed load.
+    #[inline]
+    pub(crate) fn has_lock_context(&self) -> bool {
+        self.flags.load(Ordering::Relaxed) & HAS_LOCK_CONTEXT != 0
+    }
+
+    /// Records that the inode has a lock context (under the side table's lock).
+    pub(crate) fn mark_lock_context(&self) {
+        if !self.has_lock_context() {
+            self.flags.fetch_or(HAS_LOCK_CONTEXT, Ordering::Relaxed);
         }
     }
 

@@ -12,6 +12,7 @@ mod fd_table_check;
 pub mod file;
 pub(crate) mod fs_struct;
 pub mod inode;
+pub(crate) mod locks;
 pub mod mount;
 pub mod name;
 pub(crate) mod namei;
@@ -27,6 +28,7 @@ pub use cred::{Capabilities, Cred};
 pub use dentry::Dentry;
 pub use file::{FMode, FileDescription};
 pub use inode::{AttrWriter, Attrs, Inode, InodeInit, SetAttr, Stamp, TimeSet};
+pub use locks::InterruptHandle;
 pub use mount::{MntFlags, Mount, MountNamespace, VfsPath};
 // For the benchmarks and tests that compare with the design the lock-free walk replaced.
 #[doc(hidden)]

@@ -1,7 +1,7 @@
 //! The calling context of every syscall-shaped call: credentials, root, cwd, umask and the fd
 //! table. Linux: `struct task_struct` with its `cred`, `fs_struct` and `files_struct`.
 
-use std::cell::{Cell, Ref, RefCell};
+use std::cell::{Cell, OnceCell, Ref, RefCell};
 use std::sync::Arc;
 
 use super::cred::Cred;
@@ -48,6 +48,8 @@ type FdCacheSlot = Option<(i32, Arc<FileDescription>)>;
 /// - **Extended attributes**: [`setxattr`](Task::setxattr), [`getxattr`](Task::getxattr),
 ///   [`listxattr`](Task::listxattr), [`removexattr`](Task::removexattr).
 /// - **fds**: [`dup`](Task::dup), [`dup3`](Task::dup3), [`fcntl`](Task::fcntl).
+/// - **Advisory locks**: [`flock`](Task::flock), [`fcntl_lock`](Task::fcntl_lock),
+///   [`interrupt_handle`](Task::interrupt_handle).
 /// - **Mounts**: [`mount`](Task::mount), [`umount2`](Task::umount2).
 /// - **Process state**: [`clone_thread`](Task::clone_thread), [`fork`](Task::fork),
 ///   [`set_cred`](Task::set_cred), [`setresuid`](Task::setresuid),
@@ -73,6 +75,9 @@ pub struct Task {
     /// evicts an fd from the cache whenever it closes or replaces it. Invalidated by close,
     /// dup2/dup3 onto the fd, exec and sharing; falls back to [`FdTable::get`].
     fd_cache: RefCell<[FdCacheSlot; FD_CACHE_SLOTS]>,
+    /// What interrupts this task's blocked lock calls: made by the first
+    /// [`Task::interrupt_handle`], so that a task nobody interrupts pays nothing.
+    pub(crate) interrupt: OnceCell<Arc<super::locks::Interrupt>>,
 }
 
 /// A borrowed open file: from the task's cache, or a counted reference.
@@ -112,6 +117,7 @@ impl Task {
             walk_mode: Cell::new(super::namei::WalkMode::Rcu),
             files: Arc::new(FdTable::new()),
             fd_cache: RefCell::new(Default::default()),
+            interrupt: OnceCell::new(),
         }
     }
 
@@ -129,6 +135,7 @@ impl Task {
             walk_mode: Cell::new(self.walk_mode.get()),
             files: self.files.clone(),
             fd_cache: RefCell::new(Default::default()),
+            interrupt: OnceCell::new(),
         }
     }
 
@@ -143,6 +150,7 @@ impl Task {
             walk_mode: Cell::new(self.walk_mode.get()),
             files: Arc::new(self.files.duplicate()),
             fd_cache: RefCell::new(Default::default()),
+            interrupt: OnceCell::new(),
         }
     }
 
@@ -192,7 +200,11 @@ impl Task {
     /// Runs exec's fd side: closes every close-on-exec fd.
     pub fn exec_close_fds(&self) {
         self.fd_cache_clear();
-        drop(self.files.close_on_exec());
+        let closed = self.files.close_on_exec();
+        for file in &closed {
+            super::locks::remove_posix(file, self.files.id());
+        }
+        drop(closed);
     }
 
     /// The file at `fd`.
