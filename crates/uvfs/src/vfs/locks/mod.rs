@@ -439,7 +439,14 @@ pub(crate) fn waiters(inode: &Inode) -> u32 {
 /// One relaxed load (the inode's flag word) for an inode that was never locked.
 #[inline]
 pub(crate) fn remove_posix(file: &FileDescription, table: u64) {
-    if let Some(ctx) = context_of(file.inode()) {
+    if file.inode().has_lock_context() {
+        remove_posix_slow(file, table);
+    }
+}
+
+#[cold]
+fn remove_posix_slow(file: &FileDescription, table: u64) {
+    if let Some(ctx) = context_of_slow(file.inode()) {
         remove_owner(&ctx, Owner::Files(table));
     }
 }
@@ -459,7 +466,14 @@ fn remove_owner(ctx: &Arc<LockContext>, owner: Owner) {
 /// As [`remove_posix`].
 #[inline]
 pub(crate) fn remove_file(file: &FileDescription) {
-    let Some(ctx) = context_of(file.inode()) else {
+    if file.inode().has_lock_context() {
+        remove_file_slow(file);
+    }
+}
+
+#[cold]
+fn remove_file_slow(file: &FileDescription) {
+    let Some(ctx) = context_of_slow(file.inode()) else {
         return;
     };
     let addr = std::ptr::from_ref(file) as usize;
