@@ -756,12 +756,15 @@ fn lock_holders_racing_with_closers_leave_no_lock_behind() {
     let closer = c
         .recv_timeout(TIMEOUT)
         .expect("the closer panicked or hung");
+    // The holder's last lock may have come after the closer's last close: it stays until
+    // this close (POSIX), and the waiter may be waiting for it, so the close comes before the
+    // wait for the waiter (waiting first hung whenever the holder won that last race).
+    closer.close(fd).expect("close the last fd");
     let other = o
         .recv_timeout(TIMEOUT)
         .expect("the waiter panicked or hung");
     assert_eq!(outcomes.iter().sum::<usize>(), ROUNDS, "{outcomes:?}");
     // Every fd of the holder's table closed, the tasks still alive: no lock may remain.
-    closer.close(fd).expect("close the last fd");
     let fg = other
         .openat(AT_FDCWD, "/g", OpenFlags::RDWR, 0)
         .expect("open /g");
