@@ -514,6 +514,12 @@ pub trait FileOps: Send + Sync + 'static {
         Err(Errno::EOPNOTSUPP)
     }
 
+    /// The file operations as `Any`, for the VFS to find its own kinds of files (pipes) among
+    /// them; `None` for a filesystem's files.
+    fn as_any(&self) -> Option<&dyn Any> {
+        None
+    }
+
     /// Called once when the last fd of the open file is closed (Linux: `->release`).
     ///
     /// # Locking
