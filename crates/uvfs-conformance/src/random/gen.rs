@@ -697,8 +697,8 @@ impl Gen {
                 f |= bit;
             }
         }
-        // A FIFO opened for reading, or read when empty, blocks the host for ever (uvfs has
-        // no FIFOs yet, issue 9), so a seed that makes FIFOs opens everything non-blocking.
+        // A FIFO opened for reading, or read when empty, blocks (the host's actor and uvfs's
+        // guide alike), so a seed that makes FIFOs opens everything non-blocking.
         if self.fifos && f & 0o10000000 == 0 {
             f |= 0o4000;
         }

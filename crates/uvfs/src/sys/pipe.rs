@@ -10,9 +10,9 @@ use crate::vfs::{Capabilities, FileDescription, Task};
 /// `pipe2`, `FIONREAD`, the pending `SIGPIPE`.
 impl Task {
     /// `pipe2(2)`: a new anonymous pipe; returns its read end and its write end, the lowest
-    /// free fds. `O_NONBLOCK` and `O_DIRECT` (packet mode: each write of up to `PIPE_BUF`
-    /// bytes is one packet, and a read takes at most one) are set on both files, `O_CLOEXEC`
-    /// on both fds.
+    /// free fds. `O_NONBLOCK` is set on both files, `O_DIRECT` (packet mode: each write of up
+    /// to `PIPE_BUF` bytes is one packet, and a read takes at most one) on the write end, as
+    /// Linux does, `O_CLOEXEC` on both fds.
     ///
     /// # Errors
     /// `EINVAL` for any other flag (uvfs has no notification pipes, `O_NOTIFICATION_PIPE`);

@@ -335,6 +335,9 @@ impl Task {
         }
         {
             let file = self.fget(fd)?;
+            if offset.is_some() {
+                check_no_pread(&file)?;
+            }
             check_readable(&file)?;
         }
         let total = iov_total(iov.iter().map(|b| b.len()), iov.len())?;
@@ -365,6 +368,9 @@ impl Task {
         }
         {
             let file = self.fget(fd)?;
+            if offset.is_some() {
+                check_no_pread(&file)?;
+            }
             check_writable(&file)?;
         }
         let total = iov_total(iov.iter().map(|b| b.len()), iov.len())?;

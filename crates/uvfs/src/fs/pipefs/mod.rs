@@ -291,8 +291,14 @@ pub(crate) fn create_pipe_files(
         dentry: Dentry::new_root(inode.clone()),
     };
     let pipe = Pipe::new_anon();
-    let status = flags & (OpenFlags::NONBLOCK | OpenFlags::DIRECT);
+    // `O_DIRECT` only on the write end: it decides how writes are packed, and a read takes
+    // packets by the buffers' own mark (Linux: `create_pipe_files()`).
     let end = |acc: OpenFlags, read: bool| {
+        let status = if read {
+            flags & OpenFlags::NONBLOCK
+        } else {
+            flags & (OpenFlags::NONBLOCK | OpenFlags::DIRECT)
+        };
         FileDescription::new(
             path.clone(),
             inode.clone(),
