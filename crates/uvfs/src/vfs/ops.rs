@@ -202,6 +202,17 @@ pub trait SuperOps: Send + Sync + 'static {
         false
     }
 
+    /// Whether the filesystem's mtime and ctime are multigrain (Linux: `FS_MGTIME`): `statx`
+    /// then reports them only when asked for, and marks the ctime observed. tmpfs's are.
+    fn multigrain_times(&self) -> bool {
+        true
+    }
+
+    /// Whether the filesystem keeps a birth time for `statx`'s `STATX_BTIME` (tmpfs does).
+    fn has_btime(&self) -> bool {
+        true
+    }
+
     /// Down-casting support.
     fn as_any(&self) -> &dyn Any;
 }

@@ -108,6 +108,12 @@ impl SuperOps for PipeSuper {
     fn fs_name(&self) -> &'static str {
         "pipefs"
     }
+    fn multigrain_times(&self) -> bool {
+        false
+    }
+    fn has_btime(&self) -> bool {
+        false
+    }
     fn statfs(&self, sb: &SuperBlock) -> Result<StatFs> {
         Ok(StatFs {
             f_type: PIPEFS_MAGIC,
