@@ -55,10 +55,24 @@ impl Fds {
 
     /// Binds `name` to the fd `outcome` returned in `task`, or to an invalid fd if it failed.
     pub fn bind(&mut self, name: &str, outcome: &Outcome, task: u32) {
+        // `pipe2 ... => r w`: the read end and the write end.
+        if let Some((r, w)) = name.split_once(' ') {
+            let (rfd, wfd) = match outcome {
+                Outcome::Ok(Value::FdPair(a, b)) => (*a, *b),
+                _ => (FAILED_FD, FAILED_FD),
+            };
+            self.bind_fd(r, rfd, task);
+            self.bind_fd(w, wfd, task);
+            return;
+        }
         let fd = match outcome {
             Outcome::Ok(Value::Int(n)) => i32::try_from(*n).unwrap_or(FAILED_FD),
             _ => FAILED_FD,
         };
+        self.bind_fd(name, fd, task);
+    }
+
+    fn bind_fd(&mut self, name: &str, fd: i32, task: u32) {
         let b = Binding {
             name: name.to_string(),
             fd,

@@ -161,6 +161,7 @@ impl Normaliser {
             ),
             Value::Snapshot(s) => self.snapshot(s),
             Value::AtEntry(name) => format!("ok the d_off of {}", quote(&name.0)),
+            Value::FdPair(r, w) => format!("ok fds {r} {w}"),
             Value::Mounted { dev, ids } => {
                 if let Some(dev) = dev {
                     self.forget_dev(*dev);

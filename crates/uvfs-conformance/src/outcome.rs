@@ -19,6 +19,8 @@ pub enum Outcome {
 pub enum Value {
     /// Success without a value (`0`).
     Unit,
+    /// `pipe2`: the read end and the write end.
+    FdPair(i32, i32),
     /// A count, an offset, an fd, a mask or flags.
     Int(i64),
     /// Data read, a link body, an xattr value, a cwd (with its NUL).

@@ -221,14 +221,16 @@ impl Checker {
         {
             return Err(format!("${v} is not bound by an earlier `=> {v}`"));
         }
-        if let Some(name) = &step.bind {
-            if !valid_name(name.as_bytes()) {
-                return Err(format!("bad variable name `{name}` after =>"));
+        if let Some(names) = &step.bind {
+            for name in names.split(' ') {
+                if !valid_name(name.as_bytes()) {
+                    return Err(format!("bad variable name `{name}` after =>"));
+                }
+                self.bound.insert(name.to_string());
             }
             if !step.op.returns_fd() {
                 return Err("the op does not return an fd to bind".into());
             }
-            self.bound.insert(name.clone());
         }
         match &step.op {
             Op::As { .. } => {
@@ -267,6 +269,17 @@ impl Checker {
 
 fn parse_step(toks: &[Token], line: usize, raw: &str) -> Result<Step, String> {
     let (toks, bind) = match toks {
+        // `pipe2 FLAGS => r w`: two names, joined by a space in `Step::bind`.
+        [rest @ .., arrow, r, w] if !arrow.quoted && arrow.bytes == b"=>" => {
+            if !valid_name(&r.bytes) || !valid_name(&w.bytes) {
+                return Err(format!(
+                    "bad variable names `{} {}` after =>",
+                    r.text(),
+                    w.text()
+                ));
+            }
+            (rest, Some(format!("{} {}", r.text(), w.text())))
+        }
         [rest @ .., arrow, name] if !arrow.quoted && arrow.bytes == b"=>" => {
             if !valid_name(&name.bytes) {
                 return Err(format!("bad variable name `{}` after =>", name.text()));
@@ -279,6 +292,16 @@ fn parse_step(toks: &[Token], line: usize, raw: &str) -> Result<Step, String> {
     let (op, _) = Op::parse(&word, &toks[1..]).map_err(|e| format!("{word}: {e}"))?;
     if bind.is_some() && !op.returns_fd() {
         return Err(format!("`{word}` does not return an fd to bind"));
+    }
+    if let Some(b) = &bind {
+        if b.contains(' ') != matches!(op, Op::Pipe2 { .. }) {
+            let want = if b.contains(' ') {
+                "one name"
+            } else {
+                "two names"
+            };
+            return Err(format!("`{word}` binds {want}"));
+        }
     }
     Ok(Step {
         line,
@@ -379,6 +402,34 @@ end
         assert_eq!(c.steps[1].text, "open /d/f O_CREAT|O_WRONLY 0644 => f");
         assert_eq!(c.steps[2].text, r#"write $f "a # not a comment""#);
         assert!(matches!(c.steps[3].op, Op::Mount { .. }));
+    }
+
+    #[test]
+    fn pipe2_binds_two_names_and_prints_back() {
+        let text = "case p\npipe2 O_NONBLOCK => r w\nwrite $w \"x\"\nread $r 1\nend\n";
+        let cases = parse_cases(text, Path::new("p.cases")).expect("valid");
+        let c = &cases[0];
+        assert_eq!(c.steps[0].bind.as_deref(), Some("r w"));
+        assert_eq!(c.steps[0].to_string(), "pipe2 O_NONBLOCK => r w");
+        let again = parse_cases(&c.to_string(), Path::new("p.cases")).expect("reparses");
+        assert_eq!(again[0], *c);
+        for bad in [
+            "case p\npipe2 0 => r\nend\n",
+            "case p\nopen /f O_RDONLY => a b\nend\n",
+            "case p\npipe2 0 => r W\nend\n",
+        ] {
+            assert!(parse_cases(bad, Path::new("p.cases")).is_err(), "{bad}");
+        }
+        let mut fds = crate::backend::Fds::default();
+        fds.bind(
+            "r w",
+            &crate::outcome::Outcome::Ok(crate::outcome::Value::FdPair(3, 4)),
+            1,
+        );
+        let get = |fds: &crate::backend::Fds, n: &str| fds.get(&crate::op::Fd::Var(n.into()));
+        assert_eq!((get(&fds, "r"), get(&fds, "w")), (3, 4));
+        fds.bind("r w", &crate::outcome::Outcome::Errno(24), 1);
+        assert_eq!((get(&fds, "r"), get(&fds, "w")), (-1, -1));
     }
 
     #[test]

@@ -241,6 +241,8 @@ impl Display for Op {
             Op::Fsync { fd: d } => line(out, "fsync", &[fd(d)]),
             Op::Flock { fd: d, op } => line(out, "flock", &[fd(d), f(Flock, *op)]),
             Op::Getpid => line(out, "getpid", &[]),
+            Op::Pipe2 { flags } => line(out, "pipe2", &[f(OpenBits, *flags)]),
+            Op::Fionread { fd: d } => line(out, "fionread", &[fd(d)]),
             Op::Fdatasync { fd: d } => line(out, "fdatasync", &[fd(d)]),
             Op::Dup { fd: d } => line(out, "dup", &[fd(d)]),
             Op::Dup2 { fd: d, newfd } => line(out, "dup2", &[fd(d), fd(newfd)]),
@@ -257,6 +259,8 @@ impl Display for Op {
                     Fcntl::SetFd(v) => ("F_SETFD", Some(f(FdFlags, i64::from(v)))),
                     Fcntl::GetFl => ("F_GETFL", None),
                     Fcntl::SetFl(v) => ("F_SETFL", Some(f(OpenBits, i64::from(v)))),
+                    Fcntl::SetPipeSz(v) => ("F_SETPIPE_SZ", Some(v.to_string())),
+                    Fcntl::GetPipeSz => ("F_GETPIPE_SZ", None),
                     Fcntl::Lock(c, l) => {
                         let mut s = format!(
                             "{} {} {} {}",

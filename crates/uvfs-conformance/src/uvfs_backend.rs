@@ -509,6 +509,8 @@ impl Backend for UvfsBackend {
                     Fcntl::SetFd(v) => FcntlCmd::SetFd(FdFlags::from_bits_retain(v as u32)),
                     Fcntl::GetFl => FcntlCmd::GetFl,
                     Fcntl::SetFl(v) => FcntlCmd::SetFl(OpenFlags::from_bits_retain(v as u32)),
+                    Fcntl::SetPipeSz(v) => FcntlCmd::SetPipeSz(v as u32),
+                    Fcntl::GetPipeSz => FcntlCmd::GetPipeSz,
                     Fcntl::Lock(c, l) => return uvfs_lock(t, fd(f), c, l),
                 };
                 int(t.fcntl(fd(f), cmd))
@@ -517,6 +519,11 @@ impl Backend for UvfsBackend {
                 unit(t.flock(fd(f), uvfs::abi::FlockOp::from_bits_retain(*op as u32)))
             }
             Op::Getpid => Outcome::Ok(Value::Pid(t.lock_pid())),
+            Op::Pipe2 { flags } => done(
+                t.pipe2(OpenFlags::from_bits_retain(*flags as u32))
+                    .map(|[r, w]| Value::FdPair(r, w)),
+            ),
+            Op::Fionread { fd: f } => int(t.fionread(fd(f))),
             Op::Mkdirat { dirfd, path, mode } => unit(t.mkdirat(fd(dirfd), path, *mode as u32)),
             Op::Mknod { path, mode, dev } => unit(t.mknodat(AT_FDCWD, path, *mode as u32, *dev)),
             Op::Unlinkat { dirfd, path, flags } => unit(t.unlinkat(fd(dirfd), path, at(flags))),

@@ -22,6 +22,9 @@ use crate::parse::Case;
 
 /// Serves task `id` until its socket closes, then ends the whole process.
 pub fn serve(case: &Case, id: u32) -> ! {
+    // A case's `write` to a pipe whose readers are gone compares `EPIPE`; the signal would
+    // kill the actor.
+    proc::ignore_sigpipe();
     serve_task(case, id);
     proc::exit_now(0)
 }

@@ -471,12 +471,20 @@ impl Backend for HostBackend {
                     Fcntl::SetFd(v) => (F_SETFD, v),
                     Fcntl::GetFl => (F_GETFL, 0),
                     Fcntl::SetFl(v) => (F_SETFL, v),
+                    Fcntl::SetPipeSz(v) => {
+                        return int(sys::fcntl(fd(f), libc::F_SETPIPE_SZ, i64::from(v as u32)))
+                    }
+                    Fcntl::GetPipeSz => (libc::F_GETPIPE_SZ, 0),
                     Fcntl::Lock(c, l) => return host_lock(fd(f), c, l),
                 };
                 int(sys::fcntl(fd(f), cmd, i64::from(arg)))
             }
             Op::Flock { fd: f, op } => unit(sys::flock(fd(f), *op as u32)),
             Op::Getpid => done(sys::getpid().map(|p| Value::Pid(p as i32))),
+            Op::Pipe2 { flags } => {
+                done(sys::pipe2(*flags as i32).map(|[r, w]| Value::FdPair(r, w)))
+            }
+            Op::Fionread { fd: f } => int(sys::fionread(fd(f))),
             Op::Mkdirat { dirfd, path, mode } => {
                 unit(sys::mkdirat(fd(dirfd), &p(path), *mode as u32))
             }

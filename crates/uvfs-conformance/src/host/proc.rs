@@ -56,6 +56,14 @@ pub fn fork() -> Result<Forked, i32> {
     }
 }
 
+/// Ignores `SIGPIPE`, so that a write to a pipe with no reader fails with `EPIPE` instead of
+/// killing the actor (Rust's runtime ignores it already at start; this says so where it
+/// matters, and holds for an actor whatever its parent did). Forked actors inherit it.
+pub fn ignore_sigpipe() {
+    // SAFETY: setting a signal's disposition to SIG_IGN installs no handler code.
+    unsafe { libc::signal(libc::SIGPIPE, libc::SIG_IGN) };
+}
+
 /// Ends the whole process (every thread) at once, without unwinding or exit handlers.
 pub fn exit_now(code: i32) -> ! {
     // SAFETY: _exit has no preconditions and does not return.

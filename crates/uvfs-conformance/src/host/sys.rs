@@ -178,6 +178,25 @@ pub fn fcntl_lock(fd: i32, cmd: i32, lock: &mut libc::flock) -> SysResult {
 }
 call!(/// `flock(2)`.
     flock(fd: i32, op: u32) => SYS_flock(fd, op));
+/// `pipe2(2)`: the read end and the write end.
+pub fn pipe2(flags: i32) -> Result<[i32; 2], i32> {
+    let mut fds = [-1i32; 2];
+    // SAFETY: `fds` is a live array of two `int`s the kernel fills in.
+    unsafe { raw(libc::SYS_pipe2, args!(fds.as_mut_ptr(), flags)) }?;
+    Ok(fds)
+}
+/// `ioctl(fd, FIONREAD)`: the count the kernel stores.
+pub fn fionread(fd: i32) -> SysResult {
+    let mut n: libc::c_int = 0;
+    // SAFETY: `n` is a live `int` the kernel writes.
+    unsafe {
+        raw(
+            libc::SYS_ioctl,
+            args!(fd, libc::FIONREAD, &mut n as *mut libc::c_int),
+        )
+    }?;
+    Ok(i64::from(n))
+}
 call!(/// `getpid(2)`: the process (thread group) id.
     getpid() => SYS_getpid());
 call!(/// `setns(2)`.

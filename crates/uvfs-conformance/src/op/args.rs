@@ -19,6 +19,7 @@ impl Op {
                 | Op::Dup2 { .. }
                 | Op::Dup3 { .. }
                 | Op::Fcntl { .. }
+                | Op::Pipe2 { .. }
         )
     }
 
@@ -136,6 +137,8 @@ impl Op {
                 op: a.int()?,
             },
             "getpid" => Op::Getpid,
+            "pipe2" => Op::Pipe2 { flags: a.int()? },
+            "fionread" => Op::Fionread { fd: a.fd()? },
             "fdatasync" => Op::Fdatasync { fd: a.fd()? },
             "dup" => Op::Dup { fd: a.fd()? },
             "dup2" => Op::Dup2 {
@@ -156,6 +159,8 @@ impl Op {
                     "F_SETFD" => Fcntl::SetFd(a.int()? as i32),
                     "F_GETFL" => Fcntl::GetFl,
                     "F_SETFL" => Fcntl::SetFl(a.int()? as i32),
+                    "F_SETPIPE_SZ" => Fcntl::SetPipeSz(a.int()?),
+                    "F_GETPIPE_SZ" => Fcntl::GetPipeSz,
                     other => match LockCmd::ALL.iter().find(|(_, n)| *n == other) {
                         Some(&(lock, _)) => Fcntl::Lock(
                             lock,

@@ -86,6 +86,10 @@ pub enum Fcntl {
     GetFl,
     /// `F_SETFL` with the status flags.
     SetFl(i32),
+    /// `F_SETPIPE_SZ` with the size (the kernel takes it as an `unsigned int`).
+    SetPipeSz(i64),
+    /// `F_GETPIPE_SZ`.
+    GetPipeSz,
     /// A record-lock command with its `struct flock`.
     Lock(LockCmd, FlockArg),
 }
@@ -258,6 +262,14 @@ pub enum Op {
     /// The calling task's process id (uvfs: `Task::lock_pid`), to name the holders in
     /// `F_GETLK` answers.
     Getpid,
+    /// `pipe2(FLAGS)`: binds two names, the read end and the write end.
+    Pipe2 {
+        flags: i64,
+    },
+    /// `ioctl(FD, FIONREAD)`: the bytes a read could take.
+    Fionread {
+        fd: Fd,
+    },
     Mkdirat {
         dirfd: Fd,
         path: Vec<u8>,
@@ -458,6 +470,7 @@ macro_rules! fd_args_of {
             | Op::Fcntl { fd, .. }
             | Op::Flock { fd, .. }
             | Op::Fstat { fd }
+            | Op::Fionread { fd }
             | Op::Fchmod { fd, .. }
             | Op::Fchown { fd, .. }
             | Op::Getdents { fd, .. }
@@ -494,6 +507,7 @@ macro_rules! fd_args_of {
             | Op::Cred(_)
             | Op::Task { .. }
             | Op::Getpid
+            | Op::Pipe2 { .. }
             | Op::Snapshot => Vec::new(),
         }
     };

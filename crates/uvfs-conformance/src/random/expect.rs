@@ -10,9 +10,6 @@ use crate::parse::Case;
 use crate::report::StepDiff;
 
 const ENXIO: i32 = 6;
-const EINVAL: i32 = 22;
-const S_IFMT: i64 = 0o170000;
-const S_IFIFO: i64 = 0o010000;
 
 /// One class of expected divergence.
 pub struct Class {
@@ -42,11 +39,6 @@ pub const OPEN_BUGS: &[(&str, &str)] = &[];
 /// Every class. A class whose line is missing from the expectations file is an error, and so
 /// is a `random.` line without a class.
 pub const CLASSES: &[Class] = &[
-    Class {
-        name: "fifo_open",
-        matches: fifo_open,
-        then: Then::Stop,
-    },
     Class {
         name: "linux_seek_hole_data_overflow",
         matches: linux_seek_hole_data_overflow,
@@ -229,28 +221,6 @@ pub fn only_statx_attributes_mask(op: &Op, diff: &StepDiff) -> bool {
     matches!(op, Op::Statx { .. })
         && diff.uvfs.contains("attributes_mask=")
         && without_mask(&diff.uvfs) == without_mask(&diff.host)
-}
-
-/// FIFOs can be made but not opened until pipes exist: uvfs says `ENXIO` where the host opens
-/// one (the generator only opens FIFOs in modes that cannot block), or, with `O_DIRECT`, opens
-/// it and then refuses the flag (`EINVAL`, `do_dentry_open()` after `fifo_open()`).
-fn fifo_open(case: &Case, op: &Op, uvfs: &Outcome, host: &Outcome, _: &StepDiff) -> bool {
-    const O_DIRECT: i64 = 0o40000;
-    let flags = match op {
-        Op::Open { flags, .. } | Op::Openat { flags, .. } => *flags,
-        Op::Openat2 { flags, .. } => *flags as i64,
-        _ => return false,
-    };
-    let makes_fifo = case
-        .steps
-        .iter()
-        .any(|s| matches!(s.op, Op::Mknod { mode, .. } if mode & S_IFMT == S_IFIFO));
-    let host_opened = match host {
-        Outcome::Ok(_) => true,
-        Outcome::Errno(EINVAL) => flags & O_DIRECT != 0,
-        _ => false,
-    };
-    makes_fifo && *uvfs == Outcome::Errno(ENXIO) && host_opened
 }
 
 /// The steps of `case` before the divergent step of `diff`.

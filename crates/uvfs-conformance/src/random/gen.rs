@@ -130,7 +130,11 @@ pub fn generate(seed: u64, shape: Shape) -> Case {
     let mut steps = Vec::with_capacity(2 * shape.ops);
     for i in 0..shape.ops {
         let op = g.op();
-        let bind = op.returns_fd().then(|| format!("f{}", i + 1));
+        let bind = match op {
+            // The read end and the write end.
+            Op::Pipe2 { .. } => Some(format!("f{}r f{}w", i + 1, i + 1)),
+            _ => op.returns_fd().then(|| format!("f{}", i + 1)),
+        };
         g.observe(&op, bind.as_deref());
         steps.push(Step {
             line: 2 * i + 1,
@@ -271,11 +275,13 @@ impl Gen {
         };
         let outcome = guide.run(self.fds.len(), op, &self.guide_fds);
         let ok = matches!(outcome, Outcome::Ok(_));
-        if let Some(name) = bind {
-            self.guide_fds.bind(name, &outcome, 1);
-            self.fds.push(name.to_string());
-            if matches!(outcome, Outcome::Ok(Value::Int(_))) {
-                self.open.push(name.to_string());
+        if let Some(names) = bind {
+            self.guide_fds.bind(names, &outcome, 1);
+            for name in names.split(' ') {
+                self.fds.push(name.to_string());
+                if matches!(outcome, Outcome::Ok(Value::Int(_) | Value::FdPair(..))) {
+                    self.open.push(name.to_string());
+                }
             }
         }
         if let (true, Op::Close { fd: Fd::Var(name) }) = (ok, op) {
@@ -289,6 +295,11 @@ impl Gen {
     }
 
     fn op(&mut self) -> Op {
+        // Pipes only in seeds that keep every fd non-blocking (a FIFO seed): a read of an
+        // empty pipe, or a write to a full one, would wait for ever.
+        if self.fifos && self.rng.chance(5) {
+            return self.pipe_op();
+        }
         match *self.rng.weighted(&KINDS) {
             Kind::Open => self.open(),
             Kind::Openat2 => Op::Openat2 {
@@ -697,8 +708,8 @@ impl Gen {
                 f |= bit;
             }
         }
-        // A FIFO opened for reading, or read when empty, blocks the host for ever (uvfs has
-        // no FIFOs yet, issue 9), so a seed that makes FIFOs opens everything non-blocking.
+        // A FIFO opened for reading, or read when empty, blocks (the host's actor and uvfs's
+        // guide alike), so a seed that makes FIFOs opens everything non-blocking.
         if self.fifos && f & 0o10000000 == 0 {
             f |= 0o4000;
         }
@@ -826,6 +837,42 @@ impl Gen {
             Fd::Raw(*self.rng.pick(&[0, 3, 4, 5, 10, -1, 1023, 5000]))
         } else {
             self.fd()
+        }
+    }
+
+    /// `pipe2` (always `O_NONBLOCK`, sometimes with a flag it refuses), the pipe-size `fcntl`
+    /// commands or `FIONREAD`, on any fd.
+    fn pipe_op(&mut self) -> Op {
+        match self.rng.below(4) {
+            0 | 1 => {
+                let mut flags = 0o4000;
+                for (percent, bit) in [(30, 0o2000000), (30, 0o40000), (5, 0o2000), (3, 0o2)] {
+                    if self.rng.chance(percent) {
+                        flags |= bit;
+                    }
+                }
+                Op::Pipe2 { flags }
+            }
+            2 => {
+                let fd = self.fd();
+                let cmd = if self.rng.chance(50) {
+                    Fcntl::GetPipeSz
+                } else {
+                    Fcntl::SetPipeSz(*self.rng.pick(&[
+                        0,
+                        1,
+                        4096,
+                        5000,
+                        65536,
+                        1 << 20,
+                        (1 << 20) + 1,
+                        (1 << 31) + 1,
+                        1 << 32,
+                    ]))
+                };
+                Op::Fcntl { fd, cmd }
+            }
+            _ => Op::Fionread { fd: self.fd() },
         }
     }
 
@@ -1123,17 +1170,19 @@ mod tests {
         let mut seeds_with_fifos = 0;
         for seed in 0..400 {
             let case = generate(seed, Shape::default());
-            let makes_fifo = case
-                .steps
-                .iter()
-                .any(|s| matches!(s.op, Op::Mknod { mode, .. } if mode & 0o170000 == 0o10000));
+            let makes_fifo = case.steps.iter().any(|s| {
+                matches!(s.op, Op::Mknod { mode, .. } if mode & 0o170000 == 0o10000)
+                    || matches!(s.op, Op::Pipe2 { .. })
+            });
             if !makes_fifo {
                 continue;
             }
             seeds_with_fifos += 1;
             for s in &case.steps {
                 let flags = match &s.op {
-                    Op::Open { flags, .. } | Op::Openat { flags, .. } => *flags,
+                    Op::Open { flags, .. } | Op::Openat { flags, .. } | Op::Pipe2 { flags } => {
+                        *flags
+                    }
                     Op::Openat2 { flags, .. } => *flags as i64,
                     Op::Fcntl {
                         cmd: Fcntl::SetFl(fl),

@@ -69,8 +69,8 @@ pub fn with_steps(case: &Case, steps: &[Step]) -> Case {
         .map(|(i, s)| {
             let mut s = s.clone();
             unbind_unknown(&mut s.op, &bound);
-            if let Some(name) = &s.bind {
-                bound.insert(name.clone());
+            if let Some(names) = &s.bind {
+                bound.extend(names.split(' ').map(str::to_string));
             }
             s.line = i + 1;
             s.text = s.op.to_string();

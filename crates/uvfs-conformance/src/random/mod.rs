@@ -121,38 +121,31 @@ mod tests {
 
     #[test]
     fn a_listed_class_explains_its_divergence_and_nothing_else() {
-        // A seed that makes a FIFO and opens something afterwards.
-        let (case, open_step) = (0..500)
+        // A seed with a `SEEK_DATA` or `SEEK_HOLE` seek, and a step that is not one.
+        let seek = |op: &Op| matches!(op, Op::Lseek { whence, .. } if *whence == 3 || *whence == 4);
+        let (case, seek_step, other_step) = (0..500)
             .find_map(|seed| {
                 let case = generate(seed, Shape::default());
-                let fifo = case.steps.iter().position(
-                    |s| matches!(s.op, Op::Mknod { mode, .. } if mode & 0o170000 == 0o10000),
-                )?;
-                let open = case
-                    .steps
-                    .iter()
-                    .position(|s| matches!(s.op, Op::Open { .. }))?;
-                Some((case, open + 1)).filter(|_| fifo < open)
+                let at = case.steps.iter().position(|s| seek(&s.op))?;
+                let other = case.steps.iter().position(|s| !seek(&s.op))?;
+                Some((case, at + 1, other + 1))
             })
-            .expect("some seed in 500 makes a FIFO and opens");
-        let (u, h) = runs(&case, |i, o| {
-            if i == open_step {
-                *o = Outcome::Errno(ENXIO);
-            }
-        });
+            .expect("some seed in 500 seeks for data or a hole");
+        // Linux's overflow near the largest offset (class linux_seek_hole_data_overflow).
+        let overflow = |step: usize| {
+            let (mut u, mut h) = runs(&case, |_, _| {});
+            u.outcomes[step] = Outcome::Ok(Value::Int(i64::MAX - 5));
+            h.outcomes[step] = Outcome::Errno(ENXIO);
+            judge(&case, &u, &h)
+        };
         assert_eq!(
-            judge(&case, &u, &h),
+            overflow(seek_step),
             SeedVerdict::Expected {
-                class: "fifo_open",
-                step: open_step
+                class: "linux_seek_hole_data_overflow",
+                step: seek_step
             }
         );
-        // The same errno from another op is not a FIFO open.
-        let (u, h) = runs(&case, |i, o| {
-            if i == open_step + 1 {
-                *o = Outcome::Errno(ENXIO);
-            }
-        });
-        assert!(matches!(judge(&case, &u, &h), SeedVerdict::Diverged { .. }));
+        // The same outcomes from another op are not that class.
+        assert!(matches!(overflow(other_step), SeedVerdict::Diverged { .. }));
     }
 }

@@ -336,6 +336,13 @@ pub enum FcntlCmd {
     GetFl,
     /// `F_SETFL`: only `O_APPEND`, `O_NONBLOCK`, `O_NOATIME`, `O_ASYNC`, `O_DIRECT` change.
     SetFl(OpenFlags),
+    /// `F_SETPIPE_SZ`: a pipe's capacity in bytes (the kernel takes the argument as an
+    /// `unsigned int`); returns the capacity set.
+    #[doc(alias = "F_SETPIPE_SZ")]
+    SetPipeSz(u32),
+    /// `F_GETPIPE_SZ`: a pipe's capacity in bytes.
+    #[doc(alias = "F_GETPIPE_SZ")]
+    GetPipeSz,
 }
 
 /// The fd that names the current working directory in `*at()` calls.

@@ -35,6 +35,7 @@ mod error;
 mod file;
 mod handle;
 mod metadata;
+pub mod pipefs;
 pub mod tmpfs;
 
 pub use dir::{DirEntry, ReadDir};

@@ -57,11 +57,14 @@ impl Task {
         Ok(newfd)
     }
 
-    /// `fcntl(2)` for the fd and status-flag commands.
+    /// `fcntl(2)` for the fd, status-flag and pipe-size commands.
     ///
     /// # Errors
     /// `EBADF`; `EINVAL` for a `F_DUPFD` minimum out of range; `EPERM` setting `O_NOATIME` on
-    /// a file the caller does not own; `EMFILE`.
+    /// a file the caller does not own; `EMFILE`. The pipe-size commands: `EBADF` for a file
+    /// that is not a pipe or FIFO, `EINVAL` for a size above 2^31, `EPERM` above
+    /// [`pipe_max_size`](crate::fs::pipefs::pipe_max_size) without `CAP_SYS_RESOURCE`,
+    /// `EBUSY` below what the pipe holds.
     pub fn fcntl(&self, fd: i32, cmd: FcntlCmd) -> Result<i32> {
         let file = self.files.get(fd)?;
         match cmd {
@@ -101,6 +104,11 @@ impl Task {
                 }
                 file.set_status_flags(f);
                 Ok(0)
+            }
+            FcntlCmd::SetPipeSz(size) => self.set_pipe_size(&file, size),
+            FcntlCmd::GetPipeSz => {
+                let pf = crate::fs::pipefs::pipe_file(&file).ok_or(Errno::EBADF)?;
+                Ok(pf.pipe().size_bytes() as i32)
             }
         }
     }

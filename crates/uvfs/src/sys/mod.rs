@@ -9,6 +9,7 @@ mod lock;
 mod mount;
 mod namespace;
 mod open;
+mod pipe;
 mod rw;
 mod stat;
 mod xattr;

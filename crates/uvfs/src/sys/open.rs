@@ -263,6 +263,14 @@ impl Task {
             };
             finish_open(w.cred, opened, req, cred_id)
         })
+        .and_then(|file| {
+            // A FIFO's open waits for the other side here, out of the walk's read-side
+            // section and borrows (Linux: `fifo_open()`).
+            if file.inode().file_type() == crate::abi::FileType::Fifo && !file.fmode().path_only {
+                crate::fs::pipefs::fifo_rendezvous(self, &file)?;
+            }
+            Ok(file)
+        })
     }
 
     /// `close(2)`.
@@ -515,12 +523,15 @@ fn finish_open(
     if ft == FileType::Socket {
         return Err(Errno::ENXIO);
     }
-    // A FIFO opened for neither reading nor writing (`O_ACCMODE`) is refused by its open
-    // (Linux: `fifo_open()`), before uvfs's missing FIFO support would say ENXIO.
-    if ft == FileType::Fifo && req.flags.access() == AccessMode::Neither {
-        return Err(Errno::EINVAL);
-    }
-    let ops = inode.ops().open(&inode, req.file_flags)?;
+    // Every filesystem's FIFOs open through pipefs (Linux: `init_special_inode()` gives them
+    // `pipefifo_fops`); the wait for the other side comes after the walk, which must not
+    // block ([`Task::open_description`]). `O_DIRECT` is refused below, after the open, as
+    // Linux's `do_dentry_open()` does.
+    let ops = if ft == FileType::Fifo {
+        crate::fs::pipefs::fifo_prepare(&inode, req.file_flags)?
+    } else {
+        inode.ops().open(&inode, req.file_flags)?
+    };
     let file = FileDescription::new(path, inode, req.file_flags, ops, cred_id)?;
     let inode = file.inode();
     // Only files that can do direct I/O open with `O_DIRECT`: on tmpfs, regular files

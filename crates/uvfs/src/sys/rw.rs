@@ -44,6 +44,20 @@ fn check_not_dir(file: &FileDescription) -> Result<()> {
     Ok(())
 }
 
+/// Pipes and FIFOs have no offsets: `ESPIPE` for `pread` and `pwrite`, before the access
+/// mode (Linux: `ksys_pread64()` tests `FMODE_PREAD` before `vfs_read()`); an `O_PATH` fd
+/// is refused first (`fdget()`).
+#[inline]
+fn check_no_pread(file: &FileDescription) -> Result<()> {
+    if file.inode().file_type() == FileType::Fifo {
+        if file.fmode().path_only {
+            return Err(Errno::EBADF);
+        }
+        return Err(Errno::ESPIPE);
+    }
+    Ok(())
+}
+
 #[inline]
 fn check_writable(file: &FileDescription) -> Result<()> {
     if !file.fmode().write {
@@ -149,6 +163,11 @@ impl Task {
     #[inline]
     pub(crate) fn read_file(&self, file: &FileDescription, buf: &mut [u8]) -> Result<usize> {
         check_readable(file)?;
+        // Pipes and FIFOs have no position and may block (Linux: `FMODE_STREAM` files).
+        if file.inode().file_type() == FileType::Fifo {
+            let len = buf.len().min(MAX_RW_COUNT);
+            return crate::fs::pipefs::read(self, file, &mut buf[..len]);
+        }
         let mut pos = file.pos.lock();
         verify_area(*pos as i64, buf.len())?;
         check_not_dir(file)?;
@@ -186,6 +205,7 @@ impl Task {
         buf: &mut [u8],
         offset: i64,
     ) -> Result<usize> {
+        check_no_pread(file)?;
         check_readable(file)?;
         let pos = verify_area(offset, buf.len())?;
         check_not_dir(file)?;
@@ -208,6 +228,10 @@ impl Task {
     #[inline]
     pub(crate) fn write_file(&self, file: &FileDescription, buf: &[u8]) -> Result<usize> {
         check_writable(file)?;
+        if file.inode().file_type() == FileType::Fifo {
+            let len = buf.len().min(MAX_RW_COUNT);
+            return crate::fs::pipefs::write(self, file, &buf[..len]);
+        }
         let mut pos = file.pos.lock();
         // The position is checked even with O_APPEND, where the write then goes to the end.
         let at = verify_area(*pos as i64, buf.len())?;
@@ -253,6 +277,7 @@ impl Task {
         buf: &[u8],
         offset: i64,
     ) -> Result<usize> {
+        check_no_pread(file)?;
         check_writable(file)?;
         let pos = verify_area(offset, buf.len())?;
         let at = if file.flags().contains(OpenFlags::APPEND) {
@@ -310,6 +335,9 @@ impl Task {
         }
         {
             let file = self.fget(fd)?;
+            if offset.is_some() {
+                check_no_pread(&file)?;
+            }
             check_readable(&file)?;
         }
         let total = iov_total(iov.iter().map(|b| b.len()), iov.len())?;
@@ -340,6 +368,9 @@ impl Task {
         }
         {
             let file = self.fget(fd)?;
+            if offset.is_some() {
+                check_no_pread(&file)?;
+            }
             check_writable(&file)?;
         }
         let total = iov_total(iov.iter().map(|b| b.len()), iov.len())?;

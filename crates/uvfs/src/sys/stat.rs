@@ -48,8 +48,12 @@ fn empty_of(flags: AtFlags) -> EmptyPath {
 fn fill_statx(inode: &Inode, mnt: &Mount, is_mount_root: bool, request: StatxMask) -> Statx {
     // mtime and ctime are reported (and the ctime marked observed) only when asked for, btime
     // only when asked for (Linux: `generic_fillattr()`, `shmem_getattr()`).
-    let cmtime = request.intersects(StatxMask::MTIME | StatxMask::CTIME);
-    let a = inode.attrs(cmtime);
+    // A filesystem without multigrain timestamps reports them always, and one without a
+    // birth time never reports it (pipefs: plain `generic_fillattr()`).
+    let sops = inode.sb().ops();
+    let multigrain = sops.multigrain_times();
+    let cmtime = request.intersects(StatxMask::MTIME | StatxMask::CTIME) || !multigrain;
+    let a = inode.attrs(cmtime && multigrain);
     // Asked for the mount ID that is never reused, Linux gives it instead of the other
     // (`vfs_statx_path()`). uvfs never reuses a mount ID, so the two are the same number.
     let mnt_id = if request.contains(StatxMask::MNT_ID_UNIQUE) {
@@ -61,7 +65,7 @@ fn fill_statx(inode: &Inode, mnt: &Mount, is_mount_root: bool, request: StatxMas
     if cmtime {
         mask |= StatxMask::MTIME | StatxMask::CTIME;
     }
-    if request.contains(StatxMask::BTIME) {
+    if request.contains(StatxMask::BTIME) && sops.has_btime() {
         mask |= StatxMask::BTIME;
     }
     let (rdev_major, rdev_minor) = dev_split(inode.rdev());

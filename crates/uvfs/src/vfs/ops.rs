@@ -202,6 +202,17 @@ pub trait SuperOps: Send + Sync + 'static {
         false
     }
 
+    /// Whether the filesystem's mtime and ctime are multigrain (Linux: `FS_MGTIME`): `statx`
+    /// then reports them only when asked for, and marks the ctime observed. tmpfs's are.
+    fn multigrain_times(&self) -> bool {
+        true
+    }
+
+    /// Whether the filesystem keeps a birth time for `statx`'s `STATX_BTIME` (tmpfs does).
+    fn has_btime(&self) -> bool {
+        true
+    }
+
     /// Down-casting support.
     fn as_any(&self) -> &dyn Any;
 }
@@ -512,6 +523,12 @@ pub trait FileOps: Send + Sync + 'static {
         len: u64,
     ) -> Result<()> {
         Err(Errno::EOPNOTSUPP)
+    }
+
+    /// The file operations as `Any`, for the VFS to find its own kinds of files (pipes) among
+    /// them; `None` for a filesystem's files.
+    fn as_any(&self) -> Option<&dyn Any> {
+        None
     }
 
     /// Called once when the last fd of the open file is closed (Linux: `->release`).

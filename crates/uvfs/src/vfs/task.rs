@@ -48,6 +48,9 @@ type FdCacheSlot = Option<(i32, Arc<FileDescription>)>;
 /// - **Extended attributes**: [`setxattr`](Task::setxattr), [`getxattr`](Task::getxattr),
 ///   [`listxattr`](Task::listxattr), [`removexattr`](Task::removexattr).
 /// - **fds**: [`dup`](Task::dup), [`dup3`](Task::dup3), [`fcntl`](Task::fcntl).
+/// - **Pipes**: [`pipe2`](Task::pipe2), [`fionread`](Task::fionread),
+///   [`take_sigpipe`](Task::take_sigpipe); `F_SETPIPE_SZ` and `F_GETPIPE_SZ` through
+///   [`fcntl`](Task::fcntl).
 /// - **Advisory locks**: [`flock`](Task::flock), [`fcntl_lock`](Task::fcntl_lock),
 ///   [`interrupt_handle`](Task::interrupt_handle).
 /// - **Mounts**: [`mount`](Task::mount), [`umount2`](Task::umount2).
@@ -78,6 +81,8 @@ pub struct Task {
     /// What interrupts this task's blocked lock calls: made by the first
     /// [`Task::interrupt_handle`], so that a task nobody interrupts pays nothing.
     pub(crate) interrupt: OnceCell<Arc<super::locks::Interrupt>>,
+    /// A `SIGPIPE` is pending: a write found a pipe with no reader ([`Task::take_sigpipe`]).
+    pub(crate) sigpipe: Cell<bool>,
 }
 
 /// A borrowed open file: from the task's cache, or a counted reference.
@@ -118,6 +123,7 @@ impl Task {
             files: Arc::new(FdTable::new()),
             fd_cache: RefCell::new(Default::default()),
             interrupt: OnceCell::new(),
+            sigpipe: Cell::new(false),
         }
     }
 
@@ -136,6 +142,7 @@ impl Task {
             files: self.files.clone(),
             fd_cache: RefCell::new(Default::default()),
             interrupt: OnceCell::new(),
+            sigpipe: Cell::new(false),
         }
     }
 
@@ -151,6 +158,7 @@ impl Task {
             files: Arc::new(self.files.duplicate()),
             fd_cache: RefCell::new(Default::default()),
             interrupt: OnceCell::new(),
+            sigpipe: Cell::new(false),
         }
     }
 

@@ -173,12 +173,29 @@ fn deadlock(blocked: &[Blocked], caller: u64, blocker: Owner) -> bool {
     unreachable!("the loop returns")
 }
 
-/// What makes a blocked lock wait of one task return `EINTR`.
+/// Something a task blocks in (a lock context, a pipe) that an interrupt must wake.
+pub(crate) trait InterruptWake: Send + Sync {
+    /// Wakes every waiter, taking the lock under which waiters check
+    /// [`Interrupt::take`] before they sleep, so that none misses the wake-up.
+    fn wake_for_interrupt(&self);
+}
+
+impl InterruptWake for LockContext {
+    fn wake_for_interrupt(&self) {
+        // Under the state lock: the waiter checks `pending` under it before it waits,
+        // so it either sees the flag or is waiting when this notifies.
+        let _st = self.state.lock();
+        self.cond.notify_all();
+    }
+}
+
+/// What makes a blocked lock or pipe wait of one task return `EINTR`.
 pub(crate) struct Interrupt {
     pending: AtomicBool,
-    /// The context the task waits in, while it is in a blocking lock call.
-    /// Protects: itself. Order: leaf (released before `LockContext::state` is taken).
-    waiting_on: Mutex<Option<Arc<LockContext>>>,
+    /// What the task waits in, while it is in a blocking lock or pipe call.
+    /// Protects: itself. Order: leaf (the interrupter releases it before it takes the
+    /// waited object's lock; a pipe waiter takes it under `Pipe::state`).
+    waiting_on: Mutex<Option<Arc<dyn InterruptWake>>>,
 }
 
 impl Interrupt {
@@ -208,18 +225,16 @@ pub struct InterruptHandle(pub(crate) Arc<Interrupt>);
 
 impl InterruptHandle {
     /// Interrupts the task: its blocked `F_SETLKW`, `F_OFD_SETLKW` or blocking `flock`
-    /// returns `EINTR` having taken nothing; if none is blocked now, the interrupt stays
-    /// pending until a lock call of the task is about to wait (which then returns `EINTR`)
-    /// or [`Task::take_interrupt`](super::Task::take_interrupt) clears it. Calls that do not
+    /// returns `EINTR` having taken nothing; its blocked pipe or FIFO read, write or open
+    /// returns `EINTR` if it moved nothing, else the count it moved. If none is blocked
+    /// now, the interrupt stays pending until a call of the task is about to wait (which
+    /// then returns `EINTR`) or [`Task::take_interrupt`](super::Task::take_interrupt) clears it. Calls that do not
     /// wait leave it pending.
     pub fn interrupt(&self) {
         self.0.pending.store(true, Ordering::SeqCst);
-        let ctx = self.0.waiting_on.lock().clone();
-        if let Some(ctx) = ctx {
-            // Under the state lock: the waiter checks `pending` under it before it waits,
-            // so it either sees the flag or is waiting when this notifies.
-            let _st = ctx.state.lock();
-            ctx.cond.notify_all();
+        let target = self.0.waiting_on.lock().clone();
+        if let Some(target) = target {
+            target.wake_for_interrupt();
         }
     }
 }
@@ -242,12 +257,12 @@ pub(crate) enum Wait<'a> {
 }
 
 /// Marks a task as waiting in `ctx` for the length of a blocking call.
-struct WaitingOn<'a>(Option<&'a Interrupt>);
+pub(crate) struct WaitingOn<'a>(Option<&'a Interrupt>);
 
 impl<'a> WaitingOn<'a> {
-    fn enter(intr: Option<&'a Interrupt>, ctx: &Arc<LockContext>) -> WaitingOn<'a> {
+    pub(crate) fn enter(intr: Option<&'a Interrupt>, ctx: Arc<dyn InterruptWake>) -> WaitingOn<'a> {
         if let Some(i) = intr {
-            *i.waiting_on.lock() = Some(ctx.clone());
+            *i.waiting_on.lock() = Some(ctx);
         }
         WaitingOn(intr)
     }
@@ -324,7 +339,7 @@ pub(crate) fn posix_lock(inode: &Inode, req: RangeRequest, wait: Wait<'_>) -> Re
         Wait::Yes(i) => i,
         Wait::No => None,
     };
-    let _waiting = WaitingOn::enter(intr, &ctx);
+    let _waiting = WaitingOn::enter(intr, ctx.clone());
     let mut st = ctx.state.lock();
     let token = NEXT_TOKEN.fetch_add(1, Ordering::Relaxed);
     loop {
@@ -396,7 +411,7 @@ pub(crate) fn flock(inode: &Inode, file: usize, kind: Option<Kind>, wait: Wait<'
         Wait::Yes(i) => i,
         Wait::No => None,
     };
-    let _waiting = WaitingOn::enter(intr, &ctx);
+    let _waiting = WaitingOn::enter(intr, ctx.clone());
     let mut st = ctx.state.lock();
     loop {
         // The description's own lock: kept if of the same kind, else released first (a

@@ -1,0 +1,458 @@
+//! The pipe itself: a ring of page-sized buffers, the counts of its readers and writers, and
+//! the waits of blocked reads, writes and FIFO opens. Linux: `struct pipe_inode_info`,
+//! `anon_pipe_read()`, `anon_pipe_write()`, `pipe_resize_ring()`, `fifo_open()` in fs/pipe.c.
+//!
+//! # Atomicity
+//! A write copies under [`Pipe::state`] and drops it only to wait for room, when the ring is
+//! full. A write of at most `PIPE_BUF` bytes either merges whole into the last buffer or goes
+//! whole into one new buffer, so it never waits half-copied and never interleaves with another
+//! writer's bytes. Larger writes fill page after page and may interleave at a wait.
+
+use std::cell::Cell;
+use std::collections::VecDeque;
+use std::sync::Arc;
+
+use parking_lot::{Condvar, Mutex, MutexGuard};
+
+use crate::abi::{Errno, Result, PAGE_SIZE};
+use crate::vfs::locks::{Interrupt, InterruptWake, Wait, WaitingOn};
+
+const PAGE: usize = PAGE_SIZE as usize;
+
+/// Buffers of a new pipe (Linux: `PIPE_DEF_BUFFERS`): 64 KiB.
+pub(crate) const PIPE_DEF_BUFFERS: usize = 16;
+
+/// One buffer of the ring (Linux: `struct pipe_buffer`).
+struct Buf {
+    page: Box<[u8]>,
+    off: usize,
+    len: usize,
+    /// Written by an `O_DIRECT` writer: a packet, read whole or its rest discarded, never
+    /// merged with (Linux: `PIPE_BUF_FLAG_PACKET`; the others have `PIPE_BUF_FLAG_CAN_MERGE`).
+    packet: bool,
+}
+
+/// Everything [`Pipe::state`] protects.
+struct PipeState {
+    bufs: VecDeque<Buf>,
+    /// One freed page kept for the next write (Linux: `tmp_page`).
+    spare: Option<Box<[u8]>>,
+    /// Buffers the ring may hold (Linux: `max_usage`).
+    max_usage: usize,
+    /// Bytes held.
+    bytes: usize,
+    readers: u32,
+    writers: u32,
+    /// Opens of each kind so far: a FIFO opener waits for the other kind's count to move
+    /// (Linux: `r_counter`, `w_counter`).
+    r_counter: u32,
+    w_counter: u32,
+    /// Tasks waiting on `rd_wait` (readers and FIFO openers) and on `wr_wait` (writers).
+    rd_waiters: u32,
+    wr_waiters: u32,
+}
+
+/// A pipe: the buffer of an anonymous pipe or of an open FIFO.
+pub(crate) struct Pipe {
+    /// Protects: the ring and every count.
+    /// Order: after the FIFO table; before `Interrupt::waiting_on` (a leaf).
+    state: Mutex<PipeState>,
+    /// Readers wait for data or the last writer's close; FIFO openers for the other side.
+    rd_wait: Condvar,
+    /// Writers wait for room or the last reader's close.
+    wr_wait: Condvar,
+}
+
+impl InterruptWake for Pipe {
+    fn wake_for_interrupt(&self) {
+        // Waiters check the interrupt under `state` before they sleep.
+        let _st = self.state.lock();
+        self.rd_wait.notify_all();
+        self.wr_wait.notify_all();
+    }
+}
+
+/// Waits on `cv` once, counting the waiter in `count`; the task's interrupt is checked
+/// first (an interrupt arriving later wakes the wait through [`InterruptWake`]).
+fn wait_on<'i>(
+    pipe: &Arc<Pipe>,
+    st: &mut MutexGuard<'_, PipeState>,
+    intr: Option<&'i Interrupt>,
+    waiting: &mut Option<WaitingOn<'i>>,
+    which: Side,
+) -> Result<()> {
+    if let Some(i) = intr {
+        if waiting.is_none() {
+            *waiting = Some(WaitingOn::enter(
+                Some(i),
+                pipe.clone() as Arc<dyn InterruptWake>,
+            ));
+        }
+        if i.take() {
+            return Err(Errno::EINTR);
+        }
+    }
+    match which {
+        Side::Read => {
+            st.rd_waiters += 1;
+            pipe.rd_wait.wait(st);
+            st.rd_waiters -= 1;
+        }
+        Side::Write => {
+            st.wr_waiters += 1;
+            pipe.wr_wait.wait(st);
+            st.wr_waiters -= 1;
+        }
+    }
+    Ok(())
+}
+
+#[derive(Clone, Copy)]
+enum Side {
+    Read,
+    Write,
+}
+
+/// How a FIFO is opened (Linux: the `FMODE_READ`/`FMODE_WRITE` cases of `fifo_open()`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum FifoEnd {
+    Read,
+    Write,
+    Both,
+}
+
+impl Pipe {
+    /// An empty pipe of [`PIPE_DEF_BUFFERS`] buffers with no reader or writer yet.
+    pub(crate) fn new() -> Arc<Pipe> {
+        Arc::new(Pipe {
+            state: Mutex::new(PipeState {
+                bufs: VecDeque::new(),
+                spare: None,
+                max_usage: PIPE_DEF_BUFFERS,
+                bytes: 0,
+                readers: 0,
+                writers: 0,
+                r_counter: 0,
+                w_counter: 0,
+                rd_waiters: 0,
+                wr_waiters: 0,
+            }),
+            rd_wait: Condvar::new(),
+            wr_wait: Condvar::new(),
+        })
+    }
+
+    /// An anonymous pipe with its one reader and one writer.
+    pub(crate) fn new_anon() -> Arc<Pipe> {
+        let p = Pipe::new();
+        {
+            let mut st = p.state.lock();
+            st.readers = 1;
+            st.writers = 1;
+        }
+        p
+    }
+
+    /// Reads what is there, up to `buf.len()` bytes; waits (with [`Wait::Yes`]) only while
+    /// the pipe is empty and has a writer, never for more once it got something. A packet
+    /// buffer ends the read, its unread rest discarded. 0 at end of file (empty, no writer).
+    ///
+    /// # Errors
+    /// `EAGAIN` (empty, a writer, [`Wait::No`]); `EINTR` (interrupted before any byte).
+    pub(crate) fn read(self: &Arc<Self>, buf: &mut [u8], wait: Wait<'_>) -> Result<usize> {
+        if buf.is_empty() {
+            return Ok(0);
+        }
+        let mut st = self.state.lock();
+        let mut waiting = None;
+        loop {
+            if !st.bufs.is_empty() {
+                let (n, freed) = st.take_into(buf);
+                // Only a read that freed a buffer can make room; writers wait only when full.
+                if freed && st.wr_waiters > 0 {
+                    self.wr_wait.notify_all();
+                }
+                return Ok(n);
+            }
+            if st.writers == 0 {
+                return Ok(0);
+            }
+            match wait {
+                Wait::No => return Err(Errno::EAGAIN),
+                Wait::Yes(intr) => wait_on(self, &mut st, intr, &mut waiting, Side::Read)?,
+            }
+        }
+    }
+
+    /// Writes `buf` (see the module's atomicity rules); waits (with [`Wait::Yes`]) while the
+    /// ring is full and has a reader. Sets `sigpipe` whenever it finds no reader.
+    ///
+    /// # Errors
+    /// `EPIPE` (no reader, nothing written); `EAGAIN` (full, [`Wait::No`], nothing written);
+    /// `EINTR` (interrupted before any byte). With some bytes written these give the count.
+    pub(crate) fn write(
+        self: &Arc<Self>,
+        buf: &[u8],
+        wait: Wait<'_>,
+        packet: bool,
+        sigpipe: &Cell<bool>,
+    ) -> Result<usize> {
+        // A null write succeeds, reader or not (Linux: before the `readers` test).
+        if buf.is_empty() {
+            return Ok(0);
+        }
+        let mut st = self.state.lock();
+        let mut waiting = None;
+        let mut ret = 0;
+        if st.readers == 0 {
+            sigpipe.set(true);
+            return Err(Errno::EPIPE);
+        }
+        // The part past whole pages merges into the last buffer when it fits there whole.
+        let chars = buf.len() & (PAGE - 1);
+        if chars != 0 && !packet {
+            if let Some(last) = st.bufs.back_mut() {
+                if !last.packet && last.off + last.len + chars <= PAGE {
+                    let at = last.off + last.len;
+                    last.page[at..at + chars].copy_from_slice(&buf[..chars]);
+                    last.len += chars;
+                    st.bytes += chars;
+                    ret = chars;
+                }
+            }
+        }
+        let mut result = Ok(());
+        loop {
+            if ret == buf.len() {
+                break;
+            }
+            if st.readers == 0 {
+                sigpipe.set(true);
+                if ret == 0 {
+                    result = Err(Errno::EPIPE);
+                }
+                break;
+            }
+            if st.bufs.len() < st.max_usage {
+                let n = (buf.len() - ret).min(PAGE);
+                let mut page = st
+                    .spare
+                    .take()
+                    .unwrap_or_else(|| vec![0u8; PAGE].into_boxed_slice());
+                page[..n].copy_from_slice(&buf[ret..ret + n]);
+                st.bufs.push_back(Buf {
+                    page,
+                    off: 0,
+                    len: n,
+                    packet,
+                });
+                st.bytes += n;
+                ret += n;
+                continue;
+            }
+            // Full: let blocked readers take what this write has added before waiting.
+            if ret > 0 && st.rd_waiters > 0 {
+                self.rd_wait.notify_all();
+            }
+            match wait {
+                Wait::No => {
+                    if ret == 0 {
+                        result = Err(Errno::EAGAIN);
+                    }
+                    break;
+                }
+                Wait::Yes(intr) => {
+                    if let Err(e) = wait_on(self, &mut st, intr, &mut waiting, Side::Write) {
+                        if ret == 0 {
+                            result = Err(e);
+                        }
+                        break;
+                    }
+                }
+            }
+        }
+        if ret > 0 && st.rd_waiters > 0 {
+            self.rd_wait.notify_all();
+        }
+        result.map(|()| ret)
+    }
+
+    /// Bytes held (`FIONREAD`).
+    pub(crate) fn bytes(&self) -> usize {
+        self.state.lock().bytes
+    }
+
+    /// The capacity in bytes (`F_GETPIPE_SZ`).
+    pub(crate) fn size_bytes(&self) -> usize {
+        self.state.lock().max_usage * PAGE
+    }
+
+    /// Sets the capacity to `nr_slots` buffers (Linux: `pipe_resize_ring()`).
+    ///
+    /// # Errors
+    /// `EBUSY` if the ring holds more buffers than that.
+    pub(crate) fn set_slots(&self, nr_slots: usize) -> Result<()> {
+        let mut st = self.state.lock();
+        if nr_slots < st.bufs.len() {
+            return Err(Errno::EBUSY);
+        }
+        let grew = nr_slots > st.max_usage;
+        st.max_usage = nr_slots;
+        if grew && st.wr_waiters > 0 {
+            self.wr_wait.notify_all();
+        }
+        Ok(())
+    }
+
+    /// Drops one reader and or writer (a close); wakes the other side when its last partner
+    /// went (Linux: `pipe_release()`).
+    pub(crate) fn release(&self, read: bool, write: bool) {
+        let mut st = self.state.lock();
+        if read {
+            st.readers -= 1;
+            if st.readers == 0 && st.wr_waiters > 0 {
+                self.wr_wait.notify_all();
+            }
+        }
+        if write {
+            st.writers -= 1;
+            if st.writers == 0 && st.rd_waiters > 0 {
+                self.rd_wait.notify_all();
+            }
+        }
+    }
+
+    /// True once no reader or writer is left: a FIFO's pipe then goes, its data with it.
+    pub(crate) fn is_unused(&self) -> bool {
+        let st = self.state.lock();
+        st.readers == 0 && st.writers == 0
+    }
+
+    /// The open rendezvous of a FIFO (Linux: `fifo_open()`): a reader waits for a writer and
+    /// a writer for a reader, unless `nonblock`; a reader and writer at once never waits. On
+    /// success the opener is counted as a reader and or writer.
+    ///
+    /// # Errors
+    /// `ENXIO` (write-only, `nonblock`, no reader); `EINTR` (interrupted while waiting; the
+    /// opener is not counted).
+    pub(crate) fn fifo_open(
+        self: &Arc<Self>,
+        end: FifoEnd,
+        nonblock: bool,
+        intr: Option<&Interrupt>,
+    ) -> Result<()> {
+        let mut st = self.state.lock();
+        let mut waiting = None;
+        match end {
+            FifoEnd::Read => {
+                st.r_counter = st.r_counter.wrapping_add(1);
+                st.readers += 1;
+                if st.readers == 1 {
+                    self.wake_partner(&st);
+                }
+                if st.writers == 0 && !nonblock {
+                    let cur = st.w_counter;
+                    while cur == st.w_counter {
+                        if let Err(e) = wait_on(self, &mut st, intr, &mut waiting, Side::Read) {
+                            st.readers -= 1;
+                            if st.readers == 0 && st.wr_waiters > 0 {
+                                self.wr_wait.notify_all();
+                            }
+                            return Err(e);
+                        }
+                    }
+                }
+            }
+            FifoEnd::Write => {
+                if nonblock && st.readers == 0 {
+                    return Err(Errno::ENXIO);
+                }
+                st.w_counter = st.w_counter.wrapping_add(1);
+                st.writers += 1;
+                if st.writers == 1 {
+                    self.wake_partner(&st);
+                }
+                if st.readers == 0 {
+                    let cur = st.r_counter;
+                    while cur == st.r_counter {
+                        if let Err(e) = wait_on(self, &mut st, intr, &mut waiting, Side::Read) {
+                            st.writers -= 1;
+                            if st.writers == 0 && st.rd_waiters > 0 {
+                                self.rd_wait.notify_all();
+                            }
+                            return Err(e);
+                        }
+                    }
+                }
+            }
+            FifoEnd::Both => {
+                st.readers += 1;
+                st.writers += 1;
+                st.r_counter = st.r_counter.wrapping_add(1);
+                st.w_counter = st.w_counter.wrapping_add(1);
+                if st.readers == 1 || st.writers == 1 {
+                    self.wake_partner(&st);
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Wakes FIFO openers waiting for the other side (Linux: `wake_up_partner()`).
+    fn wake_partner(&self, st: &PipeState) {
+        if st.rd_waiters > 0 {
+            self.rd_wait.notify_all();
+        }
+    }
+
+    /// Readers and FIFO openers waiting on the pipe, writers waiting for room: for tests
+    /// that must know a waiter is in place.
+    pub(crate) fn waiters(&self) -> u32 {
+        let st = self.state.lock();
+        st.rd_waiters + st.wr_waiters
+    }
+}
+
+impl PipeState {
+    /// Copies from the front of the ring into `buf`: across buffers until `buf` is full or the
+    /// ring empty, or one packet. Returns the count and whether a buffer was freed.
+    fn take_into(&mut self, buf: &mut [u8]) -> (usize, bool) {
+        let mut ret = 0;
+        let mut freed = false;
+        while ret < buf.len() {
+            let Some(b) = self.bufs.front_mut() else {
+                break;
+            };
+            let n = (buf.len() - ret).min(b.len);
+            buf[ret..ret + n].copy_from_slice(&b.page[b.off..b.off + n]);
+            ret += n;
+            let packet = b.packet;
+            // A packet goes whole: what did not fit in `buf` is discarded (Linux:
+            // `is_packetized()` in `anon_pipe_read()`).
+            let used = if packet { b.len } else { n };
+            b.off += used;
+            b.len -= used;
+            self.bytes -= used;
+            if b.len == 0 {
+                let b = self.bufs.pop_front().expect("the front buffer is there");
+                self.spare.get_or_insert(b.page);
+                freed = true;
+            }
+            if packet {
+                break;
+            }
+        }
+        (ret, freed)
+    }
+}
+
+impl std::fmt::Debug for Pipe {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let st = self.state.lock();
+        f.debug_struct("Pipe")
+            .field("bytes", &st.bytes)
+            .field("readers", &st.readers)
+            .field("writers", &st.writers)
+            .finish()
+    }
+}
