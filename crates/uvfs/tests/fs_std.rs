@@ -39,6 +39,19 @@ impl HostDir {
 
 impl Drop for HostDir {
     fn drop(&mut self) {
+        // A sequence may leave directories its user cannot search or write (`SetMode`): give
+        // each back to its owner first, or an unprivileged run leaves its tree in /dev/shm.
+        fn open_up(dir: &Path) {
+            let _ = host::set_permissions(dir, host::Permissions::from_mode(0o700));
+            if let Ok(rd) = host::read_dir(dir) {
+                for e in rd.flatten() {
+                    if e.file_type().is_ok_and(|t| t.is_dir()) {
+                        open_up(&e.path());
+                    }
+                }
+            }
+        }
+        open_up(&self.0);
         let _ = host::remove_dir_all(&self.0);
     }
 }
@@ -686,13 +699,17 @@ fn the_sequences_behave_as_std_fs_for_an_unprivileged_user_too() {
     let copy = PathBuf::from(format!("/dev/shm/uvfs-fs-std-bin-{}", std::process::id()));
     std::fs::copy(&exe, &copy).unwrap();
     std::fs::set_permissions(&copy, host::Permissions::from_mode(0o755)).unwrap();
-    let out = std::process::Command::new(&copy)
+    let child = std::process::Command::new(&copy)
         .args(["--test-threads", "2", "--skip", "unprivileged_user_too"])
         .env("UVFS_FS_STD_SEEDS", "300")
         .uid(1000)
         .gid(1000)
-        .output()
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
         .unwrap();
+    let child_pid = child.id();
+    let out = child.wait_with_output().unwrap();
     let _ = std::fs::remove_file(&copy);
     let stdout = String::from_utf8_lossy(&out.stdout);
     let stderr = String::from_utf8_lossy(&out.stderr);
@@ -700,5 +717,19 @@ fn the_sequences_behave_as_std_fs_for_an_unprivileged_user_too() {
     assert!(
         stdout.contains("test result: ok. 2 passed"),
         "both sequence tests ran as uid 1000:\n{stdout}"
+    );
+    // Its directories went with it (their names carry the child's pid and uid 1000).
+    let left: Vec<_> = std::fs::read_dir("/dev/shm")
+        .unwrap()
+        .flatten()
+        .filter(|e| {
+            let n = e.file_name().to_string_lossy().into_owned();
+            n.starts_with(&format!("uvfs-fs-std-{child_pid}-1000-"))
+        })
+        .collect();
+    assert!(
+        left.is_empty(),
+        "left in /dev/shm: {} directories",
+        left.len()
     );
 }
