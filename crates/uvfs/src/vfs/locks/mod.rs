@@ -341,7 +341,6 @@ pub(crate) fn posix_lock(inode: &Inode, req: RangeRequest, wait: Wait<'_>) -> Re
     };
     let _waiting = WaitingOn::enter(intr, ctx.clone());
     let mut st = ctx.state.lock();
-    let token = NEXT_TOKEN.fetch_add(1, Ordering::Relaxed);
     loop {
         if let Some(kind) = req.kind {
             if let Some(c) = st.posix.first_conflict(req.owner, kind, req.start, req.end) {
@@ -349,21 +348,26 @@ pub(crate) fn posix_lock(inode: &Inode, req: RangeRequest, wait: Wait<'_>) -> Re
                 let Wait::Yes(_) = wait else {
                     return Err(Errno::EAGAIN);
                 };
+                // The token is drawn only by a call that waits, under `BLOCKED`, which a
+                // wait writes anyway: a lock taken at once writes no shared counter.
+                let mut token = None;
                 if let Owner::Files(me) = req.owner {
                     let mut blocked = BLOCKED.lock();
                     if deadlock(&blocked, me, blocker) {
                         return Err(Errno::EDEADLK);
                     }
+                    let t = NEXT_TOKEN.fetch_add(1, Ordering::Relaxed);
+                    token = Some(t);
                     blocked.push(Blocked {
                         owner: me,
-                        token,
+                        token: t,
                         ctx: Arc::as_ptr(&ctx) as usize,
                         blocker,
                     });
                 }
                 let r = wait_once(&ctx, &mut st, intr);
-                if matches!(req.owner, Owner::Files(_)) {
-                    BLOCKED.lock().retain(|b| b.token != token);
+                if let Some(t) = token {
+                    BLOCKED.lock().retain(|b| b.token != t);
                 }
                 r?;
                 continue;
