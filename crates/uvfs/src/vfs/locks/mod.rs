@@ -75,13 +75,18 @@ struct LockState {
 
 /// The side table: inode address to its lock context.
 /// Protects: the map of its shard. Order: leaf.
-static CONTEXTS: [Mutex<BTreeMap<usize, Arc<LockContext>>>; SHARDS] =
-    [const { Mutex::new(BTreeMap::new()) }; SHARDS];
+static CONTEXTS: [Shard; SHARDS] = [const { Shard(Mutex::new(BTreeMap::new())) }; SHARDS];
+
+/// One shard of [`CONTEXTS`], alone in its cache-line pair: a shard is 32 bytes, and unpadded
+/// four of them shared a line pair, so threads locking files of different shards wrote the
+/// same line.
+#[repr(align(128))]
+struct Shard(Mutex<BTreeMap<usize, Arc<LockContext>>>);
 
 fn shard(inode: &Inode) -> (usize, &'static Mutex<BTreeMap<usize, Arc<LockContext>>>) {
     let key = std::ptr::from_ref(inode) as usize;
     // Inodes are 160-byte allocations: skip the low bits that are the same for all.
-    (key, &CONTEXTS[(key >> 5) % SHARDS])
+    (key, &CONTEXTS[(key >> 5) % SHARDS].0)
 }
 
 /// The inode's lock context, if it has one.
