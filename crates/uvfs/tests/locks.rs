@@ -807,3 +807,35 @@ fn fs_file_locks_behave_as_std_file_locks_on_linux() {
     let c = fs.open("/l").expect("open");
     c.try_lock_shared().expect("shared with shared");
 }
+
+/// A wait that ended without a wake-up from its blocker (interrupted) leaves no trace for
+/// the deadlock check: b waited for a and was interrupted, then a waits for b; with b's old
+/// wait still on record that would look like a cycle (EDEADLK).
+#[test]
+fn a_finished_wait_is_forgotten_by_the_deadlock_check() {
+    let (_v, a) = setup();
+    let b = a.fork();
+    let fa = open(&a, OpenFlags::RDWR);
+    let fb = open(&b, OpenFlags::RDWR);
+    set(&a, fa, F_WRLCK, 0, 1).expect("a holds 0");
+    set(&b, fb, F_WRLCK, 1, 1).expect("b holds 1");
+    let stop = b.interrupt_handle();
+    let got = spawn(move || {
+        let r = b.fcntl_lock(fb, LockCmd::SetLkW, &mut Flock::new(F_WRLCK, 0, 1));
+        (r, b)
+    });
+    await_waiters(&a, fa, 1);
+    stop.interrupt();
+    let (r, b) = got.recv_timeout(TIMEOUT).expect("b's wait returns");
+    assert_eq!(r, Err(Errno::EINTR), "b was interrupted");
+    // Now a waits for b's byte: no cycle, since b waits for nothing any more.
+    let a2 = a.clone_thread();
+    let got = spawn(move || {
+        let r = a2.fcntl_lock(fa, LockCmd::SetLkW, &mut Flock::new(F_WRLCK, 1, 1));
+        (r, a2)
+    });
+    await_waiters(&b, fb, 1);
+    set(&b, fb, F_UNLCK, 1, 1).expect("b lets go");
+    let (r, _a2) = got.recv_timeout(TIMEOUT).expect("a's wait returns");
+    assert_eq!(r, Ok(()), "not EDEADLK: b's finished wait was forgotten");
+}
