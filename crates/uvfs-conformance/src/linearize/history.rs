@@ -238,6 +238,7 @@ fn kind(ft: FileType) -> &'static str {
         FileType::BlockDevice => "blockdev",
         FileType::Fifo => "fifo",
         FileType::Socket => "socket",
+        FileType::Anon => "anon",
     }
 }
 

@@ -6,6 +6,7 @@ pub mod flags;
 pub mod limits;
 pub mod lock;
 pub mod mode;
+pub mod poll;
 pub mod stat;
 
 pub use dirent::Dirent;
@@ -14,4 +15,5 @@ pub use flags::*;
 pub use limits::*;
 pub use lock::*;
 pub use mode::*;
+pub use poll::*;
 pub use stat::*;

@@ -32,6 +32,11 @@ pub enum FileType {
     Fifo,
     /// `S_IFSOCK`.
     Socket,
+    /// No `S_IFMT` bits: the inode of an eventfd or epoll file, which Linux makes on its
+    /// anonymous-inode filesystem with mode 0600 and no type (`anon_inode_getfile()`).
+    /// [`FileType::from_mode`] never returns it: a mode with no type bits names a regular
+    /// file to `mknod`.
+    Anon,
 }
 
 impl FileType {
@@ -45,6 +50,7 @@ impl FileType {
             FileType::BlockDevice => 0o060000,
             FileType::Fifo => 0o010000,
             FileType::Socket => 0o140000,
+            FileType::Anon => 0,
         }
     }
 
@@ -72,6 +78,7 @@ impl FileType {
             FileType::Regular => 8,
             FileType::Symlink => 10,
             FileType::Socket => 12,
+            FileType::Anon => 0,
         }
     }
 }

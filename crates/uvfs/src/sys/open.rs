@@ -500,7 +500,7 @@ fn finish_open(
                 }
                 truncate = false;
             }
-            FileType::Fifo | FileType::Socket => truncate = false,
+            FileType::Fifo | FileType::Socket | FileType::Anon => truncate = false,
             FileType::Regular => {}
         }
         inode_permission(cred, &inode, req.acc)?;

@@ -18,6 +18,7 @@ pub mod name;
 pub(crate) mod namei;
 pub mod ops;
 pub mod permission;
+pub mod poll;
 pub mod super_block;
 pub mod task;
 #[cfg(test)]

@@ -72,9 +72,11 @@ use super::file::FileDescription;
 #[cfg(doc)]
 use super::inode::InodeInit;
 use super::inode::{Inode, SetAttr};
+use super::poll::PollTable;
 use super::super_block::SuperBlock;
 use crate::abi::{
-    Errno, FallocFlags, MountFlags, OpenFlags, RenameFlags, Result, StatFs, Whence, XattrFlags,
+    Errno, FallocFlags, MountFlags, OpenFlags, PollEvents, RenameFlags, Result, StatFs, Whence,
+    XattrFlags,
 };
 
 /// What the VFS decided about a new inode before asking the filesystem to create it.
@@ -523,6 +525,15 @@ pub trait FileOps: Send + Sync + 'static {
         len: u64,
     ) -> Result<()> {
         Err(Errno::EOPNOTSUPP)
+    }
+
+    /// Readiness of the open file for `poll` and epoll (Linux: `->poll`): the events that hold
+    /// now. With `pt`, first registers the poller on the wait lists through which the file's
+    /// state changes wake it ([`PollTable::register`] or [`WaitQueue::register`](super::poll::WaitQueue::register)).
+    /// The default, for files whose readiness never changes (regular files, directories),
+    /// is [`PollEvents::DEFAULT`] and registers nothing.
+    fn poll(&self, file: &FileDescription, pt: Option<&mut PollTable<'_>>) -> PollEvents {
+        PollEvents::DEFAULT
     }
 
     /// The file operations as `Any`, for the VFS to find its own kinds of files (pipes) among

@@ -23,17 +23,20 @@ pub(crate) mod pipe;
 
 use std::any::Any;
 use std::collections::BTreeMap;
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicUsize, Ordering};
 use std::sync::{Arc, OnceLock};
 
 use parking_lot::Mutex;
 
 use self::pipe::{FifoEnd, Pipe};
-use crate::abi::{AccessMode, Errno, FileType, OpenFlags, Result, StatFs, Whence, PAGE_SIZE};
+use crate::abi::{
+    AccessMode, Errno, FileType, OpenFlags, PollEvents, Result, StatFs, Whence, PAGE_SIZE,
+};
 use crate::vfs::atime::touch_atime;
 use crate::vfs::locks::Wait;
 use crate::vfs::mount::MountRef;
 use crate::vfs::ops::{FileOps, InodeOps, SuperOps, WritePos};
+use crate::vfs::poll::PollTable;
 use crate::vfs::super_block::SbRef;
 use crate::vfs::{Dentry, FileDescription, Inode, InodeInit, MntFlags, SuperBlock, Task, VfsPath};
 
@@ -158,6 +161,9 @@ pub(crate) struct PipeFile {
     /// A FIFO file's opener is counted as a reader and or writer (its rendezvous
     /// succeeded). Always true for an anonymous pipe's files.
     joined: AtomicBool,
+    /// The pipe's writer count below which this reader sees no `POLLHUP` (see
+    /// [`Pipe::poll`]); 0 but for a FIFO opened read-only and non-blocking with no writer.
+    hup_from: AtomicU32,
 }
 
 impl PipeFile {
@@ -183,6 +189,11 @@ impl FileOps for PipeFile {
 
     fn fsync(&self, _file: &FileDescription) -> Result<()> {
         Err(Errno::EINVAL)
+    }
+
+    fn poll(&self, _file: &FileDescription, pt: Option<&mut PollTable<'_>>) -> PollEvents {
+        let hup_from = self.hup_from.load(Ordering::Relaxed);
+        self.pipe.poll(self.read, self.write, hup_from, pt)
     }
 
     fn as_any(&self) -> Option<&dyn Any> {
@@ -315,6 +326,7 @@ pub(crate) fn create_pipe_files(
                 read,
                 write: !read,
                 joined: AtomicBool::new(true),
+                hup_from: AtomicU32::new(0),
             }),
             opener_cred,
         )
@@ -391,6 +403,7 @@ pub(crate) fn fifo_prepare(inode: &Arc<Inode>, flags: OpenFlags) -> Result<Box<d
         read: end != FifoEnd::Write,
         write: end != FifoEnd::Read,
         joined: AtomicBool::new(false),
+        hup_from: AtomicU32::new(0),
     }))
 }
 
@@ -408,8 +421,12 @@ pub(crate) fn fifo_rendezvous(task: &Task, file: &FileDescription) -> Result<()>
         _ => FifoEnd::Both,
     };
     let nonblock = file.flags().contains(OpenFlags::NONBLOCK);
-    pf.pipe
-        .fifo_open(end, nonblock, task.interrupt.get().map(|i| &**i))?;
+    if let Some(w) = pf
+        .pipe
+        .fifo_open(end, nonblock, task.interrupt.get().map(|i| &**i))?
+    {
+        pf.hup_from.store(w, Ordering::Relaxed);
+    }
     pf.joined.store(true, Ordering::Relaxed);
     Ok(())
 }

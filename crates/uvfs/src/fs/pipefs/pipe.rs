@@ -12,10 +12,11 @@ use std::cell::Cell;
 use std::collections::VecDeque;
 use std::sync::Arc;
 
-use parking_lot::{Condvar, Mutex, MutexGuard};
+use parking_lot::{Mutex, MutexGuard};
 
-use crate::abi::{Errno, Result, PAGE_SIZE};
-use crate::vfs::locks::{Interrupt, InterruptWake, Wait, WaitingOn};
+use crate::abi::{Errno, PollEvents, Result, PAGE_SIZE};
+use crate::vfs::locks::{Interrupt, Wait, WaitingOn};
+use crate::vfs::poll::{Parker, PollTable, WaitList, WaitSource, Waker};
 
 const PAGE: usize = PAGE_SIZE as usize;
 
@@ -47,62 +48,56 @@ struct PipeState {
     /// (Linux: `r_counter`, `w_counter`).
     r_counter: u32,
     w_counter: u32,
-    /// Tasks waiting on `rd_wait` (readers and FIFO openers) and on `wr_wait` (writers).
-    rd_waiters: u32,
-    wr_waiters: u32,
+    /// Blocked readers and FIFO openers (Linux: `rd_wait`'s sleepers).
+    rd_wait: WaitList,
+    /// Blocked writers (Linux: `wr_wait`'s sleepers).
+    wr_wait: WaitList,
+    /// `poll` and epoll registrations, of either end (Linux: both queues' poll entries).
+    pollers: WaitList,
 }
 
 /// A pipe: the buffer of an anonymous pipe or of an open FIFO.
 pub(crate) struct Pipe {
-    /// Protects: the ring and every count.
-    /// Order: after the FIFO table; before `Interrupt::waiting_on` (a leaf).
+    /// Protects: the ring, every count and the wait lists.
+    /// Order: after the FIFO table; before an epoll's state (its wakers) and
+    /// `Interrupt::waiting_on` (a leaf).
     state: Mutex<PipeState>,
-    /// Readers wait for data or the last writer's close; FIFO openers for the other side.
-    rd_wait: Condvar,
-    /// Writers wait for room or the last reader's close.
-    wr_wait: Condvar,
 }
 
-impl InterruptWake for Pipe {
-    fn wake_for_interrupt(&self) {
-        // Waiters check the interrupt under `state` before they sleep.
-        let _st = self.state.lock();
-        self.rd_wait.notify_all();
-        self.wr_wait.notify_all();
+impl WaitSource for Pipe {
+    fn remove_waiter(&self, w: &Arc<dyn Waker>) {
+        self.state.lock().pollers.remove(w);
     }
 }
 
-/// Waits on `cv` once, counting the waiter in `count`; the task's interrupt is checked
-/// first (an interrupt arriving later wakes the wait through [`InterruptWake`]).
+/// Waits once on the `which` list, with a parker of this call's (made at its first wait);
+/// the task's interrupt is checked first (an interrupt arriving later unparks the wait).
 fn wait_on<'i>(
-    pipe: &Arc<Pipe>,
     st: &mut MutexGuard<'_, PipeState>,
     intr: Option<&'i Interrupt>,
-    waiting: &mut Option<WaitingOn<'i>>,
+    waiting: &mut Option<(Arc<Parker>, WaitingOn<'i>)>,
     which: Side,
 ) -> Result<()> {
-    if let Some(i) = intr {
-        if waiting.is_none() {
-            *waiting = Some(WaitingOn::enter(
-                Some(i),
-                pipe.clone() as Arc<dyn InterruptWake>,
-            ));
-        }
-        if i.take() {
-            return Err(Errno::EINTR);
-        }
+    let (parker, _) = waiting.get_or_insert_with(|| {
+        let p = Parker::new();
+        let w = WaitingOn::enter(intr, p.clone());
+        (p, w)
+    });
+    parker.reset();
+    if intr.is_some_and(Interrupt::take) {
+        return Err(Errno::EINTR);
     }
+    let waker: Arc<dyn Waker> = parker.clone();
     match which {
-        Side::Read => {
-            st.rd_waiters += 1;
-            pipe.rd_wait.wait(st);
-            st.rd_waiters -= 1;
-        }
-        Side::Write => {
-            st.wr_waiters += 1;
-            pipe.wr_wait.wait(st);
-            st.wr_waiters -= 1;
-        }
+        Side::Read => st.rd_wait.add(waker.clone(), false),
+        Side::Write => st.wr_wait.add(waker.clone(), false),
+    }
+    MutexGuard::unlocked(st, || {
+        parker.wait(None, true);
+    });
+    match which {
+        Side::Read => st.rd_wait.remove(&waker),
+        Side::Write => st.wr_wait.remove(&waker),
     }
     Ok(())
 }
@@ -134,11 +129,10 @@ impl Pipe {
                 writers: 0,
                 r_counter: 0,
                 w_counter: 0,
-                rd_waiters: 0,
-                wr_waiters: 0,
+                rd_wait: WaitList::new(),
+                wr_wait: WaitList::new(),
+                pollers: WaitList::new(),
             }),
-            rd_wait: Condvar::new(),
-            wr_wait: Condvar::new(),
         })
     }
 
@@ -167,10 +161,11 @@ impl Pipe {
         let mut waiting = None;
         loop {
             if !st.bufs.is_empty() {
-                let (n, freed) = st.take_into(buf);
-                // Only a read that freed a buffer can make room; writers wait only when full.
-                if freed && st.wr_waiters > 0 {
-                    self.wr_wait.notify_all();
+                let (n, was_full) = st.take_into(buf);
+                // Only a read that freed a buffer of a full ring can wake a writer: writers
+                // wait only when it is full (Linux: `wake_writer` in `anon_pipe_read()`).
+                if was_full {
+                    st.wake_writers(PollEvents::OUT | PollEvents::WRNORM);
                 }
                 return Ok(n);
             }
@@ -179,7 +174,7 @@ impl Pipe {
             }
             match wait {
                 Wait::No => return Err(Errno::EAGAIN),
-                Wait::Yes(intr) => wait_on(self, &mut st, intr, &mut waiting, Side::Read)?,
+                Wait::Yes(intr) => wait_on(&mut st, intr, &mut waiting, Side::Read)?,
             }
         }
     }
@@ -251,8 +246,8 @@ impl Pipe {
                 continue;
             }
             // Full: let blocked readers take what this write has added before waiting.
-            if ret > 0 && st.rd_waiters > 0 {
-                self.rd_wait.notify_all();
+            if ret > 0 {
+                st.wake_readers(PollEvents::IN | PollEvents::RDNORM);
             }
             match wait {
                 Wait::No => {
@@ -262,7 +257,7 @@ impl Pipe {
                     break;
                 }
                 Wait::Yes(intr) => {
-                    if let Err(e) = wait_on(self, &mut st, intr, &mut waiting, Side::Write) {
+                    if let Err(e) = wait_on(&mut st, intr, &mut waiting, Side::Write) {
                         if ret == 0 {
                             result = Err(e);
                         }
@@ -271,8 +266,11 @@ impl Pipe {
                 }
             }
         }
-        if ret > 0 && st.rd_waiters > 0 {
-            self.rd_wait.notify_all();
+        // Every write that moved bytes wakes pollers, not only one into an empty pipe: an
+        // edge-triggered epoll waiter expects an event per write (Linux: `anon_pipe_write()`'s
+        // `was_empty || pipe->poll_usage`).
+        if ret > 0 {
+            st.wake_readers(PollEvents::IN | PollEvents::RDNORM);
         }
         result.map(|()| ret)
     }
@@ -298,8 +296,8 @@ impl Pipe {
         }
         let grew = nr_slots > st.max_usage;
         st.max_usage = nr_slots;
-        if grew && st.wr_waiters > 0 {
-            self.wr_wait.notify_all();
+        if grew {
+            st.wake_writers(PollEvents::OUT | PollEvents::WRNORM);
         }
         Ok(())
     }
@@ -310,15 +308,13 @@ impl Pipe {
         let mut st = self.state.lock();
         if read {
             st.readers -= 1;
-            if st.readers == 0 && st.wr_waiters > 0 {
-                self.wr_wait.notify_all();
-            }
         }
         if write {
             st.writers -= 1;
-            if st.writers == 0 && st.rd_waiters > 0 {
-                self.rd_wait.notify_all();
-            }
+        }
+        // Linux: `pipe_release()` wakes both queues when either count reaches zero.
+        if (read && st.readers == 0) || (write && st.writers == 0) {
+            st.wake_all_hangup();
         }
     }
 
@@ -330,7 +326,8 @@ impl Pipe {
 
     /// The open rendezvous of a FIFO (Linux: `fifo_open()`): a reader waits for a writer and
     /// a writer for a reader, unless `nonblock`; a reader and writer at once never waits. On
-    /// success the opener is counted as a reader and or writer.
+    /// success the opener is counted as a reader and or writer; a reader opened non-blocking
+    /// with no writer gets the writer count from which it sees `POLLHUP` (see [`Pipe::poll`]).
     ///
     /// # Errors
     /// `ENXIO` (write-only, `nonblock`, no reader); `EINTR` (interrupted while waiting; the
@@ -340,9 +337,10 @@ impl Pipe {
         end: FifoEnd,
         nonblock: bool,
         intr: Option<&Interrupt>,
-    ) -> Result<()> {
+    ) -> Result<Option<u32>> {
         let mut st = self.state.lock();
         let mut waiting = None;
+        let mut hup_from = None;
         match end {
             FifoEnd::Read => {
                 st.r_counter = st.r_counter.wrapping_add(1);
@@ -350,13 +348,16 @@ impl Pipe {
                 if st.readers == 1 {
                     self.wake_partner(&st);
                 }
+                if st.writers == 0 && nonblock {
+                    hup_from = Some(st.w_counter);
+                }
                 if st.writers == 0 && !nonblock {
                     let cur = st.w_counter;
                     while cur == st.w_counter {
-                        if let Err(e) = wait_on(self, &mut st, intr, &mut waiting, Side::Read) {
+                        if let Err(e) = wait_on(&mut st, intr, &mut waiting, Side::Read) {
                             st.readers -= 1;
-                            if st.readers == 0 && st.wr_waiters > 0 {
-                                self.wr_wait.notify_all();
+                            if st.readers == 0 {
+                                st.wake_all_hangup();
                             }
                             return Err(e);
                         }
@@ -375,10 +376,10 @@ impl Pipe {
                 if st.readers == 0 {
                     let cur = st.r_counter;
                     while cur == st.r_counter {
-                        if let Err(e) = wait_on(self, &mut st, intr, &mut waiting, Side::Read) {
+                        if let Err(e) = wait_on(&mut st, intr, &mut waiting, Side::Read) {
                             st.writers -= 1;
-                            if st.writers == 0 && st.rd_waiters > 0 {
-                                self.rd_wait.notify_all();
+                            if st.writers == 0 {
+                                st.wake_all_hangup();
                             }
                             return Err(e);
                         }
@@ -395,27 +396,89 @@ impl Pipe {
                 }
             }
         }
-        Ok(())
+        Ok(hup_from)
     }
 
-    /// Wakes FIFO openers waiting for the other side (Linux: `wake_up_partner()`).
+    /// Wakes FIFO openers waiting for the other side (Linux: `wake_up_partner()`, which
+    /// wakes `rd_wait` with no key: its pollers too).
     fn wake_partner(&self, st: &PipeState) {
-        if st.rd_waiters > 0 {
-            self.rd_wait.notify_all();
-        }
+        st.wake_readers(PollEvents::empty());
     }
 
     /// Readers and FIFO openers waiting on the pipe, writers waiting for room: for tests
     /// that must know a waiter is in place.
     pub(crate) fn waiters(&self) -> u32 {
         let st = self.state.lock();
-        st.rd_waiters + st.wr_waiters
+        (st.rd_wait.len() + st.wr_wait.len()) as u32
+    }
+
+    /// Readiness of a file of this pipe open for `read` and or `write`; with `pt`, registers
+    /// its poller first (Linux: `pipe_poll()`). `hup_from` is the writer count before which a
+    /// reader sees no hang-up (a FIFO opened `O_RDONLY | O_NONBLOCK` with no writer: no
+    /// `POLLHUP` until a writer has come; Linux: `filp->f_pipe`).
+    pub(crate) fn poll(
+        self: &Arc<Self>,
+        read: bool,
+        write: bool,
+        hup_from: u32,
+        pt: Option<&mut PollTable<'_>>,
+    ) -> PollEvents {
+        let mut st = self.state.lock();
+        if let Some(pt) = pt {
+            pt.register(&mut st.pollers, self.clone());
+        }
+        let mut mask = PollEvents::empty();
+        if read {
+            if !st.bufs.is_empty() {
+                mask |= PollEvents::IN | PollEvents::RDNORM;
+            }
+            if st.writers == 0 && st.w_counter != hup_from {
+                mask |= PollEvents::HUP;
+            }
+        }
+        if write {
+            if st.bufs.len() < st.max_usage {
+                mask |= PollEvents::OUT | PollEvents::WRNORM;
+            }
+            if st.readers == 0 {
+                mask |= PollEvents::ERR;
+            }
+        }
+        mask
     }
 }
 
 impl PipeState {
+    /// Wakes blocked readers and FIFO openers, and the pollers interested in `key`.
+    #[inline]
+    fn wake_readers(&self, key: PollEvents) {
+        self.rd_wait.wake(key);
+        self.pollers.wake(key);
+    }
+
+    /// Wakes blocked writers, and the pollers interested in `key`.
+    #[inline]
+    fn wake_writers(&self, key: PollEvents) {
+        self.wr_wait.wake(key);
+        self.pollers.wake(key);
+    }
+
+    /// Wakes everyone: a side's last file went (Linux: `pipe_release()`'s key).
+    fn wake_all_hangup(&self) {
+        let key = PollEvents::IN
+            | PollEvents::OUT
+            | PollEvents::RDNORM
+            | PollEvents::WRNORM
+            | PollEvents::ERR
+            | PollEvents::HUP;
+        self.rd_wait.wake(key);
+        self.wr_wait.wake(key);
+        self.pollers.wake(key);
+    }
+
     /// Copies from the front of the ring into `buf`: across buffers until `buf` is full or the
-    /// ring empty, or one packet. Returns the count and whether a buffer was freed.
+    /// ring empty, or one packet. Returns the count and whether a buffer was freed from a
+    /// full ring (which may wake a writer).
     fn take_into(&mut self, buf: &mut [u8]) -> (usize, bool) {
         let mut ret = 0;
         let mut freed = false;
@@ -434,9 +497,9 @@ impl PipeState {
             b.len -= used;
             self.bytes -= used;
             if b.len == 0 {
+                freed |= self.bufs.len() >= self.max_usage;
                 let b = self.bufs.pop_front().expect("the front buffer is there");
                 self.spare.get_or_insert(b.page);
-                freed = true;
             }
             if packet {
                 break;
