@@ -15,7 +15,7 @@ use std::sync::Arc;
 use std::thread::Thread;
 use std::time::{Duration, Instant};
 
-use parking_lot::Mutex;
+use parking_lot::{Mutex, MutexGuard};
 
 use super::locks::{Interrupt, InterruptWake, WaitingOn};
 use crate::abi::{Errno, PollEvents, Result};
@@ -200,7 +200,7 @@ impl Parker {
                 }
                 std::hint::spin_loop();
                 n += 1;
-                if n % 64 == 0 && Instant::now() >= end {
+                if n.is_multiple_of(64) && Instant::now() >= end {
                     break;
                 }
             }
@@ -234,6 +234,38 @@ impl InterruptWake for Parker {
     fn wake_for_interrupt(&self) {
         self.unpark();
     }
+}
+
+/// A blocking call's wait on a [`WaitList`] kept under the lock `guard` holds: parks the
+/// calling thread (spinning first) with the lock released, registered on the list that
+/// `list` picks, until a waker or the task's interrupt unparks it. The parker is made at the
+/// call's first wait and kept in `waiting` for its later ones. The caller re-checks its
+/// condition after it returns.
+///
+/// # Errors
+/// `EINTR` when the task's interrupt is pending before the wait (it is consumed).
+pub(crate) fn park_on<'i, T>(
+    guard: &mut MutexGuard<'_, T>,
+    list: impl Fn(&mut T) -> &mut WaitList,
+    intr: Option<&'i Interrupt>,
+    waiting: &mut Option<(Arc<Parker>, WaitingOn<'i>)>,
+) -> Result<()> {
+    let (parker, _) = waiting.get_or_insert_with(|| {
+        let p = Parker::new();
+        let w = WaitingOn::enter(intr, p.clone());
+        (p, w)
+    });
+    parker.reset();
+    if intr.is_some_and(Interrupt::take) {
+        return Err(Errno::EINTR);
+    }
+    let waker: Arc<dyn Waker> = parker.clone();
+    list(guard).add(waker.clone(), false);
+    MutexGuard::unlocked(guard, || {
+        parker.wait(None, true);
+    });
+    list(guard).remove(&waker);
+    Ok(())
 }
 
 /// A poller's wait with a deadline and the task's interrupt: [`PollWait::sleep`] returns

@@ -16,7 +16,7 @@ use parking_lot::{Mutex, MutexGuard};
 
 use crate::abi::{Errno, PollEvents, Result, PAGE_SIZE};
 use crate::vfs::locks::{Interrupt, Wait, WaitingOn};
-use crate::vfs::poll::{Parker, PollTable, WaitList, WaitSource, Waker};
+use crate::vfs::poll::{park_on, Parker, PollTable, WaitList, WaitSource, Waker};
 
 const PAGE: usize = PAGE_SIZE as usize;
 
@@ -70,36 +70,17 @@ impl WaitSource for Pipe {
     }
 }
 
-/// Waits once on the `which` list, with a parker of this call's (made at its first wait);
-/// the task's interrupt is checked first (an interrupt arriving later unparks the wait).
+/// Waits once on the `which` list (see [`park_on`]).
 fn wait_on<'i>(
     st: &mut MutexGuard<'_, PipeState>,
     intr: Option<&'i Interrupt>,
     waiting: &mut Option<(Arc<Parker>, WaitingOn<'i>)>,
     which: Side,
 ) -> Result<()> {
-    let (parker, _) = waiting.get_or_insert_with(|| {
-        let p = Parker::new();
-        let w = WaitingOn::enter(intr, p.clone());
-        (p, w)
-    });
-    parker.reset();
-    if intr.is_some_and(Interrupt::take) {
-        return Err(Errno::EINTR);
-    }
-    let waker: Arc<dyn Waker> = parker.clone();
     match which {
-        Side::Read => st.rd_wait.add(waker.clone(), false),
-        Side::Write => st.wr_wait.add(waker.clone(), false),
+        Side::Read => park_on(st, |s| &mut s.rd_wait, intr, waiting),
+        Side::Write => park_on(st, |s| &mut s.wr_wait, intr, waiting),
     }
-    MutexGuard::unlocked(st, || {
-        parker.wait(None, true);
-    });
-    match which {
-        Side::Read => st.rd_wait.remove(&waker),
-        Side::Write => st.wr_wait.remove(&waker),
-    }
-    Ok(())
 }
 
 #[derive(Clone, Copy)]
