@@ -399,6 +399,13 @@ impl Epoll {
         }
     }
 
+    /// Blocked `epoll_wait` calls and pollers of the epoll file: for tests that must know a
+    /// waiter is in place.
+    pub(crate) fn waiters(&self) -> u32 {
+        let st = self.state.lock();
+        (st.waiters.len() + st.pollers.len()) as u32
+    }
+
     /// Takes the ready items' events into `out` (Linux: `ep_send_events()`); returns the
     /// count.
     fn send_events(&self, out: &mut [EpollEvent]) -> usize {

@@ -56,6 +56,14 @@ impl EventFd {
     }
 }
 
+impl EventFd {
+    /// Blocked readers and writers and pollers: for tests that must know a waiter is in
+    /// place.
+    pub(crate) fn waiters(&self) -> u32 {
+        self.ctr.state.lock().wait.len() as u32
+    }
+}
+
 impl AnonIo for EventFd {
     fn read(&self, buf: &mut [u8], nonblock: bool, intr: Option<&Interrupt>) -> Result<usize> {
         if buf.len() < 8 {

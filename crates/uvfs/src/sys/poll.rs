@@ -272,6 +272,27 @@ impl Task {
         ep.wait(events, &wait, timeout != Some(Duration::ZERO))
     }
 
+    /// Waiters on the file of `fd`: pollers and epoll registrations of a pipe or FIFO;
+    /// blocked readers, writers and pollers of an eventfd; blocked `epoll_wait` calls and
+    /// pollers of an epoll. For tests that must know a waiter is in place.
+    ///
+    /// # Errors
+    /// `EBADF`; `EINVAL` for other kinds of file.
+    #[doc(hidden)]
+    pub fn readiness_waiters(&self, fd: i32) -> Result<u32> {
+        let f = self.fget(fd)?;
+        if let Some(pf) = crate::fs::pipefs::pipe_file(&f) {
+            return Ok(pf.pipe().pollers());
+        }
+        if let Some(ep) = epoll_of(&f) {
+            return Ok(ep.waiters());
+        }
+        match f.ops().as_any().and_then(|a| a.downcast_ref::<EventFd>()) {
+            Some(e) => Ok(e.waiters()),
+            None => Err(Errno::EINVAL),
+        }
+    }
+
     /// `eventfd2(2)`: a new eventfd counting from `initval`.
     ///
     /// # Errors

@@ -124,6 +124,10 @@ impl Pipe {
             let mut st = p.state.lock();
             st.readers = 1;
             st.writers = 1;
+            // As after one open of each kind, so that a reader's `POLLHUP` test (writer count
+            // moved since its open) holds once the writer goes (Linux: `get_pipe_inode()`).
+            st.r_counter = 1;
+            st.w_counter = 1;
         }
         p
     }
@@ -391,6 +395,11 @@ impl Pipe {
     pub(crate) fn waiters(&self) -> u32 {
         let st = self.state.lock();
         (st.rd_wait.len() + st.wr_wait.len()) as u32
+    }
+
+    /// Pollers registered on the pipe: for tests that must know a poller is in place.
+    pub(crate) fn pollers(&self) -> u32 {
+        self.state.lock().pollers.len() as u32
     }
 
     /// Readiness of a file of this pipe open for `read` and or `write`; with `pt`, registers
