@@ -156,6 +156,8 @@ pub(crate) struct Parker {
 
 /// How long a wait spins before it parks.
 const SPIN: Duration = Duration::from_micros(20);
+/// Pause instructions a wait spins with before it yields instead.
+const SPIN_PAUSES: u32 = 200;
 
 /// Why a [`Parker::wait`] returned.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -198,9 +200,16 @@ impl Parker {
                 if self.woken.load(Ordering::Acquire) {
                     return Woke::Woken;
                 }
-                std::hint::spin_loop();
                 n += 1;
-                if n.is_multiple_of(64) && Instant::now() >= end {
+                if n < SPIN_PAUSES {
+                    std::hint::spin_loop();
+                    continue;
+                }
+                // Past the first pauses, yield: a waker that is runnable on this CPU (more
+                // threads than CPUs) gets it, and with nothing else to run the yield returns
+                // at once.
+                std::thread::yield_now();
+                if Instant::now() >= end {
                     break;
                 }
             }
