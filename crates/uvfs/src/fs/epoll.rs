@@ -20,9 +20,8 @@ use std::collections::{BTreeMap, VecDeque};
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, Weak};
 
-use parking_lot::Mutex;
-
 use crate::abi::{EpollEvent, EpollOp, Errno, PollEvents, Result};
+use crate::sync::lock::Mutex;
 use crate::vfs::ops::FileOps;
 use crate::vfs::poll::{unregister, PollTable, PollWait, WaitList, WaitSource, Waker};
 use crate::vfs::FileDescription;

@@ -7,10 +7,9 @@
 use std::any::Any;
 use std::sync::Arc;
 
-use parking_lot::Mutex;
-
 use super::anon::AnonIo;
 use crate::abi::{Errno, PollEvents, Result};
+use crate::sync::lock::Mutex;
 use crate::vfs::locks::Interrupt;
 use crate::vfs::ops::FileOps;
 use crate::vfs::poll::{park_on, PollTable, WaitList, WaitSource, Waker};
@@ -75,7 +74,13 @@ impl AnonIo for EventFd {
             if nonblock {
                 return Err(Errno::EAGAIN);
             }
-            park_on(&mut st, |s| &mut s.wait, intr, &mut waiting)?;
+            park_on(
+                &self.ctr.state,
+                &mut st,
+                |s| &mut s.wait,
+                intr,
+                &mut waiting,
+            )?;
         }
         let v = if self.semaphore { 1 } else { st.count };
         st.count -= v;
@@ -99,7 +104,13 @@ impl AnonIo for EventFd {
             if nonblock {
                 return Err(Errno::EAGAIN);
             }
-            park_on(&mut st, |s| &mut s.wait, intr, &mut waiting)?;
+            park_on(
+                &self.ctr.state,
+                &mut st,
+                |s| &mut s.wait,
+                intr,
+                &mut waiting,
+            )?;
         }
         st.count += v;
         st.wait.wake(PollEvents::IN);

@@ -10,12 +10,12 @@
 //! the state, so a waker that finds the list empty (one plain load) knows nobody can be
 //! missing the change: no fence, no atomic, no other lock.
 
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
-use std::thread::Thread;
 use std::time::{Duration, Instant};
 
-use parking_lot::{Mutex, MutexGuard};
+use crate::sync::atomic::{AtomicBool, Ordering};
+use crate::sync::lock::{unlocked, Mutex, MutexGuard};
+use crate::sync::thread::{self, Thread};
 
 use super::locks::{Interrupt, InterruptWake, WaitingOn};
 use crate::abi::{Errno, PollEvents, Result};
@@ -173,7 +173,7 @@ impl Parker {
     pub(crate) fn new() -> Arc<Parker> {
         Arc::new(Parker {
             woken: AtomicBool::new(false),
-            thread: std::thread::current(),
+            thread: thread::current(),
         })
     }
 
@@ -192,7 +192,7 @@ impl Parker {
     /// Waits until the flag is set or `deadline` passes (`None`: no deadline); the caller
     /// re-reads the state after it (wake-ups may be spurious).
     pub(crate) fn wait(&self, deadline: Option<Instant>, spin: bool) -> Woke {
-        if spin {
+        if spin && thread::SPIN {
             let start = Instant::now();
             let end = deadline.map_or(start + SPIN, |d| d.min(start + SPIN));
             let mut n = 0u32;
@@ -208,7 +208,7 @@ impl Parker {
                 // Past the first pauses, yield: a waker that is runnable on this CPU (more
                 // threads than CPUs) gets it, and with nothing else to run the yield returns
                 // at once.
-                std::thread::yield_now();
+                thread::yield_now();
                 if Instant::now() >= end {
                     break;
                 }
@@ -219,13 +219,13 @@ impl Parker {
                 return Woke::Woken;
             }
             match deadline {
-                None => std::thread::park(),
+                None => thread::park(),
                 Some(d) => {
                     let now = Instant::now();
                     if now >= d {
                         return Woke::TimedOut;
                     }
-                    std::thread::park_timeout(d - now);
+                    thread::park_timeout(d - now);
                 }
             }
         }
@@ -245,7 +245,7 @@ impl InterruptWake for Parker {
     }
 }
 
-/// A blocking call's wait on a [`WaitList`] kept under the lock `guard` holds: parks the
+/// A blocking call's wait on a [`WaitList`] kept under `mutex`, which `guard` holds: parks the
 /// calling thread (spinning first) with the lock released, registered on the list that
 /// `list` picks, until a waker or the task's interrupt unparks it. The parker is made at the
 /// call's first wait and kept in `waiting` for its later ones. The caller re-checks its
@@ -253,8 +253,9 @@ impl InterruptWake for Parker {
 ///
 /// # Errors
 /// `EINTR` when the task's interrupt is pending before the wait (it is consumed).
-pub(crate) fn park_on<'i, T>(
-    guard: &mut MutexGuard<'_, T>,
+pub(crate) fn park_on<'m, 'i, T>(
+    mutex: &'m Mutex<T>,
+    guard: &mut MutexGuard<'m, T>,
     list: impl Fn(&mut T) -> &mut WaitList,
     intr: Option<&'i Interrupt>,
     waiting: &mut Option<(Arc<Parker>, WaitingOn<'i>)>,
@@ -270,7 +271,7 @@ pub(crate) fn park_on<'i, T>(
     }
     let waker: Arc<dyn Waker> = parker.clone();
     list(guard).add(waker.clone(), false);
-    MutexGuard::unlocked(guard, || {
+    unlocked(guard, mutex, || {
         parker.wait(None, true);
     });
     list(guard).remove(&waker);

@@ -12,9 +12,8 @@ use std::cell::Cell;
 use std::collections::VecDeque;
 use std::sync::Arc;
 
-use parking_lot::{Mutex, MutexGuard};
-
 use crate::abi::{Errno, PollEvents, Result, PAGE_SIZE};
+use crate::sync::lock::{Mutex, MutexGuard};
 use crate::vfs::locks::{Interrupt, Wait, WaitingOn};
 use crate::vfs::poll::{park_on, Parker, PollTable, WaitList, WaitSource, Waker};
 
@@ -71,15 +70,16 @@ impl WaitSource for Pipe {
 }
 
 /// Waits once on the `which` list (see [`park_on`]).
-fn wait_on<'i>(
-    st: &mut MutexGuard<'_, PipeState>,
+fn wait_on<'m, 'i>(
+    m: &'m Mutex<PipeState>,
+    st: &mut MutexGuard<'m, PipeState>,
     intr: Option<&'i Interrupt>,
     waiting: &mut Option<(Arc<Parker>, WaitingOn<'i>)>,
     which: Side,
 ) -> Result<()> {
     match which {
-        Side::Read => park_on(st, |s| &mut s.rd_wait, intr, waiting),
-        Side::Write => park_on(st, |s| &mut s.wr_wait, intr, waiting),
+        Side::Read => park_on(m, st, |s| &mut s.rd_wait, intr, waiting),
+        Side::Write => park_on(m, st, |s| &mut s.wr_wait, intr, waiting),
     }
 }
 
@@ -159,7 +159,7 @@ impl Pipe {
             }
             match wait {
                 Wait::No => return Err(Errno::EAGAIN),
-                Wait::Yes(intr) => wait_on(&mut st, intr, &mut waiting, Side::Read)?,
+                Wait::Yes(intr) => wait_on(&self.state, &mut st, intr, &mut waiting, Side::Read)?,
             }
         }
     }
@@ -242,7 +242,7 @@ impl Pipe {
                     break;
                 }
                 Wait::Yes(intr) => {
-                    if let Err(e) = wait_on(&mut st, intr, &mut waiting, Side::Write) {
+                    if let Err(e) = wait_on(&self.state, &mut st, intr, &mut waiting, Side::Write) {
                         if ret == 0 {
                             result = Err(e);
                         }
@@ -339,7 +339,9 @@ impl Pipe {
                 if st.writers == 0 && !nonblock {
                     let cur = st.w_counter;
                     while cur == st.w_counter {
-                        if let Err(e) = wait_on(&mut st, intr, &mut waiting, Side::Read) {
+                        if let Err(e) =
+                            wait_on(&self.state, &mut st, intr, &mut waiting, Side::Read)
+                        {
                             st.readers -= 1;
                             if st.readers == 0 {
                                 st.wake_all_hangup();
@@ -361,7 +363,9 @@ impl Pipe {
                 if st.readers == 0 {
                     let cur = st.r_counter;
                     while cur == st.r_counter {
-                        if let Err(e) = wait_on(&mut st, intr, &mut waiting, Side::Read) {
+                        if let Err(e) =
+                            wait_on(&self.state, &mut st, intr, &mut waiting, Side::Read)
+                        {
                             st.writers -= 1;
                             if st.writers == 0 {
                                 st.wake_all_hangup();
