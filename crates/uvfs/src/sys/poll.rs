@@ -12,8 +12,11 @@ use crate::abi::{
 use crate::fs::anon::anon_file;
 use crate::fs::epoll::{epoll_of, EpollFile};
 use crate::fs::eventfd::EventFd;
-use crate::vfs::poll::{unregister, PollTable, PollWait, WaitSource};
+use crate::vfs::poll::{unregister, PollTable, PollWait, WaitSource, Waker};
 use crate::vfs::{Capabilities, FileDescription, Task};
+
+/// A poller's waker and the record of the objects it registered on.
+type Registration<'a> = (&'a Arc<dyn Waker>, &'a mut Vec<Arc<dyn WaitSource>>);
 
 /// The most events one `epoll_wait` may ask for (Linux: `EP_MAX_EVENTS`, `INT_MAX` over the
 /// 12-byte `struct epoll_event`).
@@ -53,48 +56,64 @@ impl Task {
         if fds.len() > self.files.limit() as usize {
             return Err(Errno::EINVAL);
         }
+        // A first look registers nothing: a call that finds an event (or may not wait)
+        // makes no parker and no registration.
+        let n = self.poll_pass(fds, None);
+        if n > 0 || timeout == Some(Duration::ZERO) {
+            return Ok(n);
+        }
         let intr = self.interrupt.get().map(|i| &**i);
         let wait = PollWait::new(intr, timeout);
-        let block = timeout != Some(Duration::ZERO);
         let waker = wait.waker();
         let mut sources: Vec<Arc<dyn WaitSource>> = Vec::new();
-        let mut first = block;
+        // Register on every file, then read its state (Linux: the first pass of
+        // `do_poll()`), so that a change after the read wakes the sleep below.
+        let mut n = self.poll_pass(fds, Some((&waker, &mut sources)));
         let result = loop {
-            let mut count = 0;
-            for p in fds.iter_mut() {
-                p.revents = if p.fd < 0 {
-                    PollEvents::empty()
-                } else {
-                    match self.poll_file(p.fd) {
-                        None => PollEvents::NVAL,
-                        Some(file) => {
-                            let filter = p.events | PollEvents::ERR | PollEvents::HUP;
-                            let mask = if first {
-                                let mut pt = PollTable::new(waker.clone(), false, &mut sources);
-                                file.ops().poll(&file, Some(&mut pt))
-                            } else {
-                                file.ops().poll(&file, None)
-                            };
-                            mask & filter
-                        }
-                    }
-                };
-                if !p.revents.is_empty() {
-                    count += 1;
-                }
-            }
-            first = false;
-            if count > 0 || !block {
-                break Ok(count);
+            if n > 0 {
+                break Ok(n);
             }
             match wait.sleep() {
-                Ok(true) => {}
+                Ok(true) => n = self.poll_pass(fds, None),
                 Ok(false) => break Ok(0),
                 Err(e) => break Err(e),
             }
         };
         unregister(&waker, &mut sources);
         result
+    }
+
+    /// One pass of `poll` over `fds`, registering `reg`'s waker on each file if given:
+    /// fills in each `revents`, returns how many are non-empty (Linux: `do_pollfd()`).
+    fn poll_pass(&self, fds: &mut [PollFd], mut reg: Option<Registration<'_>>) -> usize {
+        let mut count = 0;
+        for p in fds.iter_mut() {
+            p.revents = if p.fd < 0 {
+                PollEvents::empty()
+            } else {
+                match self.fget(p.fd) {
+                    // `POLLNVAL` for a closed fd or an `O_PATH` one (Linux: `fdget()` skips
+                    // `FMODE_PATH` files).
+                    Err(_) => PollEvents::NVAL,
+                    Ok(f) if f.fmode().path_only => PollEvents::NVAL,
+                    Ok(file) => {
+                        let filter = p.events | PollEvents::ERR | PollEvents::HUP;
+                        let mask = match reg.as_mut() {
+                            Some((waker, sources)) => {
+                                let mut pt = PollTable::new((*waker).clone(), false, sources);
+                                file.ops().poll(&file, Some(&mut pt))
+                            }
+                            None => file.ops().poll(&file, None),
+                        };
+                        mask & filter
+                    }
+                }
+            };
+            if !p.revents.is_empty() {
+                count += 1;
+            }
+        }
+        count
     }
 
     /// `ppoll(2)`: [`Task::poll`] with a `timespec` timeout (uvfs has no signal mask to
@@ -113,13 +132,6 @@ impl Task {
             }
         };
         self.poll(fds, timeout)
-    }
-
-    /// The file `poll` looks at for `fd`: `None` (`POLLNVAL`) for a closed fd or an
-    /// `O_PATH` one (Linux: `fdget()` skips `FMODE_PATH` files).
-    fn poll_file(&self, fd: i32) -> Option<Arc<FileDescription>> {
-        let f = self.fget(fd).ok()?;
-        (!f.fmode().path_only).then(|| (*f).clone())
     }
 
     /// `epoll_create1(2)`: a new epoll instance; `flags` is 0 or `EPOLL_CLOEXEC`.
