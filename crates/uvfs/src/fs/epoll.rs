@@ -461,35 +461,49 @@ impl Epoll {
         n
     }
 
-    /// `epoll_wait(2)`: waits (through `wait`, whose deadline may be now) until some
-    /// registered file is ready.
+    /// `epoll_wait(2)`: waits until some registered file is ready, at most `timeout` (`None`:
+    /// no limit; zero: just look), interruptible through `intr`.
     ///
     /// # Errors
     /// `EINTR`.
     pub(crate) fn wait(
         &self,
         out: &mut [EpollEvent],
-        wait: &PollWait<'_>,
-        block: bool,
+        timeout: Option<std::time::Duration>,
+        intr: Option<&crate::vfs::locks::Interrupt>,
     ) -> Result<usize> {
+        // A call that finds events, or may not wait, makes no parker.
+        let n = self.send_events(out);
+        if n > 0 || timeout == Some(std::time::Duration::ZERO) {
+            return Ok(n);
+        }
+        let wait = PollWait::new(intr, timeout);
+        let waker = wait.waker();
         loop {
+            // Registered under the state lock only while the ready list is empty, so that the
+            // item that fills it wakes this sleep; a list filled meanwhile is looked at now.
+            let registered = {
+                let mut st = self.state.lock();
+                let empty = st.ready.is_empty();
+                if empty {
+                    st.waiters.add(waker.clone(), true);
+                }
+                empty
+            };
+            let r = if registered {
+                let r = wait.sleep();
+                self.state.lock().waiters.remove(&waker);
+                r
+            } else {
+                Ok(true)
+            };
+            // Events go before `EINTR` and the timeout, as in Linux's `ep_poll()`.
             let n = self.send_events(out);
-            if n > 0 || !block {
+            if n > 0 {
                 return Ok(n);
             }
-            let waker = wait.waker();
-            {
-                let mut st = self.state.lock();
-                if !st.ready.is_empty() {
-                    continue;
-                }
-                st.waiters.add(waker.clone(), true);
-            }
-            let r = wait.sleep();
-            self.state.lock().waiters.remove(&waker);
             if !r? {
-                // Timed out: one last look, as Linux's `ep_poll()` does.
-                return Ok(self.send_events(out));
+                return Ok(0);
             }
         }
     }

@@ -279,9 +279,7 @@ impl Task {
         }
         let f = self.epoll_fget(epfd)?;
         let ep = epoll_of(&f).ok_or(Errno::EINVAL)?.clone();
-        let intr = self.interrupt.get().map(|i| &**i);
-        let wait = PollWait::new(intr, timeout);
-        ep.wait(events, &wait, timeout != Some(Duration::ZERO))
+        ep.wait(events, timeout, self.interrupt.get().map(|i| &**i))
     }
 
     /// Waiters on the file of `fd`: pollers and epoll registrations of a pipe or FIFO;
