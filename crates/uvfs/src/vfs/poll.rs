@@ -177,11 +177,14 @@ impl Parker {
         })
     }
 
-    /// Sets the flag and unparks the thread.
-    pub(crate) fn unpark(&self) {
-        if !self.woken.swap(true, Ordering::AcqRel) {
+    /// Sets the flag and unparks the thread; false if the flag was already set (the waiter
+    /// is already on its way, so an exclusive wake-up goes on to the next).
+    pub(crate) fn unpark(&self) -> bool {
+        let first = !self.woken.swap(true, Ordering::AcqRel);
+        if first {
             self.thread.unpark();
         }
+        first
     }
 
     /// Clears the flag before the waiter looks at the state again.
@@ -234,8 +237,7 @@ impl Parker {
 
 impl Waker for Parker {
     fn wake(&self, _key: PollEvents) -> bool {
-        self.unpark();
-        true
+        self.unpark()
     }
 }
 
