@@ -7,6 +7,7 @@ pub mod limits;
 pub mod lock;
 pub mod mode;
 pub mod stat;
+pub mod statmount;
 
 pub use dirent::Dirent;
 pub use errno::{Errno, Result};
@@ -15,3 +16,4 @@ pub use limits::*;
 pub use lock::*;
 pub use mode::*;
 pub use stat::*;
+pub use statmount::{MountAttr, Statmount, StatmountMask};

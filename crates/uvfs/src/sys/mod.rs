@@ -12,6 +12,7 @@ mod open;
 mod pipe;
 mod rw;
 mod stat;
+mod statmount;
 mod xattr;
 
 pub use cred::CapSets;
