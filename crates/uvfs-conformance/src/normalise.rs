@@ -144,6 +144,13 @@ impl Normaliser {
             Value::Stat(s) => self.stat(s),
             Value::Statx(s) => self.statx(s),
             Value::StatFs(s) => statfs(s),
+            Value::Statmount {
+                sb_flags,
+                mnt_attr,
+                propagation,
+            } => format!(
+                "statmount sb_flags={sb_flags:#x} mnt_attr={mnt_attr:#x} propagation={propagation:#x}"
+            ),
             Value::Dirents(d) => self.dirents(d),
             Value::Cred(c) => format!("ok {c}"),
             Value::Pid(p) => format!("ok {}", self.pid(*p)),

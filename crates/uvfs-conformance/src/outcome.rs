@@ -33,6 +33,15 @@ pub enum Value {
     Statx(StatxRec),
     /// `statfs`, `fstatfs`, without `f_fsid`.
     StatFs(StatFsRec),
+    /// `statmount`: the fields that do not name a device or a mount.
+    Statmount {
+        /// `sb_flags`.
+        sb_flags: u32,
+        /// `mnt_attr`.
+        mnt_attr: u64,
+        /// `mnt_propagation`.
+        propagation: u64,
+    },
     /// `getdents` or `listdir` entries, in the order the calls gave them.
     Dirents(Listing),
     /// `lseek $d @NAME` returned the `d_off` of NAME it was given.

@@ -540,6 +540,7 @@ impl Display for Op {
             }
             Op::Statfs { path } => line(out, "statfs", &[w(path)]),
             Op::Fstatfs { fd: d } => line(out, "fstatfs", &[fd(d)]),
+            Op::Statmount { path } => line(out, "statmount", &[w(path)]),
             Op::Mount {
                 src,
                 target,

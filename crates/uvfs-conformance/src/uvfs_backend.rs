@@ -9,7 +9,8 @@ use std::time::Duration;
 
 use uvfs::abi::{
     AtFlags, FallocFlags, FcntlCmd, FdFlags, MountFlags, OpenFlags, OpenHow, RenameFlags, Stat,
-    StatFs, Statx, StatxMask, Timespec, UmountFlags, Whence, XattrFlags, AT_FDCWD, PATH_MAX,
+    StatFs, StatmountMask, Statx, StatxMask, Timespec, UmountFlags, Whence, XattrFlags, AT_FDCWD,
+    PATH_MAX,
 };
 use uvfs::{Errno, Task, Vfs};
 
@@ -331,6 +332,21 @@ fn statx_rec(s: Statx) -> Value {
     })
 }
 
+/// `statx(PATH, STATX_MNT_ID_UNIQUE)`, then `statmount` of that mount.
+fn statmount(t: &Task, path: &[u8]) -> uvfs::Result<Value> {
+    let st = t.statx(AT_FDCWD, path, AtFlags::empty(), StatxMask::MNT_ID_UNIQUE)?;
+    let s = t.statmount(
+        st.mnt_id,
+        StatmountMask::SB_BASIC | StatmountMask::MNT_BASIC,
+        0,
+    )?;
+    Ok(Value::Statmount {
+        sb_flags: s.sb_flags,
+        mnt_attr: s.mnt_attr.bits(),
+        propagation: s.mnt_propagation,
+    })
+}
+
 fn statfs_rec(s: StatFs) -> Value {
     Value::StatFs(StatFsRec {
         fs_type: s.f_type,
@@ -627,6 +643,7 @@ impl Backend for UvfsBackend {
             | Op::Removexattr { .. } => self.xattr(op, fds),
             Op::Statfs { path } => done(t.statfs(path).map(statfs_rec)),
             Op::Fstatfs { fd: f } => done(t.fstatfs(fd(f)).map(statfs_rec)),
+            Op::Statmount { path } => done(statmount(t, path)),
             Op::Mount {
                 src,
                 target,

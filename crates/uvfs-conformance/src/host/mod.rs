@@ -610,6 +610,11 @@ impl Backend for HostBackend {
             | Op::Removexattr { .. } => xattr(op, fds),
             Op::Statfs { path } => done(sys::statfs(&p(path)).map(statfs_rec)),
             Op::Fstatfs { fd: f } => done(sys::fstatfs(fd(f)).map(statfs_rec)),
+            Op::Statmount { path } => done(sys::statmount_of(&p(path)).map(|s| Value::Statmount {
+                sb_flags: s.sb_flags,
+                mnt_attr: s.mnt_attr,
+                propagation: s.mnt_propagation,
+            })),
             Op::Mount {
                 src,
                 target,

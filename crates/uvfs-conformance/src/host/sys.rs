@@ -369,6 +369,77 @@ pub fn statx(dirfd: i32, path: &CPath, flags: i32, mask: u32) -> Result<libc::st
     .map(|_| st)
 }
 
+/// `SYS_statmount` on x86-64 (libc 0.2 may not name it).
+const SYS_STATMOUNT: c_long = 457;
+/// `STATX_MNT_ID_UNIQUE`.
+const STATX_MNT_ID_UNIQUE: u32 = 0x4000;
+
+/// The kernel's `struct mnt_id_req`, first version (`MNT_ID_REQ_SIZE_VER0`, 24 bytes).
+#[repr(C)]
+struct MntIdReq {
+    size: u32,
+    spare: u32,
+    mnt_id: u64,
+    param: u64,
+}
+
+/// The fixed part of the kernel's `struct statmount` (include/uapi/linux/mount.h), with its
+/// spare words: 512 bytes, no strings asked.
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+#[allow(missing_docs)] // The fields are the kernel's.
+pub struct Statmount {
+    pub size: u32,
+    pub spare1: u32,
+    pub mask: u64,
+    pub sb_dev_major: u32,
+    pub sb_dev_minor: u32,
+    pub sb_magic: u64,
+    pub sb_flags: u32,
+    pub fs_type: u32,
+    pub mnt_id: u64,
+    pub mnt_parent_id: u64,
+    pub mnt_id_old: u32,
+    pub mnt_parent_id_old: u32,
+    pub mnt_attr: u64,
+    pub mnt_propagation: u64,
+    pub mnt_peer_group: u64,
+    pub mnt_master: u64,
+    pub propagate_from: u64,
+    pub mnt_root: u32,
+    pub mnt_point: u32,
+    pub mnt_ns_id: u64,
+    pub spare2: [u64; 49],
+}
+
+/// `statx(AT_FDCWD, path, 0, STATX_MNT_ID_UNIQUE)`, then `statmount(2)` of that mount for
+/// `STATMOUNT_SB_BASIC | STATMOUNT_MNT_BASIC`.
+pub fn statmount_of(path: &CPath) -> Result<Statmount, i32> {
+    let st = statx(libc::AT_FDCWD, path, 0, STATX_MNT_ID_UNIQUE)?;
+    let req = MntIdReq {
+        size: std::mem::size_of::<MntIdReq>() as u32,
+        spare: 0,
+        mnt_id: st.stx_mnt_id,
+        param: 0x1 | 0x2,
+    };
+    // SAFETY: `struct statmount` is plain integers, for which all-zero bytes are valid.
+    let mut sm: Statmount = unsafe { std::mem::zeroed() };
+    // SAFETY: `req` is a readable `struct mnt_id_req` of the size it states; `sm` is a
+    // writable buffer of the size passed, which the kernel writes no further than.
+    unsafe {
+        raw(
+            SYS_STATMOUNT,
+            args!(
+                &req as *const MntIdReq,
+                &mut sm as *mut Statmount,
+                std::mem::size_of::<Statmount>(),
+                0
+            ),
+        )
+    }
+    .map(|_| sm)
+}
+
 /// The kernel's `struct statfs` on x86-64 (libc's hides `f_flags` in its spare words).
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Default)]

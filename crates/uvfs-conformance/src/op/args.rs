@@ -395,6 +395,7 @@ impl Op {
             },
             "statfs" => Op::Statfs { path: a.path()? },
             "fstatfs" => Op::Fstatfs { fd: a.fd()? },
+            "statmount" => Op::Statmount { path: a.path()? },
             "mount" => Op::Mount {
                 src: a.nullable()?,
                 target: a.path()?,

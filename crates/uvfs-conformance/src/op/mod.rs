@@ -404,6 +404,12 @@ pub enum Op {
     Fstatfs {
         fd: Fd,
     },
+    /// `statx(PATH, STATX_MNT_ID_UNIQUE)`, then `statmount` of that mount for
+    /// `STATMOUNT_SB_BASIC | STATMOUNT_MNT_BASIC`: the superblock flags, the mount
+    /// attributes and the propagation.
+    Statmount {
+        path: Vec<u8>,
+    },
     Mount {
         src: Option<Vec<u8>>,
         target: Vec<u8>,
@@ -500,6 +506,7 @@ macro_rules! fd_args_of {
             | Op::Chroot { .. }
             | Op::Umask { .. }
             | Op::Statfs { .. }
+            | Op::Statmount { .. }
             | Op::Mount { .. }
             | Op::Umount2 { .. }
             | Op::SetrlimitNofile { .. }

@@ -466,7 +466,9 @@ impl Gen {
             },
             Kind::Xattr => self.xattr(),
             Kind::Statfs => {
-                if self.rng.chance(50) {
+                if self.rng.chance(15) {
+                    Op::Statmount { path: self.path() }
+                } else if self.rng.chance(50) {
                     Op::Statfs { path: self.path() }
                 } else {
                     Op::Fstatfs { fd: self.fd() }

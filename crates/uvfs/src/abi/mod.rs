@@ -8,6 +8,7 @@ pub mod lock;
 pub mod mode;
 pub mod poll;
 pub mod stat;
+pub mod statmount;
 
 pub use dirent::Dirent;
 pub use errno::{Errno, Result};
@@ -17,3 +18,4 @@ pub use lock::*;
 pub use mode::*;
 pub use poll::*;
 pub use stat::*;
+pub use statmount::{MountAttr, Statmount, StatmountMask};

@@ -13,6 +13,7 @@ mod pipe;
 mod poll;
 mod rw;
 mod stat;
+mod statmount;
 mod xattr;
 
 pub use cred::CapSets;

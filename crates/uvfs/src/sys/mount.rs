@@ -187,7 +187,11 @@ impl Task {
                     }
                     sb.ops().remount(sb, data)?;
                     sb.set_rdonly(flags.contains(MountFlags::RDONLY) || sb.ops().always_rdonly());
+                    // Linux: `do_remount()` reconfigures with `MS_RMT_MASK`, so a remount
+                    // without `MS_SYNCHRONOUS` or `MS_LAZYTIME` clears it; a bind remount
+                    // (`do_reconfigure_mnt()`) changes the mount's flags only.
                     sb.set_synchronous(flags.contains(MountFlags::SYNCHRONOUS));
+                    sb.set_lazytime(flags.contains(MountFlags::LAZYTIME));
                     Ok(())
                 })?;
             }
@@ -303,6 +307,7 @@ impl Task {
                 sb.set_rdonly(true);
             }
             sb.set_synchronous(flags.contains(MountFlags::SYNCHRONOUS));
+            sb.set_lazytime(flags.contains(MountFlags::LAZYTIME));
             self.ns.graft(&m, &target, false, || Ok(()))
         });
         if grafted.is_err() {

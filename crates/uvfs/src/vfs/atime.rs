@@ -1,19 +1,31 @@
 //! Access-time updates. Linux: `touch_atime()`, `atime_needs_update()`, `relatime_need_update()`
 //! in fs/inode.c.
+//!
+//! The policy is per mount (`MntFlags::NOATIME`, `NODIRATIME`, `RELATIME`; neither of the
+//! first and third is strictatime) plus the superblock's read-only flag. `lazytime`
+//! (`SuperBlock::is_lazytime`) changes nothing here: on Linux it decides whether a timestamp
+//! update dirties the inode for writeback (`I_DIRTY_TIME` instead of `I_DIRTY_SYNC`,
+//! `generic_update_time()`), and uvfs has no writeback and no dirty state to mark, as tmpfs on
+//! Linux has none; timestamps are always "in memory" here.
 
 use super::file::FileDescription;
-use super::mount::MntFlags;
+use super::inode::Inode;
+use super::mount::{MntFlags, Mount};
 use super::time::coarse_now;
-use crate::abi::OpenFlags;
+use crate::abi::{OpenFlags, Timespec};
 
 /// relatime updates an atime older than this even when it is newer than mtime and ctime.
 const RELATIME_MAX_AGE_SEC: i64 = 24 * 60 * 60;
 
-/// Updates the atime of `file`'s inode after a read, if the mount's atime mode asks for it.
+/// Updates the atime of `file`'s inode after a read, if the mount's atime mode asks for it
+/// (Linux: `file_accessed()`).
 ///
 /// # Fast path
-/// Flag tests, one coarse clock read and three timestamp loads; writes only when relatime (or
-/// strictatime) says the atime is stale.
+/// In Linux's order, every test that needs no clock comes first: the file's `O_NOATIME`,
+/// then the tests of [`atime_update`]. Only an access that passes them all reads the coarse
+/// clock, once, and loads three timestamps; it writes (under `Inode::attr_lock`) only when
+/// relatime (or strictatime) says the atime is stale. Nothing invalidates it; there is no
+/// slow half to fall back to.
 #[inline]
 pub(crate) fn touch_atime(file: &FileDescription) {
     if file.flags().contains(OpenFlags::NOATIME) {
@@ -26,7 +38,7 @@ pub(crate) fn touch_atime(file: &FileDescription) {
 /// one and the mount lets it be written (Linux: `touch_atime()`, which asks
 /// `atime_needs_update()` and then skips the write on a read-only mount).
 #[inline]
-pub(crate) fn touch_atime_at(mnt: &super::mount::Mount, inode: &super::inode::Inode) {
+pub(crate) fn touch_atime_at(mnt: &Mount, inode: &Inode) {
     if let Some(now) = atime_update(mnt, inode) {
         if !mnt.is_rdonly() {
             inode.write_attrs(|w| w.set_atime(now));
@@ -38,25 +50,91 @@ pub(crate) fn touch_atime_at(mnt: &super::mount::Mount, inode: &super::inode::In
 /// `atime_needs_update()`). A read-only filesystem never does (`IS_NOATIME()`); a read-only
 /// mount of a writable one may, and only the write is skipped (`touch_atime()`): a
 /// `RESOLVE_CACHED` walk follows a symbolic link there only if its atime needs no update.
+///
+/// # Fast path
+/// The flag tests come before the clock, in Linux's order: the superblock (read-only), then
+/// the mount's `NOATIME`, then `NODIRATIME` for a directory. uvfs has no per-inode
+/// `S_NOATIME` (no `chattr +A`) and no superblock-wide `SB_NOATIME`/`SB_NODIRATIME`, which
+/// Linux tests among the first. An access they refuse reads no clock and no timestamp; one
+/// they let through reads the coarse clock exactly once.
 #[inline]
-pub(crate) fn atime_update(
-    mnt: &super::mount::Mount,
-    inode: &super::inode::Inode,
-) -> Option<crate::abi::Timespec> {
+pub(crate) fn atime_update(mnt: &Mount, inode: &Inode) -> Option<Timespec> {
+    if mnt.sb().is_rdonly() {
+        return None;
+    }
     let mf = mnt.flags();
-    if mf.contains(MntFlags::NOATIME)
-        || (inode.is_dir() && mf.contains(MntFlags::NODIRATIME))
-        || mnt.sb().is_rdonly()
+    if mf.contains(MntFlags::NOATIME) || (mf.contains(MntFlags::NODIRATIME) && inode.is_dir()) {
+        return None;
+    }
+    let now = coarse_now();
+    let atime = inode.atime_raw();
+    if mf.contains(MntFlags::RELATIME)
+        && !relatime_need_update(atime, inode.mtime_raw(), inode.ctime_raw(), now)
     {
         return None;
     }
-    let atime = inode.atime_raw();
-    if mf.contains(MntFlags::RELATIME) && atime > inode.mtime_raw() && atime > inode.ctime_raw() {
-        // relatime: newer than both mtime and ctime, so only the age rule can ask for an update.
-        if coarse_now().sec - atime.sec < RELATIME_MAX_AGE_SEC {
-            return None;
-        }
-    }
-    let now = coarse_now();
     (atime != now).then_some(now)
+}
+
+/// The relatime rule (Linux: `relatime_need_update()`): update an atime that is not newer
+/// than the mtime or not newer than the ctime, or that is at least a day old by the seconds
+/// of the clock.
+#[inline]
+fn relatime_need_update(atime: Timespec, mtime: Timespec, ctime: Timespec, now: Timespec) -> bool {
+    atime <= mtime || atime <= ctime || now.sec.saturating_sub(atime.sec) >= RELATIME_MAX_AGE_SEC
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{relatime_need_update, RELATIME_MAX_AGE_SEC};
+    use crate::abi::Timespec;
+
+    fn t(sec: i64, nsec: i64) -> Timespec {
+        Timespec::new(sec, nsec)
+    }
+
+    // Oracle: Linux's `relatime_need_update()` (fs/inode.c), rule by rule. The differential
+    // cases (atime.cases) reach every rule but the age rule, which needs a ctime older than a
+    // day: the host's tmpfs stamps ctimes with the real clock, which a case cannot move back.
+
+    // `now` is the atime's own second in these two, so the age rule cannot answer for them.
+
+    #[test]
+    fn relatime_updates_an_atime_not_newer_than_mtime() {
+        let now = t(10, 9);
+        assert!(relatime_need_update(t(10, 5), t(10, 5), t(1, 0), now));
+        assert!(relatime_need_update(t(10, 4), t(10, 5), t(1, 0), now));
+        assert!(!relatime_need_update(t(10, 6), t(10, 5), t(1, 0), now));
+    }
+
+    #[test]
+    fn relatime_updates_an_atime_not_newer_than_ctime() {
+        let now = t(10, 9);
+        assert!(relatime_need_update(t(10, 5), t(1, 0), t(10, 5), now));
+        assert!(relatime_need_update(t(10, 5), t(1, 0), t(10, 6), now));
+        assert!(!relatime_need_update(t(10, 6), t(1, 0), t(10, 5), now));
+    }
+
+    #[test]
+    fn relatime_updates_an_atime_a_day_old_to_the_second() {
+        let atime = t(500_000, 999_999_999);
+        let (m, c) = (t(1, 0), t(2, 0));
+        let day = RELATIME_MAX_AGE_SEC;
+        assert!(relatime_need_update(atime, m, c, t(500_000 + day, 0)));
+        assert!(!relatime_need_update(
+            atime,
+            m,
+            c,
+            t(500_000 + day - 1, 999_999_999)
+        ));
+        assert!(relatime_need_update(atime, m, c, t(500_000 + day + 1, 0)));
+    }
+
+    #[test]
+    fn relatime_keeps_a_recent_atime_newer_than_both_and_a_future_one() {
+        let (m, c) = (t(1, 0), t(2, 0));
+        assert!(!relatime_need_update(t(100, 0), m, c, t(100, 0)));
+        assert!(!relatime_need_update(t(i64::MAX, 0), m, c, t(100, 0)));
+        assert!(!relatime_need_update(t(200, 0), m, c, t(i64::MIN, 0)));
+    }
 }

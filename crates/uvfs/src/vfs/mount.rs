@@ -467,6 +467,24 @@ impl MountNamespace {
         }
     }
 
+    /// The mount of this namespace's tree whose id is `id` (Linux: `lookup_mnt_in_ns()`):
+    /// a walk of the tree from the root, without a lock (the table is loaded once). A
+    /// detached mount, the root included after a lazy unmount, is not in the tree.
+    pub(crate) fn find_mount(&self, id: u64) -> Option<MountRef> {
+        let t = self.table.load();
+        let mut todo = vec![self.root.clone()];
+        while let Some(m) = todo.pop() {
+            if !m.is_attached() {
+                continue;
+            }
+            if m.id == id {
+                return Some(m);
+            }
+            todo.extend(t.children.get(&m.id).into_iter().flatten().cloned());
+        }
+        None
+    }
+
     /// Whether `m` and every mount above it are attached, up to this namespace's root.
     pub(crate) fn in_tree(&self, m: &MountRef) -> bool {
         let mut cur = m.clone();

@@ -13,6 +13,9 @@ use crate::sync::pcpu_ref::PcpuRef;
 pub const SB_RDONLY: u32 = 1;
 /// Superblock flag: writes are synchronous (`SB_SYNCHRONOUS`; reported by `statfs`).
 pub const SB_SYNCHRONOUS: u32 = 16;
+/// Superblock flag: timestamp updates need not reach stable storage at once
+/// (`SB_LAZYTIME`; mount option `lazytime`, reported by `statmount`, not by `statfs`).
+pub const SB_LAZYTIME: u32 = 1 << 25;
 
 static NEXT_DEV: AtomicU64 = AtomicU64::new(1);
 
@@ -164,6 +167,30 @@ impl SuperBlock {
         } else {
             self.flags.fetch_and(!SB_SYNCHRONOUS, Ordering::Relaxed);
         }
+    }
+
+    /// True if mounted `MS_LAZYTIME` (Linux: `SB_LAZYTIME`). Linux then lets a timestamp
+    /// update leave the inode clean for writeback (`I_DIRTY_TIME`); uvfs keeps no dirty
+    /// state (its filesystems write nothing back), so the flag is recorded and reported
+    /// ([`Task::statmount`](crate::vfs::Task::statmount)) and changes no behaviour, as on
+    /// Linux's tmpfs.
+    pub fn is_lazytime(&self) -> bool {
+        self.flags.load(Ordering::Relaxed) & SB_LAZYTIME != 0
+    }
+
+    /// Sets or clears `SB_LAZYTIME`.
+    pub fn set_lazytime(&self, on: bool) {
+        if on {
+            self.flags.fetch_or(SB_LAZYTIME, Ordering::Relaxed);
+        } else {
+            self.flags.fetch_and(!SB_LAZYTIME, Ordering::Relaxed);
+        }
+    }
+
+    /// The superblock flags `statmount` reports (Linux: `SB_RDONLY`, `SB_SYNCHRONOUS`,
+    /// `SB_DIRSYNC`, `SB_LAZYTIME` of `s_flags`; uvfs has no `SB_DIRSYNC`).
+    pub fn flags(&self) -> u32 {
+        self.flags.load(Ordering::Relaxed) & (SB_RDONLY | SB_SYNCHRONOUS | SB_LAZYTIME)
     }
 
     /// Sets or clears `SB_RDONLY`.

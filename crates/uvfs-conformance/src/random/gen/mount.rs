@@ -17,7 +17,10 @@ impl Gen {
         const MS_MOVE: u64 = 8192;
         const MS_REC: u64 = 16384;
         const MS_PRIVATE: u64 = 1 << 18;
+        const MS_NODIRATIME: u64 = 2048;
+        const MS_RELATIME: u64 = 1 << 21;
         const MS_STRICTATIME: u64 = 1 << 24;
+        const MS_LAZYTIME: u64 = 1 << 25;
         match self.rng.below(10) {
             0..=2 => {
                 let flags = self.some_of(
@@ -28,6 +31,10 @@ impl Gen {
                         MS_NOEXEC,
                         MS_NOATIME,
                         MS_NOSYMFOLLOW,
+                        MS_NODIRATIME,
+                        MS_RELATIME,
+                        MS_STRICTATIME,
+                        MS_LAZYTIME,
                     ],
                     15,
                 );
@@ -60,6 +67,9 @@ impl Gen {
                         MS_NOATIME,
                         MS_STRICTATIME,
                         MS_NOSYMFOLLOW,
+                        MS_NODIRATIME,
+                        MS_RELATIME,
+                        MS_LAZYTIME,
                     ],
                     20,
                 );
