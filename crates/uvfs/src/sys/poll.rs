@@ -248,7 +248,7 @@ impl Task {
     /// no limit; zero: just look), fills `events` from the front and returns how many.
     ///
     /// # Errors
-    /// `EINVAL` for an empty `events` or one longer than [`EP_MAX_EVENTS`], or `epfd` not an
+    /// `EINVAL` for an empty `events` or one longer than `EP_MAX_EVENTS` (`INT_MAX` / 12), or `epfd` not an
     /// epoll; `EBADF`; `EINTR`.
     ///
     /// # Examples

@@ -3,7 +3,7 @@
 //! An anonymous pipe's inode is a pseudo inode with no name, on one internal pipefs
 //! superblock mounted nowhere (Linux: `pipe_mnt`, `get_pipe_inode()`): mode `S_IFIFO | 0600`,
 //! owned by its creator. Its two files ([`Task::pipe2`](crate::Task::pipe2)) share one
-//! [`Pipe`].
+//! `Pipe`.
 //!
 //! A FIFO is an inode of any filesystem (`mknodat` with `S_IFIFO`); its pipe lives, while any
 //! file of it is open or an opener waits, in a side table keyed by the inode's address (Linux:
