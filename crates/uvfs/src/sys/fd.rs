@@ -102,7 +102,11 @@ impl Task {
                 {
                     return Err(Errno::EINVAL);
                 }
-                file.set_status_flags(f);
+                // A pipe's `fasync` keeps `O_ASYNC` (Linux: `pipe_fasync()` through
+                // `fasync_helper()`); uvfs has no signals, so no `SIGIO` follows
+                // (docs/divergences.md). Other files have no `fasync` and drop it.
+                let fasync = crate::fs::pipefs::pipe_file(&file).is_some();
+                file.set_status_flags(f, fasync);
                 Ok(0)
             }
             FcntlCmd::SetPipeSz(size) => self.set_pipe_size(&file, size),

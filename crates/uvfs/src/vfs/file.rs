@@ -22,7 +22,8 @@ pub struct FMode {
 }
 
 /// Status flags `F_SETFL` may change (Linux: `SETFL_MASK`). `O_ASYNC` is set only by a
-/// file's `fasync` handler, which no uvfs file has yet.
+/// file's `fasync` handler, which of uvfs's files only pipes and FIFOs have
+/// ([`FileDescription::set_status_flags`]).
 pub(crate) const SETFL_MASK: u32 = OpenFlags::APPEND.bits()
     | OpenFlags::NONBLOCK.bits()
     | OpenFlags::NOATIME.bits()
@@ -140,10 +141,16 @@ impl FileDescription {
     pub fn flags(&self) -> OpenFlags {
         OpenFlags::from_bits_retain(self.flags.load(Ordering::Relaxed))
     }
-    /// Replaces the `F_SETFL`-changeable flags.
-    pub(crate) fn set_status_flags(&self, new: OpenFlags) {
+    /// Replaces the `F_SETFL`-changeable flags; `O_ASYNC` too if `fasync` (the file kinds
+    /// whose Linux `->fasync` sets `FASYNC`: pipes and FIFOs).
+    pub(crate) fn set_status_flags(&self, new: OpenFlags, fasync: bool) {
+        let mask = if fasync {
+            SETFL_MASK | OpenFlags::ASYNC.bits()
+        } else {
+            SETFL_MASK
+        };
         let cur = self.flags.load(Ordering::Relaxed);
-        let v = (cur & !SETFL_MASK) | (new.bits() & SETFL_MASK);
+        let v = (cur & !mask) | (new.bits() & mask);
         self.flags.store(v, Ordering::Relaxed);
     }
     /// Identity of the credentials that opened the file.
