@@ -53,6 +53,22 @@ pub fn threads(s: &str) -> Result<usize, String> {
     count(s, 1, MAX_THREADS, "thread counts")
 }
 
+/// The most `messaging` groups: 40 threads each, within [`MAX_THREADS`].
+pub const MAX_GROUPS: usize = MAX_THREADS / 40;
+
+/// The most `messaging` loops: perf's long run.
+pub const MAX_LOOPS: u64 = 10_000;
+
+/// One count of `--groups`.
+pub fn groups(s: &str) -> Result<usize, String> {
+    count(s, 1, MAX_GROUPS, "group counts")
+}
+
+/// `--loops`.
+pub fn loops(s: &str) -> Result<u64, String> {
+    count(s, 1, MAX_LOOPS, "a loop count")
+}
+
 /// One count of `--copies`.
 pub fn copies(s: &str) -> Result<usize, String> {
     count(s, 1, MAX_COPIES, "copy counts")
