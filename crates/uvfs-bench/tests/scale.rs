@@ -137,7 +137,9 @@ fn check_work(side: &str, tc: Testcase, copies: usize, ends: &[CopyEnd], v: &dyn
             | Testcase::Open2
             | Testcase::Open3
             | Testcase::Unlink1
-            | Testcase::Unlink2 => None,
+            | Testcase::Unlink2
+            | Testcase::Pipe1
+            | Testcase::ContextSwitch1 => None,
             Testcase::Read1 | Testcase::Read2 | Testcase::Write1 => {
                 Some((n * PAGE_BYTES) % WALK_BYTES)
             }
@@ -157,6 +159,8 @@ fn check_work(side: &str, tc: Testcase, copies: usize, ends: &[CopyEnd], v: &dyn
             }
             Testcase::Pread2 => Some(fill_byte(0)),
             Testcase::Read2 => Some(fill_byte(last_page)),
+            // The byte the copy wrote came back through its pipe (or its partner).
+            Testcase::Pipe1 | Testcase::ContextSwitch1 => Some(write_byte(i)),
             _ => None,
         }
         // A copy that read nothing still has its zeroed buffer.
@@ -175,7 +179,7 @@ fn check_work(side: &str, tc: Testcase, copies: usize, ends: &[CopyEnd], v: &dyn
             .unwrap_or_else(|| panic!("{}", ctx(&format!("{p} missing"))))
     };
     match tc {
-        Testcase::Unlink1 | Testcase::Dup1 => {
+        Testcase::Unlink1 | Testcase::Dup1 | Testcase::Pipe1 | Testcase::ContextSwitch1 => {
             assert!(v.names(".").is_empty(), "{}", ctx("directory not empty"));
             checks += 1;
         }
@@ -293,12 +297,13 @@ fn every_testcase_loop_does_its_work_on_both_sides_in_both_modes() {
     let sides = if host.is_some() { 2 } else { 1 };
     assert_eq!(runs, Testcase::ALL.len() * 2 * sides);
     println!("{runs} runs, {checks} checks, {} skipped", skips.len());
-    // Per side: 20 testcases x 2 modes x (the iterations, and 3 copies x 3: status, position,
+    // Per side: 24 testcases x 2 modes x (the iterations, and 3 copies x 3: status, position,
     // bytes read), plus the file checks of each testcase (counted by hand from check_work: 57
-    // per mode).
+    // per mode, and 1 each for pipe1 and context_switch1 (nothing left in the directory),
+    // 3 for lock1 and 1 for lock2 (files unchanged)).
     assert_eq!(
         checks,
-        (20 * 2 * (1 + 3 * 3) + 2 * 57) * sides,
+        (24 * 2 * (1 + 3 * 3) + 2 * (57 + 1 + 1 + 3 + 1)) * sides,
         "{checks} checks"
     );
 }

@@ -270,6 +270,9 @@ mod tests {
         assert_eq!(copies("256"), Ok(256));
         assert!(copies("257").is_err() && copies("0").is_err());
         assert!(files("0").is_err() && files("10000001").is_err());
+        assert_eq!((groups("25"), loops("10000")), (Ok(25), Ok(10_000)));
+        assert!(groups("0").is_err() && groups("26").is_err());
+        assert!(loops("0").is_err() && loops("10001").is_err());
     }
 
     #[test]
@@ -289,7 +292,10 @@ mod tests {
                 "open-read-close",
                 "stat-walk",
                 "create-unlink",
-                "find"
+                "find",
+                "messaging",
+                "pipe-pingpong",
+                "pipe-bulk"
             ]
         );
         let c: Vec<_> = ColumnArg::ALL

@@ -205,9 +205,9 @@ fn scale_refuses_bad_input() {
         "did you mean 'open1'?",
     );
     refused(
-        &["bench", "scale", "pipe1"],
+        &["bench", "scale", "poll1"],
         "[TESTCASES]...",
-        "not yet runnable: it needs pipes",
+        "not yet runnable: it needs poll",
     );
     for bad in [
         "0",

@@ -57,6 +57,16 @@ pub enum Testcase {
     /// fallocate(mode 0) of 4 KiB at a growing offset of its own file, ftruncate to 0 after
     /// 1 MiB.
     Fallocate1,
+    /// write 1 byte then read 1 byte on its own pipe, both ends in the copy.
+    Pipe1,
+    /// 1 byte passed back and forth over two pipes between the copy and a partner task of its
+    /// own (a thread in threads mode, a forked process in processes mode), which echoes it.
+    ContextSwitch1,
+    /// fcntl(F_SETLKW) write lock + unlock of byte 0 of its own file.
+    Lock1,
+    /// The same on one shared file (own open each): in processes mode the copies' locks
+    /// conflict; in threads mode one process owns them all.
+    Lock2,
 }
 
 /// Where a copy's file is.
@@ -74,6 +84,8 @@ pub enum Target {
     NameOwnDirectory,
     /// `f<copy>`: its own file, which the copy creates and unlinks before the loop (`dup1`).
     Unlinked,
+    /// No file: the copy makes its own pipes (`pipe1`, `context_switch1`).
+    Pipes,
 }
 
 /// The shared file's name.
@@ -81,7 +93,7 @@ pub const SHARED_NAME: &str = "shared";
 
 impl Testcase {
     /// Every testcase, in suite order.
-    pub const ALL: [Testcase; 20] = [
+    pub const ALL: [Testcase; 24] = [
         Testcase::Open1,
         Testcase::Open2,
         Testcase::Open3,
@@ -102,6 +114,10 @@ impl Testcase {
         Testcase::Readseek1,
         Testcase::Writeseek1,
         Testcase::Fallocate1,
+        Testcase::Pipe1,
+        Testcase::ContextSwitch1,
+        Testcase::Lock1,
+        Testcase::Lock2,
     ];
 
     /// The name on the command line and in output (will-it-scale's).
@@ -127,6 +143,10 @@ impl Testcase {
             Testcase::Readseek1 => "readseek1",
             Testcase::Writeseek1 => "writeseek1",
             Testcase::Fallocate1 => "fallocate1",
+            Testcase::Pipe1 => "pipe1",
+            Testcase::ContextSwitch1 => "context_switch1",
+            Testcase::Lock1 => "lock1",
+            Testcase::Lock2 => "lock2",
         }
     }
 
@@ -158,6 +178,10 @@ impl Testcase {
             Testcase::Readseek1 => "lseek(0) + read 4 KiB of its own file",
             Testcase::Writeseek1 => "lseek(0) + write 4 KiB of its own file",
             Testcase::Fallocate1 => "fallocate 4 KiB at a growing offset, ftruncate after 1 MiB",
+            Testcase::Pipe1 => "write 1 byte + read 1 byte on its own pipe",
+            Testcase::ContextSwitch1 => "1 byte there and back over two pipes with a partner",
+            Testcase::Lock1 => "fcntl(F_SETLKW) write lock + unlock of byte 0 of its own file",
+            Testcase::Lock2 => "fcntl(F_SETLKW) write lock + unlock of byte 0 of one shared file",
         }
     }
 
@@ -171,16 +195,18 @@ impl Testcase {
             | Testcase::Pread3
             | Testcase::Pwrite2
             | Testcase::Pwrite3
-            | Testcase::Read2 => Target::Shared,
+            | Testcase::Read2
+            | Testcase::Lock2 => Target::Shared,
             Testcase::Unlink1 => Target::Name,
             Testcase::Unlink2 => Target::NameOwnDirectory,
             Testcase::Dup1 => Target::Unlinked,
+            Testcase::Pipe1 | Testcase::ContextSwitch1 => Target::Pipes,
             _ => Target::Own,
         }
     }
 
-    /// True if a copy holds its file open through the loop (everything but open* and
-    /// unlink*, which open inside the loop).
+    /// True if a copy holds one file open through the loop (everything but open* and
+    /// unlink*, which open inside the loop, and the pipe testcases, which hold pipes).
     pub fn holds_fd(self) -> bool {
         !matches!(
             self,
@@ -189,7 +215,14 @@ impl Testcase {
                 | Testcase::Open3
                 | Testcase::Unlink1
                 | Testcase::Unlink2
+                | Testcase::Pipe1
+                | Testcase::ContextSwitch1
         )
+    }
+
+    /// True for the testcases whose copies work on pipes of their own.
+    pub fn uses_pipes(self) -> bool {
+        self.target() == Target::Pipes
     }
 
     /// Size of each existing file before the run, for `copies` copies.
@@ -210,6 +243,7 @@ impl Testcase {
             Target::Shared => SHARED_NAME.to_string(),
             Target::Name => format!("u{copy}"),
             Target::NameOwnDirectory => format!("d{copy}/u{copy}"),
+            Target::Pipes => format!("pipe{copy}"),
         }
     }
 
@@ -239,7 +273,7 @@ impl Testcase {
                 bytes,
                 fill: Fill::PerPage,
             }),
-            Target::Name | Target::Unlinked => {}
+            Target::Name | Target::Unlinked | Target::Pipes => {}
             Target::NameOwnDirectory => plan.dirs.extend((0..copies).map(|c| format!("d{c}"))),
         }
         plan
@@ -317,15 +351,7 @@ pub struct NotYet {
 
 /// The file-system testcases of will-it-scale that wait for calls uvfs does not have; every
 /// report lists them.
-pub const NOT_YET: [NotYet; 7] = [
-    NotYet {
-        name: "pipe1",
-        needs: "pipes",
-    },
-    NotYet {
-        name: "context_switch1",
-        needs: "pipes",
-    },
+pub const NOT_YET: [NotYet; 3] = [
     NotYet {
         name: "poll1",
         needs: "poll",
@@ -333,14 +359,6 @@ pub const NOT_YET: [NotYet; 7] = [
     NotYet {
         name: "poll2",
         needs: "poll",
-    },
-    NotYet {
-        name: "lock1",
-        needs: "fcntl record locks",
-    },
-    NotYet {
-        name: "lock2",
-        needs: "fcntl record locks",
     },
     NotYet {
         name: "eventfd1",
@@ -374,7 +392,11 @@ mod tests {
             assert_eq!(Testcase::from_name(t.name()), Some(t));
             assert!(NOT_YET.iter().all(|n| n.name != t.name()));
         }
-        assert_eq!(Testcase::from_name("pipe1"), None);
+        assert_eq!(Testcase::from_name("poll1"), None);
+        assert_eq!(
+            Testcase::from_name("context_switch1"),
+            Some(Testcase::ContextSwitch1)
+        );
     }
 
     #[test]
@@ -401,7 +423,7 @@ mod tests {
             assert!(l.contains(n.name), "{l}");
         }
         assert!(
-            l.contains("needs pipes") && l.contains("needs eventfd"),
+            l.contains("needs poll") && l.contains("needs eventfd"),
             "{l}"
         );
     }
