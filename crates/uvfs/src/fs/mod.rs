@@ -30,8 +30,11 @@
 //!
 //! [`tmpfs`] is the memory filesystem every [`Vfs`](crate::Vfs) starts with.
 
+pub(crate) mod anon;
 mod dir;
+pub(crate) mod epoll;
 mod error;
+pub(crate) mod eventfd;
 mod file;
 mod handle;
 mod metadata;

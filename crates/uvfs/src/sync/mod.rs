@@ -23,11 +23,17 @@ pub use seqcount::SeqCount;
 /// Atomics as seen by the protocols behind the facade: std's, or loom's / shuttle's under test.
 pub(crate) mod atomic {
     #[cfg(loom)]
-    pub use loom::sync::atomic::{fence, AtomicI64, AtomicPtr, AtomicU32, AtomicU64, Ordering};
+    pub use loom::sync::atomic::{
+        fence, AtomicBool, AtomicI64, AtomicPtr, AtomicU32, AtomicU64, Ordering,
+    };
     #[cfg(all(not(loom), feature = "shuttle"))]
-    pub use shuttle::sync::atomic::{fence, AtomicI64, AtomicPtr, AtomicU32, AtomicU64, Ordering};
+    pub use shuttle::sync::atomic::{
+        fence, AtomicBool, AtomicI64, AtomicPtr, AtomicU32, AtomicU64, Ordering,
+    };
     #[cfg(all(not(loom), not(feature = "shuttle")))]
-    pub use std::sync::atomic::{fence, AtomicI64, AtomicPtr, AtomicU32, AtomicU64, Ordering};
+    pub use std::sync::atomic::{
+        fence, AtomicBool, AtomicI64, AtomicPtr, AtomicU32, AtomicU64, Ordering,
+    };
 }
 
 /// The spin-wait hint of retry loops: under a model checker it also lets the thread that the
@@ -39,6 +45,28 @@ pub(crate) mod hint {
     pub use shuttle::hint::spin_loop;
     #[cfg(all(not(loom), not(feature = "shuttle")))]
     pub use std::hint::spin_loop;
+}
+
+/// Parking of blocked calls' threads (`vfs::poll::Parker`): std's, or the model checker's,
+/// where a wait never times out (the model scenarios have no deadlines) and spinning is one
+/// yield.
+pub(crate) mod thread {
+    #[cfg(loom)]
+    pub use loom::thread::{current, park, yield_now, Thread};
+    #[cfg(all(not(loom), feature = "shuttle"))]
+    pub use shuttle::thread::{current, park, yield_now, Thread};
+    #[cfg(all(not(loom), not(feature = "shuttle")))]
+    pub use std::thread::{current, park, park_timeout, yield_now, Thread};
+
+    /// Under a model checker a timed park is a park: its scenarios set no deadlines.
+    #[cfg(any(loom, feature = "shuttle"))]
+    pub fn park_timeout(_d: std::time::Duration) {
+        park();
+    }
+
+    /// Whether blocked calls spin before they park: not under a model checker, where the
+    /// time a spin watches is not the model's.
+    pub const SPIN: bool = cfg!(not(any(loom, feature = "shuttle")));
 }
 
 /// Threads of a model-checking scenario, and the runner that explores its schedules.

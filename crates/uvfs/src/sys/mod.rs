@@ -10,6 +10,7 @@ mod mount;
 mod namespace;
 mod open;
 mod pipe;
+mod poll;
 mod rw;
 mod stat;
 mod xattr;

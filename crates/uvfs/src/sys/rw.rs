@@ -49,7 +49,7 @@ fn check_not_dir(file: &FileDescription) -> Result<()> {
 /// is refused first (`fdget()`).
 #[inline]
 fn check_no_pread(file: &FileDescription) -> Result<()> {
-    if file.inode().file_type() == FileType::Fifo {
+    if matches!(file.inode().file_type(), FileType::Fifo | FileType::Anon) {
         if file.fmode().path_only {
             return Err(Errno::EBADF);
         }
@@ -164,9 +164,14 @@ impl Task {
     pub(crate) fn read_file(&self, file: &FileDescription, buf: &mut [u8]) -> Result<usize> {
         check_readable(file)?;
         // Pipes and FIFOs have no position and may block (Linux: `FMODE_STREAM` files).
-        if file.inode().file_type() == FileType::Fifo {
-            let len = buf.len().min(MAX_RW_COUNT);
-            return crate::fs::pipefs::read(self, file, &mut buf[..len]);
+        match file.inode().file_type() {
+            FileType::Fifo => {
+                let len = buf.len().min(MAX_RW_COUNT);
+                return crate::fs::pipefs::read(self, file, &mut buf[..len]);
+            }
+            // eventfd and epoll files: no position, may block.
+            FileType::Anon => return crate::fs::anon::read(self, file, buf),
+            _ => {}
         }
         let mut pos = file.pos.lock();
         verify_area(*pos as i64, buf.len())?;
@@ -228,9 +233,13 @@ impl Task {
     #[inline]
     pub(crate) fn write_file(&self, file: &FileDescription, buf: &[u8]) -> Result<usize> {
         check_writable(file)?;
-        if file.inode().file_type() == FileType::Fifo {
-            let len = buf.len().min(MAX_RW_COUNT);
-            return crate::fs::pipefs::write(self, file, &buf[..len]);
+        match file.inode().file_type() {
+            FileType::Fifo => {
+                let len = buf.len().min(MAX_RW_COUNT);
+                return crate::fs::pipefs::write(self, file, &buf[..len]);
+            }
+            FileType::Anon => return crate::fs::anon::write(self, file, buf),
+            _ => {}
         }
         let mut pos = file.pos.lock();
         // The position is checked even with O_APPEND, where the write then goes to the end.

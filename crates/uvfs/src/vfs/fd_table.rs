@@ -59,6 +59,8 @@ struct Inner {
     /// Lowest free index (exact).
     first_free: usize,
     limit: u32,
+    /// The hard limit: raised only with `CAP_SYS_RESOURCE` (`RLIMIT_NOFILE`'s `rlim_max`).
+    hard: u32,
 }
 
 /// The lock-free mirror of the open files: one pointer per fd, null or from
@@ -246,6 +248,7 @@ impl Default for FdTable {
                     slots: Slots::new(FIRST_SLOTS),
                     first_free: 0,
                     limit: DEFAULT_NOFILE,
+                    hard: NR_OPEN,
                 }),
                 first_free: AtomicU64::new(0),
                 limit: AtomicU32::new(DEFAULT_NOFILE),
@@ -562,21 +565,36 @@ impl FdTable {
         self.inner.0.first_free.load(Ordering::Relaxed) < u64::from(self.limit())
     }
 
+    /// The hard open-file limit (`RLIMIT_NOFILE`'s `rlim_max`).
+    pub fn hard_limit(&self) -> u32 {
+        self.lock().hard
+    }
+
     /// The open-file limit (Linux: `RLIMIT_NOFILE`). Takes no lock.
     pub fn limit(&self) -> u32 {
         self.inner.0.limit.load(Ordering::Relaxed)
     }
 
-    /// Sets the open-file limit; fds at or past it stay open, as with `setrlimit`.
+    /// Sets the open-file limits (`RLIMIT_NOFILE`'s soft `limit` and `hard`); fds at or past
+    /// the soft limit stay open, as with `setrlimit`. Raising the hard limit takes
+    /// `may_raise` (`CAP_SYS_RESOURCE`).
     ///
     /// # Errors
-    /// `EPERM` past [`NR_OPEN`].
-    pub fn set_limit(&self, limit: u32) -> Result<()> {
-        if limit > NR_OPEN {
+    /// `EINVAL` for a soft limit above the hard one; `EPERM` for a hard limit past
+    /// [`NR_OPEN`], or above the current one without `may_raise` (Linux: `do_prlimit()`).
+    pub fn set_limits(&self, limit: u32, hard: u32, may_raise: bool) -> Result<()> {
+        if limit > hard {
+            return Err(Errno::EINVAL);
+        }
+        if hard > NR_OPEN {
             return Err(Errno::EPERM);
         }
         let mut g = self.lock();
+        if hard > g.hard && !may_raise {
+            return Err(Errno::EPERM);
+        }
         g.limit = limit;
+        g.hard = hard;
         self.mirror(&g);
         Ok(())
     }
@@ -612,6 +630,7 @@ impl FdTable {
                     },
                     first_free: g.first_free,
                     limit: g.limit,
+                    hard: g.hard,
                 }),
                 first_free: AtomicU64::new(g.first_free as u64),
                 limit: AtomicU32::new(g.limit),

@@ -46,6 +46,10 @@ pub struct FileDescription {
     /// release (Linux: `d_tmpfile()` makes the file's unnamed dentry the directory's child,
     /// and a dentry holds its parent until `__fput()`'s `dput()`).
     kept_dir: Option<InodeHold>,
+    /// The epoll registrations of this file, which go with its last close (Linux: `f_ep`,
+    /// `eventpoll_release()`).
+    /// Protects: the list. Order: a leaf (taken with no epoll's or pipe's lock held).
+    pub(crate) epoll_links: Mutex<Vec<std::sync::Weak<crate::fs::epoll::EpItem>>>,
 }
 
 impl FileDescription {
@@ -96,6 +100,7 @@ impl FileDescription {
             pos: Mutex::new(0),
             ops,
             kept_dir: None,
+            epoll_links: Mutex::new(Vec::new()),
         };
         // Counted only if the mount and filesystem are still writable once counted (a
         // remount read-only that raced with this open either sees the count or is seen):
@@ -160,6 +165,10 @@ impl Drop for FileDescription {
         // The description's OFD and `flock` locks go with it (Linux: `locks_remove_file()`
         // in `__fput()`); one load for a file never locked.
         super::locks::remove_file(self);
+        let links = std::mem::take(self.epoll_links.get_mut());
+        if !links.is_empty() {
+            crate::fs::epoll::file_released(links);
+        }
         self.ops.release(self);
         if self.counted_writer {
             self.path.mnt.put_write();

@@ -19,6 +19,8 @@ pub(crate) mod namei;
 pub mod ops;
 pub mod permission;
 pub mod poll;
+#[cfg(all(test, any(loom, feature = "shuttle")))]
+mod poll_check;
 pub mod super_block;
 pub mod task;
 #[cfg(test)]

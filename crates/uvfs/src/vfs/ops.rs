@@ -536,6 +536,13 @@ pub trait FileOps: Send + Sync + 'static {
         PollEvents::DEFAULT
     }
 
+    /// Whether the file's readiness can change, so that epoll may watch it (Linux:
+    /// `file_can_poll()`, true when the file has a `->poll`). `epoll_ctl` refuses others with
+    /// `EPERM`; `poll` reports [`FileOps::poll`] for every file.
+    fn can_poll(&self) -> bool {
+        false
+    }
+
     /// The file operations as `Any`, for the VFS to find its own kinds of files (pipes) among
     /// them; `None` for a filesystem's files.
     fn as_any(&self) -> Option<&dyn Any> {

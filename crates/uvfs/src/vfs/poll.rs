@@ -10,12 +10,12 @@
 //! the state, so a waker that finds the list empty (one plain load) knows nobody can be
 //! missing the change: no fence, no atomic, no other lock.
 
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
-use std::thread::Thread;
 use std::time::{Duration, Instant};
 
-use parking_lot::Mutex;
+use crate::sync::atomic::{AtomicBool, Ordering};
+use crate::sync::lock::{unlocked, Mutex, MutexGuard};
+use crate::sync::thread::{self, Thread};
 
 use super::locks::{Interrupt, InterruptWake, WaitingOn};
 use crate::abi::{Errno, PollEvents, Result};
@@ -156,6 +156,8 @@ pub(crate) struct Parker {
 
 /// How long a wait spins before it parks.
 const SPIN: Duration = Duration::from_micros(20);
+/// Pause instructions a wait spins with before it yields instead.
+const SPIN_PAUSES: u32 = 200;
 
 /// Why a [`Parker::wait`] returned.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -171,15 +173,18 @@ impl Parker {
     pub(crate) fn new() -> Arc<Parker> {
         Arc::new(Parker {
             woken: AtomicBool::new(false),
-            thread: std::thread::current(),
+            thread: thread::current(),
         })
     }
 
-    /// Sets the flag and unparks the thread.
-    pub(crate) fn unpark(&self) {
-        if !self.woken.swap(true, Ordering::AcqRel) {
+    /// Sets the flag and unparks the thread; false if the flag was already set (the waiter
+    /// is already on its way, so an exclusive wake-up goes on to the next).
+    pub(crate) fn unpark(&self) -> bool {
+        let first = !self.woken.swap(true, Ordering::AcqRel);
+        if first {
             self.thread.unpark();
         }
+        first
     }
 
     /// Clears the flag before the waiter looks at the state again.
@@ -190,7 +195,7 @@ impl Parker {
     /// Waits until the flag is set or `deadline` passes (`None`: no deadline); the caller
     /// re-reads the state after it (wake-ups may be spurious).
     pub(crate) fn wait(&self, deadline: Option<Instant>, spin: bool) -> Woke {
-        if spin {
+        if spin && thread::SPIN {
             let start = Instant::now();
             let end = deadline.map_or(start + SPIN, |d| d.min(start + SPIN));
             let mut n = 0u32;
@@ -198,9 +203,16 @@ impl Parker {
                 if self.woken.load(Ordering::Acquire) {
                     return Woke::Woken;
                 }
-                std::hint::spin_loop();
                 n += 1;
-                if n % 64 == 0 && Instant::now() >= end {
+                if n < SPIN_PAUSES {
+                    std::hint::spin_loop();
+                    continue;
+                }
+                // Past the first pauses, yield: a waker that is runnable on this CPU (more
+                // threads than CPUs) gets it, and with nothing else to run the yield returns
+                // at once.
+                thread::yield_now();
+                if Instant::now() >= end {
                     break;
                 }
             }
@@ -210,13 +222,13 @@ impl Parker {
                 return Woke::Woken;
             }
             match deadline {
-                None => std::thread::park(),
+                None => thread::park(),
                 Some(d) => {
                     let now = Instant::now();
                     if now >= d {
                         return Woke::TimedOut;
                     }
-                    std::thread::park_timeout(d - now);
+                    thread::park_timeout(d - now);
                 }
             }
         }
@@ -225,8 +237,7 @@ impl Parker {
 
 impl Waker for Parker {
     fn wake(&self, _key: PollEvents) -> bool {
-        self.unpark();
-        true
+        self.unpark()
     }
 }
 
@@ -234,6 +245,39 @@ impl InterruptWake for Parker {
     fn wake_for_interrupt(&self) {
         self.unpark();
     }
+}
+
+/// A blocking call's wait on a [`WaitList`] kept under `mutex`, which `guard` holds: parks the
+/// calling thread (spinning first) with the lock released, registered on the list that
+/// `list` picks, until a waker or the task's interrupt unparks it. The parker is made at the
+/// call's first wait and kept in `waiting` for its later ones. The caller re-checks its
+/// condition after it returns.
+///
+/// # Errors
+/// `EINTR` when the task's interrupt is pending before the wait (it is consumed).
+pub(crate) fn park_on<'m, 'i, T>(
+    mutex: &'m Mutex<T>,
+    guard: &mut MutexGuard<'m, T>,
+    list: impl Fn(&mut T) -> &mut WaitList,
+    intr: Option<&'i Interrupt>,
+    waiting: &mut Option<(Arc<Parker>, WaitingOn<'i>)>,
+) -> Result<()> {
+    let (parker, _) = waiting.get_or_insert_with(|| {
+        let p = Parker::new();
+        let w = WaitingOn::enter(intr, p.clone());
+        (p, w)
+    });
+    parker.reset();
+    if intr.is_some_and(Interrupt::take) {
+        return Err(Errno::EINTR);
+    }
+    let waker: Arc<dyn Waker> = parker.clone();
+    list(guard).add(waker.clone(), false);
+    unlocked(guard, mutex, || {
+        parker.wait(None, true);
+    });
+    list(guard).remove(&waker);
+    Ok(())
 }
 
 /// A poller's wait with a deadline and the task's interrupt: [`PollWait::sleep`] returns

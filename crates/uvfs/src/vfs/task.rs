@@ -197,12 +197,34 @@ impl Task {
         &self.ns
     }
 
-    /// Sets the open file limit (`RLIMIT_NOFILE`).
+    /// Sets the open file limit, soft and hard (`setrlimit(RLIMIT_NOFILE)` with both
+    /// `limit`): see [`Task::set_nofile_rlimit`].
     ///
     /// # Errors
-    /// `EPERM` past the ceiling.
+    /// As [`Task::set_nofile_rlimit`].
     pub fn set_nofile_limit(&self, limit: u32) -> Result<()> {
-        self.files.set_limit(limit)
+        self.set_nofile_rlimit(limit, limit)
+    }
+
+    /// `setrlimit(RLIMIT_NOFILE, {soft, hard})`. A table starts at 1024 with a hard limit of
+    /// `NR_OPEN` (2^20); lowering the hard limit is allowed, raising it takes
+    /// `CAP_SYS_RESOURCE`. Tasks sharing a table (`clone_thread`) share the limits; `fork`
+    /// copies them.
+    ///
+    /// # Errors
+    /// `EINVAL` for `soft > hard`; `EPERM` for `hard` past `NR_OPEN`, or above the current
+    /// hard limit without `CAP_SYS_RESOURCE`.
+    pub fn set_nofile_rlimit(&self, soft: u32, hard: u32) -> Result<()> {
+        let may_raise = self
+            .cred
+            .borrow()
+            .capable(super::cred::Capabilities::SYS_RESOURCE);
+        self.files.set_limits(soft, hard, may_raise)
+    }
+
+    /// `getrlimit(RLIMIT_NOFILE)`: the soft and hard open file limits.
+    pub fn nofile_rlimit(&self) -> (u32, u32) {
+        (self.files.limit(), self.files.hard_limit())
     }
 
     /// Runs exec's fd side: closes every close-on-exec fd.

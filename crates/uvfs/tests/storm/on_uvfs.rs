@@ -426,7 +426,9 @@ impl Exec for OnUvfs {
         } else {
             NOFILE
         };
-        t.set_nofile_limit(limit).expect("set the fd limit");
+        // The soft limit only, as the host's side sets it (the hard one stays).
+        let hard = t.nofile_rlimit().1;
+        t.set_nofile_rlimit(limit, hard).expect("set the fd limit");
     }
 
     fn skip(&self, _call: &Call) -> Option<&'static str> {

@@ -228,6 +228,10 @@ impl FileOps for PipeFile {
         Err(Errno::EINVAL)
     }
 
+    fn can_poll(&self) -> bool {
+        true
+    }
+
     fn poll(&self, _file: &FileDescription, pt: Option<&mut PollTable<'_>>) -> PollEvents {
         let hup_from = self.hup_from.load(Ordering::Relaxed);
         self.pipe.poll(self.read, self.write, hup_from, pt)

@@ -12,11 +12,10 @@ use std::cell::Cell;
 use std::collections::VecDeque;
 use std::sync::Arc;
 
-use parking_lot::{Mutex, MutexGuard};
-
 use crate::abi::{Errno, PollEvents, Result, PAGE_SIZE};
+use crate::sync::lock::{Mutex, MutexGuard};
 use crate::vfs::locks::{Interrupt, Wait, WaitingOn};
-use crate::vfs::poll::{Parker, PollTable, WaitList, WaitSource, Waker};
+use crate::vfs::poll::{park_on, Parker, PollTable, WaitList, WaitSource, Waker};
 
 const PAGE: usize = PAGE_SIZE as usize;
 
@@ -70,36 +69,18 @@ impl WaitSource for Pipe {
     }
 }
 
-/// Waits once on the `which` list, with a parker of this call's (made at its first wait);
-/// the task's interrupt is checked first (an interrupt arriving later unparks the wait).
-fn wait_on<'i>(
-    st: &mut MutexGuard<'_, PipeState>,
+/// Waits once on the `which` list (see [`park_on`]).
+fn wait_on<'m, 'i>(
+    m: &'m Mutex<PipeState>,
+    st: &mut MutexGuard<'m, PipeState>,
     intr: Option<&'i Interrupt>,
     waiting: &mut Option<(Arc<Parker>, WaitingOn<'i>)>,
     which: Side,
 ) -> Result<()> {
-    let (parker, _) = waiting.get_or_insert_with(|| {
-        let p = Parker::new();
-        let w = WaitingOn::enter(intr, p.clone());
-        (p, w)
-    });
-    parker.reset();
-    if intr.is_some_and(Interrupt::take) {
-        return Err(Errno::EINTR);
-    }
-    let waker: Arc<dyn Waker> = parker.clone();
     match which {
-        Side::Read => st.rd_wait.add(waker.clone(), false),
-        Side::Write => st.wr_wait.add(waker.clone(), false),
+        Side::Read => park_on(m, st, |s| &mut s.rd_wait, intr, waiting),
+        Side::Write => park_on(m, st, |s| &mut s.wr_wait, intr, waiting),
     }
-    MutexGuard::unlocked(st, || {
-        parker.wait(None, true);
-    });
-    match which {
-        Side::Read => st.rd_wait.remove(&waker),
-        Side::Write => st.wr_wait.remove(&waker),
-    }
-    Ok(())
 }
 
 #[derive(Clone, Copy)]
@@ -143,6 +124,10 @@ impl Pipe {
             let mut st = p.state.lock();
             st.readers = 1;
             st.writers = 1;
+            // As after one open of each kind, so that a reader's `POLLHUP` test (writer count
+            // moved since its open) holds once the writer goes (Linux: `get_pipe_inode()`).
+            st.r_counter = 1;
+            st.w_counter = 1;
         }
         p
     }
@@ -174,7 +159,7 @@ impl Pipe {
             }
             match wait {
                 Wait::No => return Err(Errno::EAGAIN),
-                Wait::Yes(intr) => wait_on(&mut st, intr, &mut waiting, Side::Read)?,
+                Wait::Yes(intr) => wait_on(&self.state, &mut st, intr, &mut waiting, Side::Read)?,
             }
         }
     }
@@ -257,7 +242,7 @@ impl Pipe {
                     break;
                 }
                 Wait::Yes(intr) => {
-                    if let Err(e) = wait_on(&mut st, intr, &mut waiting, Side::Write) {
+                    if let Err(e) = wait_on(&self.state, &mut st, intr, &mut waiting, Side::Write) {
                         if ret == 0 {
                             result = Err(e);
                         }
@@ -354,7 +339,9 @@ impl Pipe {
                 if st.writers == 0 && !nonblock {
                     let cur = st.w_counter;
                     while cur == st.w_counter {
-                        if let Err(e) = wait_on(&mut st, intr, &mut waiting, Side::Read) {
+                        if let Err(e) =
+                            wait_on(&self.state, &mut st, intr, &mut waiting, Side::Read)
+                        {
                             st.readers -= 1;
                             if st.readers == 0 {
                                 st.wake_all_hangup();
@@ -376,7 +363,9 @@ impl Pipe {
                 if st.readers == 0 {
                     let cur = st.r_counter;
                     while cur == st.r_counter {
-                        if let Err(e) = wait_on(&mut st, intr, &mut waiting, Side::Read) {
+                        if let Err(e) =
+                            wait_on(&self.state, &mut st, intr, &mut waiting, Side::Read)
+                        {
                             st.writers -= 1;
                             if st.writers == 0 {
                                 st.wake_all_hangup();
@@ -410,6 +399,11 @@ impl Pipe {
     pub(crate) fn waiters(&self) -> u32 {
         let st = self.state.lock();
         (st.rd_wait.len() + st.wr_wait.len()) as u32
+    }
+
+    /// Pollers registered on the pipe: for tests that must know a poller is in place.
+    pub(crate) fn pollers(&self) -> u32 {
+        self.state.lock().pollers.len() as u32
     }
 
     /// Readiness of a file of this pipe open for `read` and or `write`; with `pt`, registers

@@ -37,7 +37,7 @@
 pub(crate) mod posix;
 
 use std::collections::BTreeMap;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 use parking_lot::{Condvar, Mutex, MutexGuard};
@@ -196,24 +196,27 @@ impl InterruptWake for LockContext {
 
 /// What makes a blocked lock or pipe wait of one task return `EINTR`.
 pub(crate) struct Interrupt {
-    pending: AtomicBool,
+    /// The atomics and lock of the `sync` facade, so that the model checks of the waits
+    /// (`vfs::poll_check`) see its orderings.
+    pending: crate::sync::atomic::AtomicBool,
     /// What the task waits in, while it is in a blocking lock or pipe call.
     /// Protects: itself. Order: leaf (the interrupter releases it before it takes the
     /// waited object's lock; a pipe waiter takes it under `Pipe::state`).
-    waiting_on: Mutex<Option<Arc<dyn InterruptWake>>>,
+    waiting_on: crate::sync::lock::Mutex<Option<Arc<dyn InterruptWake>>>,
 }
 
 impl Interrupt {
     pub(crate) fn new() -> Interrupt {
         Interrupt {
-            pending: AtomicBool::new(false),
-            waiting_on: Mutex::new(None),
+            pending: crate::sync::atomic::AtomicBool::new(false),
+            waiting_on: crate::sync::lock::Mutex::new(None),
         }
     }
 
     /// Clears the pending interrupt; true if there was one.
     pub(crate) fn take(&self) -> bool {
-        self.pending.swap(false, Ordering::SeqCst)
+        self.pending
+            .swap(false, crate::sync::atomic::Ordering::SeqCst)
     }
 }
 
@@ -236,7 +239,9 @@ impl InterruptHandle {
     /// then returns `EINTR`) or [`Task::take_interrupt`](super::Task::take_interrupt) clears it. Calls that do not
     /// wait leave it pending.
     pub fn interrupt(&self) {
-        self.0.pending.store(true, Ordering::SeqCst);
+        self.0
+            .pending
+            .store(true, crate::sync::atomic::Ordering::SeqCst);
         let target = self.0.waiting_on.lock().clone();
         if let Some(target) = target {
             target.wake_for_interrupt();
@@ -247,7 +252,10 @@ impl InterruptHandle {
 impl std::fmt::Debug for InterruptHandle {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("InterruptHandle")
-            .field("pending", &self.0.pending.load(Ordering::Relaxed))
+            .field(
+                "pending",
+                &self.0.pending.load(crate::sync::atomic::Ordering::Relaxed),
+            )
             .finish()
     }
 }
