@@ -204,11 +204,6 @@ fn scale_refuses_bad_input() {
         "[TESTCASES]...",
         "did you mean 'open1'?",
     );
-    refused(
-        &["bench", "scale", "poll1"],
-        "[TESTCASES]...",
-        "not yet runnable: it needs poll",
-    );
     for bad in [
         "0",
         "-1",

@@ -36,8 +36,6 @@ fn scale_refuses_bad_input_with_a_message() {
     for t in ["open1", "unlink2", "pread3", "fallocate1"] {
         assert!(e.contains(t), "the valid testcases are listed: {e}");
     }
-    let e = refused(&["bench", "scale", "poll1"]);
-    assert!(e.contains("not yet") && e.contains("poll"), "{e}");
     let e = refused(&["bench", "scale", "--copies", "0"]);
     assert!(
         e.contains("invalid value '0' for '--copies <N,...>': takes copy counts from 1 to 256"),
@@ -83,8 +81,6 @@ fn scale_smoke_pass_prints_tables_and_json() {
         "uvfs speed-up",
         "host linear",
         "cache-line round trip between CPUs",
-        "not yet: poll1, poll2 (needs poll)",
-        "eventfd1 (needs eventfd)",
     ] {
         assert!(out.contains(want), "missing {want:?} in:\n{out}");
     }

@@ -40,7 +40,7 @@ impl std::fmt::Display for Fail {
             Fail::Errno(e) => write!(f, "errno {e} ({})", std::io::Error::from_raw_os_error(e)),
             Fail::Short(n) => write!(
                 f,
-                "a transfer (or a partner's echo) moved {n} bytes, not what it should"
+                "a call moved or counted {n}, not what it should (a short transfer, a partner's echo count, a poll's ready fds)"
             ),
             Fail::Aborted => write!(f, "aborted before the start"),
             Fail::Silent => write!(f, "the copy never reported"),

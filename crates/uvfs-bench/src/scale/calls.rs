@@ -8,7 +8,7 @@
 use std::ffi::CStr;
 
 use super::board::{Board, Fail, Slot};
-use super::testcase::{write_byte, Target, Testcase, PAGE_BYTES, WALK_BYTES};
+use super::testcase::{write_byte, Target, Testcase, PAGE_BYTES, POLL2_FDS, WALK_BYTES};
 
 /// Bytes of one transfer.
 const PAGE: usize = PAGE_BYTES as usize;
@@ -38,6 +38,8 @@ pub trait Calls {
     type Fd;
     /// A running `context_switch1` partner.
     type Echo;
+    /// The `pollfd` array of `poll1`/`poll2`, on the stack (empty by default).
+    type PollSet: Default;
     /// `openat(dir, path, kind)`.
     fn open(&self, path: &CStr, kind: OpenKind) -> Result<Self::Fd, Fail>;
     /// `close(fd)`.
@@ -86,6 +88,12 @@ pub trait Calls {
     ) -> Result<Self::Echo, Fail>;
     /// Waits for the partner to end; its failure if it failed.
     fn join_echo(&self, echo: Self::Echo) -> Result<(), Fail>;
+    /// Adds `fd`, asking for `POLLOUT`, to `set` (at most [`POLL2_FDS`]).
+    fn poll_add(&self, set: &mut Self::PollSet, fd: &Self::Fd);
+    /// `poll(set, timeout 0)`: the number of fds with an event.
+    fn poll(&self, set: &mut Self::PollSet) -> Result<usize, Fail>;
+    /// `eventfd2(0, 0)`.
+    fn eventfd(&self) -> Result<Self::Fd, Fail>;
 }
 
 /// What one copy of a run does.
@@ -109,8 +117,11 @@ pub fn run_copy<C: Calls>(c: &C, w: &CopyWork<'_>, board: &Board) {
         return;
     };
     slot.set_pid(c.pid());
-    if w.testcase.uses_pipes() {
-        return run_pipe_copy(c, w, board, slot);
+    if w.testcase.makes_own_fds() {
+        return run_anon_copy(c, w, board, slot);
+    }
+    if matches!(w.testcase, Testcase::Poll1 | Testcase::Poll2) {
+        return run_poll_copy(c, w, board, slot);
     }
     let prepared = prelude(c, w);
     // The buffer is written before the start: in a forked copy, its stack page is copied then,
@@ -157,18 +168,26 @@ pub fn run_copy<C: Calls>(c: &C, w: &CopyWork<'_>, board: &Board) {
 /// the end it reads, and `context_switch1`'s partner.
 struct PipeEnds<C: Calls> {
     write: C::Fd,
-    read: C::Fd,
+    read: Option<C::Fd>,
     echo: Option<C::Echo>,
 }
 
-/// Makes the pipes of a pipe testcase's copy (and starts `context_switch1`'s partner), closing
-/// what it made if a later step fails.
+/// Makes the pipes of a pipe testcase's copy (and starts `context_switch1`'s partner), or the
+/// eventfd of `eventfd1` (its `read` end then is the same fd, `None`), closing what it made if
+/// a later step fails.
 fn pipe_prelude<C: Calls>(c: &C, t: Testcase) -> Result<PipeEnds<C>, Fail> {
+    if t == Testcase::Eventfd1 {
+        return Ok(PipeEnds {
+            write: c.eventfd()?,
+            read: None,
+            echo: None,
+        });
+    }
     let (read, write) = c.pipe()?;
     if t != Testcase::ContextSwitch1 {
         return Ok(PipeEnds {
             write,
-            read,
+            read: Some(read),
             echo: None,
         });
     }
@@ -185,7 +204,7 @@ fn pipe_prelude<C: Calls>(c: &C, t: Testcase) -> Result<PipeEnds<C>, Fail> {
     match c.start_echo(a_read, b_write, [&a_write, &b_read]) {
         Ok(echo) => Ok(PipeEnds {
             write: a_write,
-            read: b_read,
+            read: Some(b_read),
             echo: Some(echo),
         }),
         Err(e) => {
@@ -196,13 +215,22 @@ fn pipe_prelude<C: Calls>(c: &C, t: Testcase) -> Result<PipeEnds<C>, Fail> {
     }
 }
 
-/// One copy of `pipe1` or `context_switch1`: makes its pipes (and partner) before the gate,
-/// then writes 1 byte and reads 1 byte back per iteration; reports the last byte read (its
-/// own [`write_byte`], or 0 if it read none), no position.
-fn run_pipe_copy<C: Calls>(c: &C, w: &CopyWork<'_>, board: &Board, slot: &Slot) {
+/// One copy of `pipe1`, `context_switch1` or `eventfd1`: makes its pipes (and partner) or
+/// eventfd before the gate, then writes 1 byte and reads 1 byte back per iteration (eventfd:
+/// 8 bytes, the value 1); reports the first byte of the last read (its own [`write_byte`], 1
+/// for an eventfd, or 0 if it read none), no position.
+fn run_anon_copy<C: Calls>(c: &C, w: &CopyWork<'_>, board: &Board, slot: &Slot) {
     let prepared = pipe_prelude(c, w.testcase);
-    let out = [write_byte(w.copy)];
-    let mut back = [0u8; 1];
+    let (out, mut back) = if w.testcase == Testcase::Eventfd1 {
+        (1u64.to_ne_bytes(), [0u8; 8])
+    } else {
+        ([write_byte(w.copy); 8], [0u8; 8])
+    };
+    let size = if w.testcase == Testcase::Eventfd1 {
+        8
+    } else {
+        1
+    };
     let go = board.arrive_and_wait();
     let ends = match prepared {
         Ok(ends) => ends,
@@ -213,11 +241,12 @@ fn run_pipe_copy<C: Calls>(c: &C, w: &CopyWork<'_>, board: &Board, slot: &Slot) 
         done: 0,
         board,
     };
+    let read_end = ends.read.as_ref().unwrap_or(&ends.write);
     let r = if go {
         (|| {
             while q.next() {
-                one_byte(c.write(&ends.write, &out)?)?;
-                one_byte(c.read(&ends.read, &mut back)?)?;
+                whole(c.write(&ends.write, &out[..size])?, size)?;
+                whole(c.read(read_end, &mut back[..size])?, size)?;
             }
             Ok(())
         })()
@@ -226,12 +255,17 @@ fn run_pipe_copy<C: Calls>(c: &C, w: &CopyWork<'_>, board: &Board, slot: &Slot) 
     };
     slot.loop_ended();
     // Closing the write end first ends the partner's loop; it answers with its count.
-    let closed = c.close(ends.write);
-    let echoed = match (&ends.echo, &r) {
-        (Some(_), Ok(())) => check_echoed(c, &ends.read, q.done),
-        _ => Ok(()),
+    let (closed, echoed) = match ends.read {
+        Some(read) => {
+            let closed = c.close(ends.write);
+            let echoed = match (&ends.echo, &r) {
+                (Some(_), Ok(())) => check_echoed(c, &read, q.done),
+                _ => Ok(()),
+            };
+            (closed.and(c.close(read)), echoed)
+        }
+        None => (c.close(ends.write), Ok(())),
     };
-    let closed = closed.and(c.close(ends.read));
     let joined = ends.echo.map_or(Ok(()), |e| c.join_echo(e));
     slot.finish(
         r.and(echoed).and(closed).and(joined),
@@ -243,11 +277,68 @@ fn run_pipe_copy<C: Calls>(c: &C, w: &CopyWork<'_>, board: &Board, slot: &Slot) 
 
 /// One byte moved, or [`Fail::Short`].
 fn one_byte(n: usize) -> Result<(), Fail> {
-    if n == 1 {
+    whole(n, 1)
+}
+
+/// `size` bytes moved, or [`Fail::Short`].
+fn whole(n: usize, size: usize) -> Result<(), Fail> {
+    if n == size {
         Ok(())
     } else {
         Err(Fail::Short(n))
     }
+}
+
+/// One copy of `poll1` or `poll2`: opens its own file (`poll2`: [`POLL2_FDS`] times) before the
+/// gate, then polls the fds for `POLLOUT` with timeout 0 per iteration, each of which must
+/// answer (a regular file is always writable); reports its first fd's position (0), no byte.
+fn run_poll_copy<C: Calls>(c: &C, w: &CopyWork<'_>, board: &Board, slot: &Slot) {
+    let n = if w.testcase == Testcase::Poll2 {
+        POLL2_FDS
+    } else {
+        1
+    };
+    let mut fds: [Option<C::Fd>; POLL2_FDS] = std::array::from_fn(|_| None);
+    let mut set = C::PollSet::default();
+    let mut prepared = Ok(());
+    for slot_fd in fds.iter_mut().take(n) {
+        match c.open(w.path, OpenKind::ReadWrite) {
+            Ok(fd) => {
+                c.poll_add(&mut set, &fd);
+                *slot_fd = Some(fd);
+            }
+            Err(e) => {
+                prepared = Err(e);
+                break;
+            }
+        }
+    }
+    let go = board.arrive_and_wait();
+    let mut q = Quota {
+        left: w.ops,
+        done: 0,
+        board,
+    };
+    let r = match (prepared, go) {
+        (Err(e), _) => Err(e),
+        (Ok(()), false) => Err(Fail::Aborted),
+        (Ok(()), true) => (|| {
+            while q.next() {
+                let ready = c.poll(&mut set)?;
+                if ready != n {
+                    return Err(Fail::Short(ready));
+                }
+            }
+            Ok(())
+        })(),
+    };
+    slot.loop_ended();
+    let position = fds[0].as_ref().and_then(|fd| c.position(fd).ok());
+    let mut closed = Ok(());
+    for fd in fds.into_iter().flatten() {
+        closed = closed.and(c.close(fd));
+    }
+    slot.finish(r.and(closed), q.done, position, None);
 }
 
 /// `context_switch1`'s partner loop over any [`Calls`]: echoes 1 byte at a time from `from` to
@@ -471,8 +562,12 @@ fn loop_on_fd<C: Calls>(
         | Testcase::Open3
         | Testcase::Unlink1
         | Testcase::Unlink2 => return loop_on_path(c, w, q),
-        // run_copy gives them to run_pipe_copy.
-        Testcase::Pipe1 | Testcase::ContextSwitch1 => return Err(Fail::Aborted),
+        // run_copy gives them to run_anon_copy and run_poll_copy.
+        Testcase::Pipe1
+        | Testcase::ContextSwitch1
+        | Testcase::Eventfd1
+        | Testcase::Poll1
+        | Testcase::Poll2 => return Err(Fail::Aborted),
     }
     Ok(())
 }

@@ -13,13 +13,17 @@ use rustix::fs::{openat, unlinkat, AtFlags, FallocateFlags, Mode as FileMode, OF
 use super::board::{Board, CopyEnd, Fail};
 use super::calls::{Calls, LockKind, OpenKind};
 use super::host_sys::{
-    fork_echo, ino_of_raw_fd, run_processes, setlkw_byte0, wait_child, SharedBoard,
+    fork_echo, ino_of_raw_fd, run_processes, setlkw_byte0, wait_child, HostPollSet, SharedBoard,
 };
 use super::spawn::{self, Spawn};
 use super::threads::run_threads;
 use super::{Config, Mode, Run, ScaleColumn};
 use crate::column::{Support, HOST, HOST_IN_DIR};
 use crate::private_tmpfs::{Backing, PrivateTmpfs};
+
+/// Fds this process may hold beyond what a testcase's copies hold (the progress bar, the
+/// test harness, the tmpfs's directory).
+const FD_SLACK: usize = 64;
 
 /// The host kernel on a tmpfs mounted for the run.
 pub struct HostScale {
@@ -141,6 +145,7 @@ fn host_echo(from: &OwnedFd, to: &OwnedFd) -> Result<(), Fail> {
 impl Calls for HostCalls<'_> {
     type Fd = OwnedFd;
     type Echo = HostEcho;
+    type PollSet = HostPollSet;
 
     fn open(&self, path: &CStr, kind: OpenKind) -> Result<OwnedFd, Fail> {
         let flags = match kind {
@@ -248,6 +253,18 @@ impl Calls for HostCalls<'_> {
         }
     }
 
+    fn poll_add(&self, set: &mut HostPollSet, fd: &OwnedFd) {
+        set.add(fd.as_raw_fd());
+    }
+
+    fn poll(&self, set: &mut HostPollSet) -> Result<usize, Fail> {
+        set.poll_now().map_err(Fail::Errno)
+    }
+
+    fn eventfd(&self) -> Result<OwnedFd, Fail> {
+        rustix::event::eventfd(0, rustix::event::EventfdFlags::empty()).map_err(errno)
+    }
+
     fn join_echo(&self, echo: HostEcho) -> Result<(), Fail> {
         match echo {
             HostEcho::Thread(h) => h.join().unwrap_or(Err(Fail::Silent)),
@@ -264,12 +281,29 @@ impl ScaleColumn for HostScale {
         }
     }
 
-    fn supports(&self, _cfg: &Config) -> Support {
+    fn supports(&self, cfg: &Config) -> Support {
+        // Room for poll2's fds: the soft limit is raised to the hard one if needed (setup);
+        // beyond the hard one the configuration cannot run.
+        let need = (cfg.testcase.fds_held(cfg.copies) + FD_SLACK) as u64;
+        let hard = rustix::process::getrlimit(rustix::process::Resource::Nofile)
+            .maximum
+            .unwrap_or(u64::MAX);
+        if need > hard {
+            return Support::No(format!(
+                "skipped: needs {need} fds, above RLIMIT_NOFILE's hard limit {hard}"
+            ));
+        }
         self.tmpfs.support()
     }
 
     fn setup(&mut self, cfg: &Config) -> anyhow::Result<()> {
         self.empty()?;
+        let need = (cfg.testcase.fds_held(cfg.copies) + FD_SLACK) as u64;
+        let mut lim = rustix::process::getrlimit(rustix::process::Resource::Nofile);
+        if lim.current.is_some_and(|soft| soft < need) {
+            lim.current = lim.maximum;
+            rustix::process::setrlimit(rustix::process::Resource::Nofile, lim)?;
+        }
         let root = self.tmpfs.path();
         let plan = cfg.testcase.plan(cfg.copies);
         for d in &plan.dirs {

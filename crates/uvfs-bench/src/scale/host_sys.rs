@@ -20,6 +20,7 @@ use std::time::{Duration, Instant};
 use anyhow::{anyhow, bail};
 
 use super::board::Board;
+use super::testcase::POLL2_FDS;
 
 /// A [`Board`] in a `MAP_SHARED | MAP_ANONYMOUS` mapping: forked children write to the same
 /// memory the parent reads.
@@ -260,5 +261,51 @@ pub fn wait_child(pid: i32) -> Result<(), i32> {
         } else {
             Err(libc::EIO)
         };
+    }
+}
+
+/// The `pollfd` array of `poll1`/`poll2` on the host, on the stack: it is built before the
+/// loop, as will-it-scale builds its own, and used from forked copies.
+pub struct HostPollSet {
+    fds: [libc::pollfd; POLL2_FDS],
+    len: usize,
+}
+
+impl Default for HostPollSet {
+    fn default() -> Self {
+        HostPollSet {
+            fds: [libc::pollfd {
+                fd: -1,
+                events: 0,
+                revents: 0,
+            }; POLL2_FDS],
+            len: 0,
+        }
+    }
+}
+
+impl HostPollSet {
+    /// Adds `fd`, asking for `POLLOUT` (ignored past [`POLL2_FDS`]).
+    pub fn add(&mut self, fd: i32) {
+        if let Some(p) = self.fds.get_mut(self.len) {
+            *p = libc::pollfd {
+                fd,
+                events: libc::POLLOUT,
+                revents: 0,
+            };
+            self.len += 1;
+        }
+    }
+
+    /// `poll(fds, len, 0)`: the number of fds with an event, or the errno.
+    pub fn poll_now(&mut self) -> Result<usize, i32> {
+        // SAFETY: `fds[..len]` are initialised pollfds in a live array that poll may write
+        // `revents` of; `len` is at most the array's length.
+        let r = unsafe { libc::poll(self.fds.as_mut_ptr(), self.len as libc::nfds_t, 0) };
+        usize::try_from(r).map_err(|_| {
+            std::io::Error::last_os_error()
+                .raw_os_error()
+                .unwrap_or(libc::EIO)
+        })
     }
 }

@@ -7,15 +7,22 @@ use std::ffi::CStr;
 use std::time::Duration;
 
 use uvfs::abi::AtFlags;
-use uvfs::abi::{FallocFlags, Flock, LockCmd, OpenFlags, Whence, AT_FDCWD, F_UNLCK, F_WRLCK};
+use uvfs::abi::{
+    EfdFlags, FallocFlags, Flock, LockCmd, OpenFlags, PollEvents, PollFd, Whence, AT_FDCWD,
+    F_UNLCK, F_WRLCK,
+};
 use uvfs::{Cred, Task, Vfs};
 
 use super::board::{Board, CopyEnd, Fail};
 use super::calls::{echo_loop, Calls, LockKind, OpenKind};
 use super::spawn::{self, Spawn};
+use super::testcase::POLL2_FDS;
 use super::threads::run_threads;
 use super::{Config, Mode, Run, ScaleColumn};
 use crate::column::Support;
+
+/// Fds a run may hold beyond what its testcase's copies hold.
+const FD_SLACK: usize = 64;
 
 /// uvfs in process.
 pub struct UvfsScale {
@@ -103,9 +110,25 @@ fn offset(o: u64) -> i64 {
     i64::try_from(o).unwrap_or(i64::MAX)
 }
 
+/// The `pollfd` array of `poll1`/`poll2` on uvfs.
+pub struct UvfsPollSet {
+    fds: [PollFd; POLL2_FDS],
+    len: usize,
+}
+
+impl Default for UvfsPollSet {
+    fn default() -> Self {
+        UvfsPollSet {
+            fds: [PollFd::new(-1, PollEvents::empty()); POLL2_FDS],
+            len: 0,
+        }
+    }
+}
+
 impl Calls for UvfsCalls<'_> {
     type Fd = i32;
     type Echo = UvfsEcho;
+    type PollSet = UvfsPollSet;
 
     fn open(&self, path: &CStr, kind: OpenKind) -> Result<i32, Fail> {
         let flags = match kind {
@@ -226,6 +249,23 @@ impl Calls for UvfsCalls<'_> {
             .map_err(|e| Fail::Errno(e.raw_os_error().unwrap_or(libc::EAGAIN)))
     }
 
+    fn poll_add(&self, set: &mut UvfsPollSet, fd: &i32) {
+        if let Some(p) = set.fds.get_mut(set.len) {
+            *p = PollFd::new(*fd, PollEvents::OUT);
+            set.len += 1;
+        }
+    }
+
+    fn poll(&self, set: &mut UvfsPollSet) -> Result<usize, Fail> {
+        self.task
+            .poll(&mut set.fds[..set.len], Some(Duration::ZERO))
+            .map_err(errno)
+    }
+
+    fn eventfd(&self) -> Result<i32, Fail> {
+        self.task.eventfd2(0, EfdFlags::empty()).map_err(errno)
+    }
+
     fn join_echo(&self, echo: UvfsEcho) -> Result<(), Fail> {
         echo.join().unwrap_or(Err(Fail::Silent))
     }
@@ -244,6 +284,12 @@ impl ScaleColumn for UvfsScale {
         // A fresh namespace per configuration, so every one starts from an empty tmpfs.
         self.empty()?;
         let t = &self.task;
+        // Room for poll2's fds in one table (the copies' tasks inherit the limit).
+        let need = u32::try_from(cfg.testcase.fds_held(cfg.copies) + FD_SLACK).unwrap_or(u32::MAX);
+        if t.nofile_rlimit().0 < need {
+            t.set_nofile_rlimit(need, need.max(t.nofile_rlimit().1))
+                .map_err(anyhow_errno)?;
+        }
         let plan = cfg.testcase.plan(cfg.copies);
         for d in &plan.dirs {
             t.mkdirat(AT_FDCWD, d, 0o755).map_err(anyhow_errno)?;
