@@ -9,6 +9,7 @@ pub mod find;
 pub mod machine;
 pub mod memory;
 pub mod params;
+pub mod pipes;
 mod private_tmpfs;
 pub mod report;
 pub mod runner;

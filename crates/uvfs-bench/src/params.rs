@@ -21,17 +21,29 @@ pub enum Workload {
     /// A warm walk of a tree per walker, `getdents64` then `fstatat` of every entry
     /// ([`crate::find`]).
     Find,
+    /// `perf bench sched messaging --pipe` in thread mode ([`crate::pipes`]): per group 20
+    /// senders each writing 100-byte messages to 20 receivers' pipes. A sample is one whole
+    /// run; its "ns/op" is the run's time.
+    Messaging,
+    /// A 1-byte round trip between two threads over two pipes; ns/op is ns per round trip.
+    PipePingpong,
+    /// 64 KiB writes streamed from one thread to another through a pipe; ns/op is ns per
+    /// 64 KiB write, read whole on the other side.
+    PipeBulk,
 }
 
 impl Workload {
     /// Every workload, in suite order.
-    pub const ALL: [Workload; 6] = [
+    pub const ALL: [Workload; 9] = [
         Workload::Write1,
         Workload::Read1,
         Workload::OpenReadClose,
         Workload::StatWalk,
         Workload::CreateUnlink,
         Workload::Find,
+        Workload::Messaging,
+        Workload::PipePingpong,
+        Workload::PipeBulk,
     ];
 
     /// The name used on the command line and in output.
@@ -43,6 +55,9 @@ impl Workload {
             Workload::StatWalk => "stat-walk",
             Workload::CreateUnlink => "create-unlink",
             Workload::Find => "find",
+            Workload::Messaging => "messaging",
+            Workload::PipePingpong => "pipe-pingpong",
+            Workload::PipeBulk => "pipe-bulk",
         }
     }
 
@@ -50,7 +65,35 @@ impl Workload {
     pub fn from_name(s: &str) -> Option<Workload> {
         Self::ALL.into_iter().find(|w| w.name() == s)
     }
+
+    /// True for the pipe workloads, which only the columns with pipes run.
+    pub fn uses_pipes(self) -> bool {
+        matches!(
+            self,
+            Workload::Messaging | Workload::PipePingpong | Workload::PipeBulk
+        )
+    }
 }
+
+/// The size of one `messaging` run (perf's `-g` and `-l`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, PartialOrd, Ord)]
+pub struct Messaging {
+    /// Groups of 20 senders and 20 receivers.
+    pub groups: usize,
+    /// Messages each sender writes to each receiver of its group.
+    pub loops: u64,
+}
+
+/// Senders per group, and receivers per group (perf's `num_fds`).
+pub const MESSAGING_FDS: usize = 20;
+/// Bytes of one message (perf's `DATASIZE`).
+pub const MESSAGE_BYTES: usize = 100;
+/// perf's default loop count.
+pub const MESSAGING_LOOPS: u64 = 100;
+/// The group counts of a `messaging` run unless asked otherwise.
+pub const MESSAGING_GROUPS: [usize; 4] = [1, 2, 4, 8];
+/// Bytes of one `pipe-bulk` write.
+pub const BULK_WRITE_BYTES: usize = 64 * 1024;
 
 /// Whether threads share the object they work on.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, PartialOrd, Ord)]
@@ -75,6 +118,8 @@ pub struct Params {
     pub sharing: Sharing,
     /// Each walker's tree (`find`); `None` otherwise.
     pub tree: Option<Tree>,
+    /// Groups and loops (`messaging`); `None` otherwise.
+    pub messaging: Option<Messaging>,
 }
 
 impl Params {
@@ -90,6 +135,12 @@ impl Params {
         }
         if self.workload == Workload::Find {
             return format!("walkers={}", self.threads);
+        }
+        if let Some(m) = self.messaging {
+            return format!("groups={}", m.groups);
+        }
+        if matches!(self.workload, Workload::PipePingpong | Workload::PipeBulk) {
+            return "2 threads".to_string();
         }
         s.push_str(&format!("threads={}", self.threads));
         if self.threads > 1 {
@@ -107,6 +158,21 @@ impl Params {
         self.tree.map_or(1, |t| t.entries())
     }
 
+    /// The operation count every sample of this configuration runs, if it is fixed rather
+    /// than calibrated: a `messaging` sample is one whole run (1 "op").
+    pub fn fixed_ops(&self) -> Option<u64> {
+        self.messaging.map(|_| 1)
+    }
+
+    /// The size of a `messaging` configuration.
+    ///
+    /// # Errors
+    /// The configuration has none (a column bug).
+    pub fn messaging_size(&self) -> anyhow::Result<Messaging> {
+        self.messaging
+            .ok_or_else(|| anyhow::anyhow!("{:?} has no messaging size", self.workload))
+    }
+
     /// The tree of a `find` configuration.
     ///
     /// # Errors
@@ -121,14 +187,21 @@ impl Params {
 pub const DEPTHS: [usize; 5] = [1, 2, 4, 8, 16];
 
 /// The parameter grid of `workload` for the given thread counts; `find` walks `find_tree`
-/// with [`WALKERS`] walkers, a tree each.
-pub fn grid(workload: Workload, threads: &[usize], find_tree: Tree) -> Vec<Params> {
+/// with [`WALKERS`] walkers, a tree each; `messaging` runs each of `messaging`'s group counts
+/// with its loops.
+pub fn grid(
+    workload: Workload,
+    threads: &[usize],
+    find_tree: Tree,
+    messaging: &MessagingGrid,
+) -> Vec<Params> {
     let one = |t, depth, sharing| Params {
         workload,
         threads: t,
         depth,
         sharing,
         tree: None,
+        messaging: None,
     };
     let mut v = Vec::new();
     match workload {
@@ -156,8 +229,46 @@ pub fn grid(workload: Workload, threads: &[usize], find_tree: Tree) -> Vec<Param
                 });
             }
         }
+        Workload::Messaging => {
+            for &groups in &messaging.groups {
+                v.push(Params {
+                    messaging: Some(Messaging {
+                        groups,
+                        loops: messaging.loops,
+                    }),
+                    ..one(groups * 2 * MESSAGING_FDS, 1, Sharing::PerThread)
+                });
+            }
+        }
+        Workload::PipePingpong | Workload::PipeBulk => v.push(one(2, 1, Sharing::Shared)),
     }
     v
+}
+
+/// The `messaging` configurations of a run: group counts and loops.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct MessagingGrid {
+    /// Group counts, in order.
+    pub groups: Vec<usize>,
+    /// Loops of every run.
+    pub loops: u64,
+}
+
+impl MessagingGrid {
+    /// perf's loops and groups 1, 2, 4, 8; groups 1 and 2 of 10 loops for a smoke pass.
+    pub fn default_for(quick: bool) -> MessagingGrid {
+        if quick {
+            MessagingGrid {
+                groups: vec![1, 2],
+                loops: 10,
+            }
+        } else {
+            MessagingGrid {
+                groups: MESSAGING_GROUPS.to_vec(),
+                loops: MESSAGING_LOOPS,
+            }
+        }
+    }
 }
 
 /// The path components of a stat-walk target of `depth`: `d1/d2/.../f` (depth-1 directories

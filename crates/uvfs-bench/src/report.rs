@@ -7,7 +7,7 @@ use comfy_table::{Cell, CellAlignment, Table};
 
 use crate::column::is_host;
 use crate::machine::LineSample;
-use crate::params::Workload;
+use crate::params::{Workload, BULK_WRITE_BYTES, MESSAGE_BYTES, MESSAGING_FDS};
 use crate::runner::{ConfigResult, RunResult};
 use crate::stats::Summary;
 
@@ -102,6 +102,79 @@ pub fn aggregate_table(names: &[&'static str], configs: &[ConfigResult]) -> Tabl
     t
 }
 
+/// The seed-style table of `messaging`: per group count, each column's mean time of a run in
+/// seconds (with its difference from the host's, `*` where the 95% intervals do not overlap),
+/// then uvfs-vanilla's difference from uvfs, marked the same way: the seed's experiment, the
+/// pre-2025 timestamp work on anonymous pipes against none.
+pub fn messaging_table(names: &[&'static str], configs: &[ConfigResult]) -> Table {
+    let mut t = Table::new();
+    t.load_preset(UTF8_FULL_CONDENSED);
+    let mut h = vec!["seconds".to_string()];
+    h.extend(names.iter().map(|s| s.to_string()));
+    h.push("vanilla vs uvfs".to_string());
+    t.set_header(h);
+    let secs = |s: &Summary| s.amean / 1e9;
+    for cr in configs {
+        let groups = cr.params.messaging.map_or(0, |m| m.groups);
+        let summary_of = |name: &str| {
+            cr.columns
+                .iter()
+                .find(|c| c.column == name)
+                .and_then(|c| c.summary.as_ref())
+        };
+        let host = cr
+            .columns
+            .iter()
+            .find(|c| is_host(c.column))
+            .and_then(|c| c.summary.as_ref());
+        let mut row = vec![Cell::new(format!("Amean {groups}"))];
+        for c in &cr.columns {
+            let text = match (&c.summary, &c.skipped, &c.error) {
+                (Some(s), _, _) => match host {
+                    Some(h) if !is_host(c.column) => format!(
+                        "{:.4} {}({:+.2}%)",
+                        secs(s),
+                        if s.differs_from(h) { "*" } else { " " },
+                        s.pct_vs(h)
+                    ),
+                    _ => format!("{:.4}", secs(s)),
+                },
+                (None, Some(why), _) => why.clone(),
+                (None, _, Some(e)) => format!("FAILED: {e}"),
+                _ => "-".to_string(),
+            };
+            row.push(Cell::new(text).set_alignment(CellAlignment::Right));
+        }
+        let diff = match (summary_of("uvfs-vanilla"), summary_of("uvfs")) {
+            (Some(v), Some(u)) => format!(
+                "{:+.2}%{}",
+                v.pct_vs(u),
+                if v.differs_from(u) { " *" } else { "  " }
+            ),
+            _ => "-".to_string(),
+        };
+        row.push(Cell::new(diff).set_alignment(CellAlignment::Right));
+        t.add_row(row);
+    }
+    t
+}
+
+/// GB/s of `pipe-bulk` per column (64 KiB per op over the mean ns per op).
+fn bulk_line(names: &[&'static str], configs: &[ConfigResult]) -> String {
+    let mut parts = Vec::new();
+    for cr in configs {
+        for (c, name) in cr.columns.iter().zip(names) {
+            if let Some(s) = &c.summary {
+                parts.push(format!(
+                    "{name} {:.2} GB/s",
+                    BULK_WRITE_BYTES as f64 / s.amean
+                ));
+            }
+        }
+    }
+    format!("throughput (64 KiB per write): {}", parts.join(", "))
+}
+
 /// `1234567.0` as `1.23M`.
 fn si(x: f64) -> String {
     if x >= 1e9 {
@@ -132,11 +205,36 @@ pub fn print(r: &RunResult) {
                 );
             }
         }
-        println!("{}", workload_table(&r.column_names, configs));
+        match w {
+            Workload::Messaging => {
+                let loops = configs
+                    .first()
+                    .and_then(|c| c.params.messaging)
+                    .map_or(0, |m| m.loops);
+                println!(
+                    "perf bench sched messaging --pipe, thread mode: per group {MESSAGING_FDS} senders each writing {loops} x {MESSAGE_BYTES}-byte messages to each of {MESSAGING_FDS} receivers; seconds from the start to the last receiver done (Amean <groups>)"
+                );
+                println!("{}", messaging_table(&r.column_names, configs));
+                println!("* in \"vanilla vs uvfs\": the 95% confidence intervals of uvfs-vanilla and uvfs do not overlap");
+            }
+            Workload::PipePingpong => {
+                println!("a 1-byte round trip between two threads over two pipes; ns/op is ns per round trip");
+                println!("{}", workload_table(&r.column_names, configs));
+            }
+            Workload::PipeBulk => {
+                println!("64 KiB writes streamed from one thread to another through one pipe; ns/op is ns per 64 KiB");
+                println!("{}", workload_table(&r.column_names, configs));
+                println!("{}", bulk_line(&r.column_names, configs));
+            }
+            _ => println!("{}", workload_table(&r.column_names, configs)),
+        }
         if *w == Workload::Find {
             println!("{}", aggregate_table(&r.column_names, configs));
         }
-        if configs.iter().any(|c| c.params.threads > 1) {
+        if configs
+            .iter()
+            .any(|c| c.params.threads > 1 || w.uses_pipes())
+        {
             println!("{}", line_state_line(r));
         }
         println!();

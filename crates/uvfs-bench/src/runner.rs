@@ -11,7 +11,7 @@ use serde_json::json;
 use crate::column::{Column, Support};
 use crate::find::Tree;
 use crate::machine::{cache_line_round_trip, LineSample, Machine};
-use crate::params::{grid, Params, Workload};
+use crate::params::{grid, MessagingGrid, Params, Workload};
 use crate::stats::Summary;
 
 /// What to run.
@@ -25,6 +25,8 @@ pub struct Options {
     pub iterations: usize,
     /// Thread counts of multi-thread workloads.
     pub threads: Vec<usize>,
+    /// Group counts and loops of `messaging`.
+    pub messaging: MessagingGrid,
 }
 
 impl Options {
@@ -141,7 +143,14 @@ pub fn run(
     let configs: Vec<Params> = opts
         .workloads
         .iter()
-        .flat_map(|&w| grid(w, &opts.threads, Tree::default_for(opts.quick)))
+        .flat_map(|&w| {
+            grid(
+                w,
+                &opts.threads,
+                Tree::default_for(opts.quick),
+                &opts.messaging,
+            )
+        })
         .collect();
     let steps = configs.len() as u64 * columns.len() as u64 * (opts.iterations as u64 + 1);
     progress.set_length(steps);
@@ -274,7 +283,12 @@ pub fn run(
 
 /// Picks an operation count that makes one sample last about `target`: a multiple of
 /// [`Params::ops_granule`] (whole walks for `find`), at least one granule
-/// ([`crate::calibrate::iterations`]).
+/// ([`crate::calibrate::iterations`]). A configuration of fixed work ([`Params::fixed_ops`]:
+/// a `messaging` run) gets its count after one untimed warm-up run.
 fn calibrate(c: &mut dyn Column, p: &Params, target: Duration) -> anyhow::Result<u64> {
+    if let Some(ops) = p.fixed_ops() {
+        c.run(p, ops)?;
+        return Ok(ops);
+    }
     crate::calibrate::iterations(target, p.ops_granule(), |ops| c.run(p, ops))
 }

@@ -6,7 +6,7 @@ use indicatif::ProgressBar;
 use uvfs_bench::column::Column;
 use uvfs_bench::columns::host::Host;
 use uvfs_bench::columns::uvfs::{Design, Uvfs};
-use uvfs_bench::params::Workload;
+use uvfs_bench::params::{MessagingGrid, Workload};
 use uvfs_bench::runner::{run, Options};
 use uvfs_bench::{report, svg};
 
@@ -17,6 +17,7 @@ fn quick_run_covers_every_workload_and_writes_outputs() {
         quick: true,
         iterations: 2,
         threads: vec![1, 2],
+        messaging: MessagingGrid::default_for(true),
     };
     let mut columns: Vec<Box<dyn Column>> = vec![
         Box::new(Host::new()),
@@ -49,8 +50,8 @@ fn quick_run_covers_every_workload_and_writes_outputs() {
         }
     }
     // write1, read1, orc (1 + 2x2), stat-walk x5, create-unlink (1 + 2x2), find (1 and 2
-    // walkers): 15 configurations.
-    assert_eq!(uvfs_samples, 15 * 2);
+    // walkers), messaging (groups 1 and 2), pipe-pingpong, pipe-bulk: 19 configurations.
+    assert_eq!(uvfs_samples, 19 * 2);
     let text = String::from_utf8(json).expect("utf-8");
     assert!(text
         .lines()
@@ -60,7 +61,7 @@ fn quick_run_covers_every_workload_and_writes_outputs() {
         text.lines()
             .filter(|l| l.contains("\"type\":\"sample\""))
             .count()
-            >= 15 * 2 * 2
+            >= 19 * 2 * 2
     );
     for (_, configs) in &r.workloads {
         let t = report::workload_table(&r.column_names, configs).to_string();

@@ -137,7 +137,10 @@ fn check_work(side: &str, tc: Testcase, copies: usize, ends: &[CopyEnd], v: &dyn
             | Testcase::Open2
             | Testcase::Open3
             | Testcase::Unlink1
-            | Testcase::Unlink2 => None,
+            | Testcase::Unlink2
+            | Testcase::Pipe1
+            | Testcase::ContextSwitch1
+            | Testcase::Eventfd1 => None,
             Testcase::Read1 | Testcase::Read2 | Testcase::Write1 => {
                 Some((n * PAGE_BYTES) % WALK_BYTES)
             }
@@ -157,6 +160,10 @@ fn check_work(side: &str, tc: Testcase, copies: usize, ends: &[CopyEnd], v: &dyn
             }
             Testcase::Pread2 => Some(fill_byte(0)),
             Testcase::Read2 => Some(fill_byte(last_page)),
+            // The byte the copy wrote came back through its pipe (or its partner).
+            Testcase::Pipe1 | Testcase::ContextSwitch1 => Some(write_byte(i)),
+            // The eventfd's counter: 1 written, 1 read back.
+            Testcase::Eventfd1 => Some(1),
             _ => None,
         }
         // A copy that read nothing still has its zeroed buffer.
@@ -175,7 +182,11 @@ fn check_work(side: &str, tc: Testcase, copies: usize, ends: &[CopyEnd], v: &dyn
             .unwrap_or_else(|| panic!("{}", ctx(&format!("{p} missing"))))
     };
     match tc {
-        Testcase::Unlink1 | Testcase::Dup1 => {
+        Testcase::Unlink1
+        | Testcase::Dup1
+        | Testcase::Pipe1
+        | Testcase::ContextSwitch1
+        | Testcase::Eventfd1 => {
             assert!(v.names(".").is_empty(), "{}", ctx("directory not empty"));
             checks += 1;
         }
@@ -293,12 +304,13 @@ fn every_testcase_loop_does_its_work_on_both_sides_in_both_modes() {
     let sides = if host.is_some() { 2 } else { 1 };
     assert_eq!(runs, Testcase::ALL.len() * 2 * sides);
     println!("{runs} runs, {checks} checks, {} skipped", skips.len());
-    // Per side: 20 testcases x 2 modes x (the iterations, and 3 copies x 3: status, position,
+    // Per side: 27 testcases x 2 modes x (the iterations, and 3 copies x 3: status, position,
     // bytes read), plus the file checks of each testcase (counted by hand from check_work: 57
-    // per mode).
+    // per mode, and 1 each for pipe1, context_switch1 and eventfd1 (nothing left in the
+    // directory), 3 for lock1, 1 for lock2, 3 for poll1 and 3 for poll2 (files unchanged)).
     assert_eq!(
         checks,
-        (20 * 2 * (1 + 3 * 3) + 2 * 57) * sides,
+        (27 * 2 * (1 + 3 * 3) + 2 * (57 + 1 + 1 + 1 + 3 + 1 + 3 + 3)) * sides,
         "{checks} checks"
     );
 }
@@ -449,4 +461,37 @@ fn quick_scale_run_covers_every_testcase_and_mode_and_writes_outputs() {
         r.rows.len(),
         skips.len()
     );
+}
+
+/// Oracle: Linux's default fd limit (1024) is below what 16 copies of poll2 hold in one table
+/// (2048 fds); each column makes room for them, so the run completes with every copy's status
+/// clean.
+#[test]
+fn poll2_on_sixteen_copies_of_one_table_fits_in_the_fd_limit() {
+    let cfg = Config {
+        testcase: Testcase::Poll2,
+        mode: Mode::Threads,
+        copies: 16,
+    };
+    let mut skips = Vec::new();
+    let mut cols: Vec<Box<dyn ScaleColumn>> = vec![Box::new(UvfsScale::new())];
+    if let Some(h) = host_or_skip(&mut skips) {
+        cols.push(Box::new(h));
+    }
+    for col in &mut cols {
+        if let Support::No(why) = col.supports(&cfg) {
+            println!("{} {why}", col.name());
+            continue;
+        }
+        col.setup(&cfg).expect("setup");
+        let run = col
+            .run(&cfg, 20)
+            .unwrap_or_else(|e| panic!("{}: {e:#}", col.name()));
+        assert!(
+            run.ends.iter().all(|e| e.status == Ok(())),
+            "{}",
+            col.name()
+        );
+        col.teardown();
+    }
 }

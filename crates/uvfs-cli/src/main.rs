@@ -25,7 +25,7 @@ use uvfs_bench::memory::probe::probe_main;
 use uvfs_bench::memory::report as memory_report;
 use uvfs_bench::memory::runner::{run_memory, MemoryOptions, MemoryResult, ProbeCommand};
 use uvfs_bench::memory::Size;
-use uvfs_bench::params::Workload;
+use uvfs_bench::params::{MessagingGrid, Workload};
 use uvfs_bench::runner::{run, Options};
 use uvfs_bench::scale::host::HostScale;
 use uvfs_bench::scale::report as scale_report;
@@ -93,6 +93,14 @@ struct BenchArgs {
     /// also pick the scale testcases' columns, and the memory workload is left out.
     #[arg(long, value_enum, value_name = "COLUMN,...", value_delimiter = ',')]
     columns: Option<Vec<ColumnArg>>,
+    /// Group counts of `messaging`, comma-separated, 1 to 25 (40 threads each) (default
+    /// 1,2,4,8; 1,2 with --quick).
+    #[arg(long, value_name = "N,...", value_delimiter = ',', value_parser = values::groups, allow_negative_numbers = true)]
+    groups: Option<Vec<usize>>,
+    /// Loops of `messaging` (perf's -l), 1 to 10000: the messages each sender writes to each
+    /// receiver (default 100, perf's; 10 with --quick; 10000 for perf's long run).
+    #[arg(long, value_name = "N", value_parser = values::loops, allow_negative_numbers = true)]
+    loops: Option<u64>,
     /// Write every sample as JSON lines to FILE (missing directories are created).
     #[arg(long, value_name = "FILE")]
     json: Option<PathBuf>,
@@ -523,11 +531,22 @@ fn bench(a: BenchArgs) -> anyhow::Result<()> {
     let mut threads = a.threads.clone().unwrap_or_else(|| vec![1, cpus]);
     threads.sort_unstable();
     threads.dedup();
+    let mut messaging = MessagingGrid::default_for(a.quick);
+    if let Some(g) = &a.groups {
+        let mut g = g.clone();
+        g.sort_unstable();
+        g.dedup();
+        messaging.groups = g;
+    }
+    if let Some(l) = a.loops {
+        messaging.loops = l;
+    }
     let opts = Options {
         workloads,
         quick: a.quick,
         iterations: a.iterations.unwrap_or(if a.quick { 2 } else { 10 }),
         threads,
+        messaging,
     };
     let mut json = json_file(a.json.as_deref())?;
     if let Some(dir) = &a.svg {

@@ -53,6 +53,22 @@ pub fn threads(s: &str) -> Result<usize, String> {
     count(s, 1, MAX_THREADS, "thread counts")
 }
 
+/// The most `messaging` groups: 40 threads each, within [`MAX_THREADS`].
+pub const MAX_GROUPS: usize = MAX_THREADS / 40;
+
+/// The most `messaging` loops: perf's long run.
+pub const MAX_LOOPS: u64 = 10_000;
+
+/// One count of `--groups`.
+pub fn groups(s: &str) -> Result<usize, String> {
+    count(s, 1, MAX_GROUPS, "group counts")
+}
+
+/// `--loops`.
+pub fn loops(s: &str) -> Result<u64, String> {
+    count(s, 1, MAX_LOOPS, "a loop count")
+}
+
 /// One count of `--copies`.
 pub fn copies(s: &str) -> Result<usize, String> {
     count(s, 1, MAX_COPIES, "copy counts")
@@ -254,6 +270,9 @@ mod tests {
         assert_eq!(copies("256"), Ok(256));
         assert!(copies("257").is_err() && copies("0").is_err());
         assert!(files("0").is_err() && files("10000001").is_err());
+        assert_eq!((groups("25"), loops("10000")), (Ok(25), Ok(10_000)));
+        assert!(groups("0").is_err() && groups("26").is_err());
+        assert!(loops("0").is_err() && loops("10001").is_err());
     }
 
     #[test]
@@ -273,7 +292,10 @@ mod tests {
                 "open-read-close",
                 "stat-walk",
                 "create-unlink",
-                "find"
+                "find",
+                "messaging",
+                "pipe-pingpong",
+                "pipe-bulk"
             ]
         );
         let c: Vec<_> = ColumnArg::ALL

@@ -204,11 +204,6 @@ fn scale_refuses_bad_input() {
         "[TESTCASES]...",
         "did you mean 'open1'?",
     );
-    refused(
-        &["bench", "scale", "pipe1"],
-        "[TESTCASES]...",
-        "not yet runnable: it needs pipes",
-    );
     for bad in [
         "0",
         "-1",

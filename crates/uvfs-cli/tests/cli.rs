@@ -36,8 +36,6 @@ fn scale_refuses_bad_input_with_a_message() {
     for t in ["open1", "unlink2", "pread3", "fallocate1"] {
         assert!(e.contains(t), "the valid testcases are listed: {e}");
     }
-    let e = refused(&["bench", "scale", "pipe1"]);
-    assert!(e.contains("not yet") && e.contains("pipes"), "{e}");
     let e = refused(&["bench", "scale", "--copies", "0"]);
     assert!(
         e.contains("invalid value '0' for '--copies <N,...>': takes copy counts from 1 to 256"),
@@ -83,8 +81,6 @@ fn scale_smoke_pass_prints_tables_and_json() {
         "uvfs speed-up",
         "host linear",
         "cache-line round trip between CPUs",
-        "not yet: pipe1, context_switch1 (needs pipes)",
-        "eventfd1 (needs eventfd)",
     ] {
         assert!(out.contains(want), "missing {want:?} in:\n{out}");
     }
@@ -427,4 +423,80 @@ fn a_closed_output_pipe_ends_the_run_without_a_panic() {
         "{:?}: {err}",
         out.status
     );
+}
+
+/// Oracle: the seed-style messaging table (host, uvfs, uvfs-vanilla per group count, the
+/// vanilla-vs-uvfs column), gVisor's and the vfs crate's reasons, the pipe workloads' lines,
+/// and the JSON's group counts and loops as asked. No timing.
+#[test]
+fn messaging_and_pipe_workloads_quick_report_their_tables() {
+    let (out, lines) = run_with_json(
+        &[
+            "bench",
+            "messaging",
+            "pipe-pingpong",
+            "pipe-bulk",
+            "--quick",
+            "--groups",
+            "2,1,2",
+            "--loops",
+            "3",
+        ],
+        "messaging",
+        &[
+            "perf bench sched messaging --pipe, thread mode",
+            "3 x 100-byte messages",
+            "vanilla vs uvfs",
+            "Amean 1",
+            "Amean 2",
+            "ns per round trip",
+            "GB/s",
+            "the vfs crate has no pipes",
+        ],
+    );
+    assert!(!out.contains("FAILED"), "{out}");
+    assert!(!out.contains("Amean 4"), "only the groups asked: {out}");
+    let summary = lines
+        .iter()
+        .find(|l| l["type"] == "summary")
+        .expect("a summary line");
+    let r = &summary["result"];
+    assert_eq!(r["failed"], false, "{r}");
+    let configs = r["workloads"][0][1].as_array().expect("configurations");
+    let sizes: Vec<(u64, u64)> = configs
+        .iter()
+        .map(|c| {
+            let m = &c["params"]["messaging"];
+            (
+                num(&m["groups"], "groups") as u64,
+                num(&m["loops"], "loops") as u64,
+            )
+        })
+        .collect();
+    assert_eq!(sizes, [(1, 3), (2, 3)]);
+}
+
+#[test]
+fn messaging_flags_refuse_bad_counts() {
+    for (args, want) in [
+        (
+            &["bench", "messaging", "--groups", "0"][..],
+            "group counts from 1 to 25",
+        ),
+        (
+            &["bench", "messaging", "--groups", "26"][..],
+            "group counts from 1 to 25",
+        ),
+        (
+            &["bench", "messaging", "--loops", "10001"][..],
+            "a loop count from 1 to 10000",
+        ),
+        (
+            &["bench", "messaging", "--loops", "-5"][..],
+            "a loop count from 1 to 10000",
+        ),
+    ] {
+        let e = refused(args);
+        assert!(e.contains(want), "{args:?}: {e}");
+    }
 }

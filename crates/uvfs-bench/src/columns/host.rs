@@ -15,6 +15,7 @@ use crate::find::{
     EntryKind, Tree, TreePath, WalkCount, DIR_PERMISSIONS, FILE_PERMISSIONS, GETDENTS_BUF_BYTES,
 };
 use crate::params::{walk_components, Params, Sharing, Workload};
+use crate::pipes::{self, PipeSys};
 use crate::private_tmpfs::{Backing, PrivateTmpfs};
 
 /// Bytes in the small file that `read1` and `open-read-close` read.
@@ -240,6 +241,8 @@ impl Column for Host {
                     host_find(dir.as_fd(), &tree, walker, 1)?;
                 }
             }
+            // Each run makes its own pipes.
+            Workload::Messaging | Workload::PipePingpong | Workload::PipeBulk => {}
         }
         Ok(())
     }
@@ -311,6 +314,9 @@ impl Column for Host {
                 let walks = tree.walks(ops)?;
                 timed_threads(p.threads, |walker| host_find(dir, &tree, walker, walks))
             }
+            Workload::Messaging => pipes::messaging(&HostPipes, p.messaging_size()?),
+            Workload::PipePingpong => pipes::pingpong(&HostPipes, ops),
+            Workload::PipeBulk => pipes::bulk(&HostPipes, ops),
         }
     }
 
@@ -323,6 +329,40 @@ impl Column for Host {
             Backing::Tmpfs => "host: real system calls on a private tmpfs (paths relative to its directory fd); threads (find: walkers) share the process's fd table",
             Backing::PlainDir => "host (not tmpfs): real system calls in a plain directory under the system temporary directory, on whatever file system that is, because no private tmpfs could be mounted (not root and no user namespace); threads (find: walkers) share the process's fd table",
         }
+    }
+}
+
+/// The pipe workloads' calls as real system calls: `pipe2`, `read`, `write`, `FIONREAD`.
+pub struct HostPipes;
+
+impl PipeSys for HostPipes {
+    type Fd = OwnedFd;
+    type Thread = ();
+
+    fn pipe(&self) -> anyhow::Result<(OwnedFd, OwnedFd)> {
+        Ok(rustix::pipe::pipe_with(rustix::pipe::PipeFlags::empty())?)
+    }
+
+    fn thread(&self) {}
+
+    #[inline]
+    fn read(_: &(), fd: &OwnedFd, buf: &mut [u8]) -> anyhow::Result<usize> {
+        Ok(read(fd, buf)?)
+    }
+
+    #[inline]
+    fn write(_: &(), fd: &OwnedFd, buf: &[u8]) -> anyhow::Result<usize> {
+        Ok(rustix::io::write(fd, buf)?)
+    }
+
+    fn unread(&self, fd: &OwnedFd) -> anyhow::Result<usize> {
+        Ok(usize::try_from(rustix::io::ioctl_fionread(fd)?)?)
+    }
+
+    fn close(&self, fd: OwnedFd) -> anyhow::Result<()> {
+        // close(2) reports nothing rustix passes on; the kernel frees the fd regardless.
+        drop(fd);
+        Ok(())
     }
 }
 
@@ -340,6 +380,7 @@ mod tests {
             depth: 1,
             sharing: Sharing::PerThread,
             tree: Some(Tree::default_for(true)),
+            messaging: None,
         };
         let tree = p.find_tree().expect("a find configuration");
         let mut host = Host::new();

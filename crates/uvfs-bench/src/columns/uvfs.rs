@@ -2,7 +2,7 @@
 
 use std::time::Duration;
 
-use anyhow::anyhow;
+use anyhow::{anyhow, bail};
 use uvfs::abi::{AtFlags, OpenFlags, AT_FDCWD};
 use uvfs::vfs::WalkMode;
 use uvfs::{Cred, Task, Vfs};
@@ -14,6 +14,7 @@ use crate::find::{
     GETDENTS_BUF_BYTES,
 };
 use crate::params::{walk_components, Params, Sharing, Workload};
+use crate::pipes::{self, PipeSys};
 
 /// Which uvfs design a column runs.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -153,6 +154,82 @@ impl Uvfs {
     }
 }
 
+impl Uvfs {
+    /// The pipe workloads, each thread a task sharing the main task's fd table (perf's
+    /// thread mode shares one); "vanilla" with anonymous pipes stamping their times as Linux
+    /// did before 2025 ([`uvfs::fs::pipefs::set_vanilla_pipe_times`]) for this run only.
+    fn run_pipes(&self, p: &Params, ops: u64) -> anyhow::Result<Duration> {
+        let sys = UvfsPipes {
+            task: &self.task,
+            design: self.design,
+        };
+        let vanilla = self.design == Design::Vanilla;
+        if vanilla {
+            uvfs::fs::pipefs::set_vanilla_pipe_times(true);
+        }
+        let r = match p.workload {
+            Workload::Messaging => pipes::messaging(&sys, p.messaging_size()?),
+            Workload::PipePingpong => pipes::pingpong(&sys, ops),
+            _ => pipes::bulk(&sys, ops),
+        };
+        if vanilla {
+            uvfs::fs::pipefs::set_vanilla_pipe_times(false);
+        }
+        r
+    }
+}
+
+/// The pipe workloads' calls on uvfs: `Task::pipe2`, `read`, `write`, `fionread`, each thread
+/// through its own task made with `Task::clone_thread`.
+pub struct UvfsPipes<'a> {
+    /// The task the threads' tasks are cloned from; it makes the pipes.
+    pub task: &'a Task,
+    /// The design the pipes must have: `pipe` refuses to make one of the other (a vanilla
+    /// run whose switch is off would measure uvfs twice).
+    pub design: Design,
+}
+
+impl PipeSys for UvfsPipes<'_> {
+    type Fd = i32;
+    type Thread = Task;
+
+    fn pipe(&self) -> anyhow::Result<(i32, i32)> {
+        let vanilla = uvfs::fs::pipefs::vanilla_pipe_times();
+        if vanilla != (self.design == Design::Vanilla) {
+            bail!(
+                "uvfs: a {:?} run with pre-2025 pipe times {}",
+                self.design,
+                if vanilla { "on" } else { "off" }
+            );
+        }
+        let [r, w] = self.task.pipe2(OpenFlags::empty()).map_err(errno)?;
+        Ok((r, w))
+    }
+
+    fn thread(&self) -> Task {
+        self.task.clone_thread()
+    }
+
+    #[inline]
+    fn read(t: &Task, fd: &i32, buf: &mut [u8]) -> anyhow::Result<usize> {
+        t.read(*fd, buf).map_err(errno)
+    }
+
+    #[inline]
+    fn write(t: &Task, fd: &i32, buf: &[u8]) -> anyhow::Result<usize> {
+        t.write(*fd, buf).map_err(errno)
+    }
+
+    fn unread(&self, fd: &i32) -> anyhow::Result<usize> {
+        let n = self.task.fionread(*fd).map_err(errno)?;
+        Ok(usize::try_from(n)?)
+    }
+
+    fn close(&self, fd: i32) -> anyhow::Result<()> {
+        self.task.close(fd).map_err(errno)
+    }
+}
+
 impl Column for Uvfs {
     fn name(&self) -> &'static str {
         match self.design {
@@ -240,6 +317,8 @@ impl Column for Uvfs {
                     uvfs_find(t, &tree, walker, 1)?;
                 }
             }
+            // Each run makes its own pipes.
+            Workload::Messaging | Workload::PipePingpong | Workload::PipeBulk => {}
         }
         Ok(())
     }
@@ -247,6 +326,9 @@ impl Column for Uvfs {
     fn run(&mut self, p: &Params, ops: u64) -> anyhow::Result<Duration> {
         if p.workload == Workload::Find {
             return self.run_find(p, ops);
+        }
+        if p.workload.uses_pipes() {
+            return self.run_pipes(p, ops);
         }
         let threads = p.threads;
         // Thread 0 uses the main task; the others clones sharing its fd table (built before
@@ -300,6 +382,9 @@ impl Column for Uvfs {
                         }
                     }
                     Workload::Find => return Err(anyhow!("find is run by run_find")),
+                    Workload::Messaging | Workload::PipePingpong | Workload::PipeBulk => {
+                        return Err(anyhow!("pipe workloads are run by run_pipes"))
+                    }
                     Workload::CreateUnlink => {
                         let name = &names[i];
                         for _ in 0..ops {
@@ -339,10 +424,10 @@ impl Column for Uvfs {
     fn note(&self) -> &'static str {
         match self.design {
             Design::Current => {
-                "uvfs: in process, no syscall boundary or user copies; threads are tasks sharing one fd table, as the host's threads do (find: each walker its own task, Task::fork)"
+                "uvfs: in process, no syscall boundary or user copies; threads are tasks sharing one fd table, as the host's threads do (find: each walker its own task, Task::fork); pipe workloads: anonymous pipes do no timestamp work (Linux since 2025)"
             }
             Design::Vanilla => {
-                "uvfs-vanilla: uvfs with the replaced design — locked walk with a reference per component (ref-walk); write1/read1 through a shared fd table"
+                "uvfs-vanilla: uvfs with the replaced design — locked walk with a reference per component (ref-walk); write1/read1 through a shared fd table; pipe workloads with anonymous pipes stamping atime on reads and mtime/ctime on writes as Linux did before 2025 (strictatime, as on pipe_mnt)"
             }
         }
     }
@@ -359,6 +444,7 @@ mod tests {
             depth: 1,
             sharing: Sharing::PerThread,
             tree: Some(Tree::default_for(true)),
+            messaging: None,
         }
     }
 

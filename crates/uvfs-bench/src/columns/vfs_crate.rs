@@ -255,6 +255,9 @@ fn build(p: &Params) -> anyhow::Result<(Arc<MemoryFS>, Plan)> {
             }
             Plan::Find { tree }
         }
+        Workload::Messaging | Workload::PipePingpong | Workload::PipeBulk => {
+            bail!("vfs-crate: the vfs crate has no pipes")
+        }
     };
     Ok((fs, plan))
 }
@@ -319,7 +322,10 @@ impl Column for VfsCrate {
         "vfs-crate"
     }
 
-    fn supports(&self, _p: &Params) -> Support {
+    fn supports(&self, p: &Params) -> Support {
+        if p.workload.uses_pipes() {
+            return Support::No("skipped: the vfs crate has no pipes".into());
+        }
         Support::Yes
     }
 
@@ -415,7 +421,8 @@ mod tests {
     use super::*;
 
     /// Every workload and sharing mode runs a few ops on 1 and 2 threads; the oracle is
-    /// MemoryFS's own `Result` (any failure fails the test) and a positive duration.
+    /// MemoryFS's own `Result` (any failure fails the test) and a positive duration. The pipe
+    /// workloads are skipped with the reason.
     #[test]
     fn every_workload_runs_on_one_and_two_threads() {
         let mut col = VfsCrate::new();
@@ -429,7 +436,14 @@ mod tests {
                             depth,
                             sharing,
                             tree: (workload == Workload::Find).then(|| Tree::default_for(true)),
+                            messaging: None,
                         };
+                        if workload.uses_pipes() {
+                            assert!(
+                                matches!(col.supports(&p), Support::No(w) if w.contains("no pipes"))
+                            );
+                            continue;
+                        }
                         assert_eq!(col.supports(&p), Support::Yes);
                         col.setup(&p)
                             .unwrap_or_else(|e| panic!("setup {workload:?} {p:?}: {e:#}"));
@@ -456,6 +470,7 @@ mod tests {
             depth: 1,
             sharing: Sharing::Shared,
             tree: None,
+            messaging: None,
         };
         let mut col = VfsCrate::new();
         col.setup(&p).unwrap();
@@ -478,6 +493,7 @@ mod tests {
             depth: 1,
             sharing: Sharing::PerThread,
             tree: None,
+            messaging: None,
         };
         let mut col = VfsCrate::new();
         col.setup(&p).unwrap();
@@ -498,6 +514,7 @@ mod tests {
             depth: 1,
             sharing: Sharing::PerThread,
             tree: Some(tree),
+            messaging: None,
         };
         let mut col = VfsCrate::new();
         col.setup(&p).unwrap();
@@ -521,6 +538,7 @@ mod tests {
             depth: 1,
             sharing: Sharing::Shared,
             tree: None,
+            messaging: None,
         };
         assert!(VfsCrate::new().run(&p, 1).is_err());
     }

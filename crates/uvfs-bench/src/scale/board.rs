@@ -24,7 +24,9 @@ const GO_ABORT: u32 = 2;
 pub enum Fail {
     /// A call failed with this errno.
     Errno(i32),
-    /// A read or write moved this many bytes instead of a page.
+    /// A read or write moved this many bytes instead of all it was given (a page, or a
+    /// pipe testcase's byte); or a `context_switch1` partner echoed this many bytes, not one
+    /// per iteration of its copy.
     Short(usize),
     /// The copy never got the signal to start (another copy or the parent failed).
     Aborted,
@@ -36,7 +38,10 @@ impl std::fmt::Display for Fail {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match *self {
             Fail::Errno(e) => write!(f, "errno {e} ({})", std::io::Error::from_raw_os_error(e)),
-            Fail::Short(n) => write!(f, "a transfer moved {n} bytes, not a page"),
+            Fail::Short(n) => write!(
+                f,
+                "a call moved or counted {n}, not what it should (a short transfer, a partner's echo count, a poll's ready fds)"
+            ),
             Fail::Aborted => write!(f, "aborted before the start"),
             Fail::Silent => write!(f, "the copy never reported"),
         }

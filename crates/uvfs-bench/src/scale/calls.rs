@@ -8,7 +8,7 @@
 use std::ffi::CStr;
 
 use super::board::{Board, Fail, Slot};
-use super::testcase::{write_byte, Target, Testcase, PAGE_BYTES, WALK_BYTES};
+use super::testcase::{write_byte, Target, Testcase, PAGE_BYTES, POLL2_FDS, WALK_BYTES};
 
 /// Bytes of one transfer.
 const PAGE: usize = PAGE_BYTES as usize;
@@ -22,11 +22,24 @@ pub enum OpenKind {
     CreateReadWrite,
 }
 
+/// What [`Calls::lock`] asks for on byte 0 of a file.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum LockKind {
+    /// `F_WRLCK`.
+    Write,
+    /// `F_UNLCK`.
+    Unlock,
+}
+
 /// The calls the testcases make, on one implementation. Paths are relative to the column's
 /// directory. Errors are errnos, as [`Fail::Errno`].
 pub trait Calls {
     /// An open file descriptor.
     type Fd;
+    /// A running `context_switch1` partner.
+    type Echo;
+    /// The `pollfd` array of `poll1`/`poll2`, on the stack (empty by default).
+    type PollSet: Default;
     /// `openat(dir, path, kind)`.
     fn open(&self, path: &CStr, kind: OpenKind) -> Result<Self::Fd, Fail>;
     /// `close(fd)`.
@@ -57,6 +70,30 @@ pub trait Calls {
     fn ino_of_raw(&self, fd: i32) -> Result<u64, Fail>;
     /// The process id this copy runs in.
     fn pid(&self) -> u32;
+    /// `pipe2(0)`: the read end, then the write end.
+    fn pipe(&self) -> Result<(Self::Fd, Self::Fd), Fail>;
+    /// `fcntl(fd, F_SETLKW, {kind, SEEK_SET, start 0, len 1})`.
+    fn lock(&self, fd: &Self::Fd, kind: LockKind) -> Result<(), Fail>;
+    /// Starts `context_switch1`'s partner: a task of the copy's kind (a thread sharing the
+    /// copy's fd table in threads mode; a forked one with a copy of it in processes mode)
+    /// that reads 1 byte from `from` and writes it to `to` until `from` reaches its end, then
+    /// closes both. `from` and `to` are the partner's from now on; `keep`, the copy's ends of
+    /// the same pipes, are closed in a partner with a table of its own, so that the copy's
+    /// close of its write end is the partner's end of file.
+    fn start_echo(
+        &self,
+        from: Self::Fd,
+        to: Self::Fd,
+        keep: [&Self::Fd; 2],
+    ) -> Result<Self::Echo, Fail>;
+    /// Waits for the partner to end; its failure if it failed.
+    fn join_echo(&self, echo: Self::Echo) -> Result<(), Fail>;
+    /// Adds `fd`, asking for `POLLOUT`, to `set` (at most [`POLL2_FDS`]).
+    fn poll_add(&self, set: &mut Self::PollSet, fd: &Self::Fd);
+    /// `poll(set, timeout 0)`: the number of fds with an event.
+    fn poll(&self, set: &mut Self::PollSet) -> Result<usize, Fail>;
+    /// `eventfd2(0, 0)`.
+    fn eventfd(&self) -> Result<Self::Fd, Fail>;
 }
 
 /// What one copy of a run does.
@@ -80,6 +117,12 @@ pub fn run_copy<C: Calls>(c: &C, w: &CopyWork<'_>, board: &Board) {
         return;
     };
     slot.set_pid(c.pid());
+    if w.testcase.makes_own_fds() {
+        return run_anon_copy(c, w, board, slot);
+    }
+    if matches!(w.testcase, Testcase::Poll1 | Testcase::Poll2) {
+        return run_poll_copy(c, w, board, slot);
+    }
     let prepared = prelude(c, w);
     // The buffer is written before the start: in a forked copy, its stack page is copied then,
     // not inside the measured loop.
@@ -119,6 +162,226 @@ pub fn run_copy<C: Calls>(c: &C, w: &CopyWork<'_>, board: &Board) {
             slot.finish(r.and(closed), q.done, position, last_byte);
         }
     }
+}
+
+/// The pipes a `pipe1` or `context_switch1` copy holds through its loop: the end it writes,
+/// the end it reads, and `context_switch1`'s partner.
+struct PipeEnds<C: Calls> {
+    write: C::Fd,
+    read: Option<C::Fd>,
+    echo: Option<C::Echo>,
+}
+
+/// Makes the pipes of a pipe testcase's copy (and starts `context_switch1`'s partner), or the
+/// eventfd of `eventfd1` (its `read` end then is the same fd, `None`), closing what it made if
+/// a later step fails.
+fn pipe_prelude<C: Calls>(c: &C, t: Testcase) -> Result<PipeEnds<C>, Fail> {
+    if t == Testcase::Eventfd1 {
+        return Ok(PipeEnds {
+            write: c.eventfd()?,
+            read: None,
+            echo: None,
+        });
+    }
+    let (read, write) = c.pipe()?;
+    if t != Testcase::ContextSwitch1 {
+        return Ok(PipeEnds {
+            write,
+            read: Some(read),
+            echo: None,
+        });
+    }
+    // Pipe A carries the copy's byte to the partner, pipe B brings it back.
+    let (a_read, a_write) = (read, write);
+    let (b_read, b_write) = match c.pipe() {
+        Ok(p) => p,
+        Err(e) => {
+            let _ = c.close(a_read);
+            let _ = c.close(a_write);
+            return Err(e);
+        }
+    };
+    match c.start_echo(a_read, b_write, [&a_write, &b_read]) {
+        Ok(echo) => Ok(PipeEnds {
+            write: a_write,
+            read: Some(b_read),
+            echo: Some(echo),
+        }),
+        Err(e) => {
+            let _ = c.close(a_write);
+            let _ = c.close(b_read);
+            Err(e)
+        }
+    }
+}
+
+/// One copy of `pipe1`, `context_switch1` or `eventfd1`: makes its pipes (and partner) or
+/// eventfd before the gate, then writes 1 byte and reads 1 byte back per iteration (eventfd:
+/// 8 bytes, the value 1); reports the first byte of the last read (its own [`write_byte`], 1
+/// for an eventfd, or 0 if it read none), no position.
+fn run_anon_copy<C: Calls>(c: &C, w: &CopyWork<'_>, board: &Board, slot: &Slot) {
+    let prepared = pipe_prelude(c, w.testcase);
+    let (out, mut back) = if w.testcase == Testcase::Eventfd1 {
+        (1u64.to_ne_bytes(), [0u8; 8])
+    } else {
+        ([write_byte(w.copy); 8], [0u8; 8])
+    };
+    let size = if w.testcase == Testcase::Eventfd1 {
+        8
+    } else {
+        1
+    };
+    let go = board.arrive_and_wait();
+    let ends = match prepared {
+        Ok(ends) => ends,
+        Err(e) => return slot.set_status(Err(e)),
+    };
+    let mut q = Quota {
+        left: w.ops,
+        done: 0,
+        board,
+    };
+    let read_end = ends.read.as_ref().unwrap_or(&ends.write);
+    let r = if go {
+        (|| {
+            while q.next() {
+                whole(c.write(&ends.write, &out[..size])?, size)?;
+                whole(c.read(read_end, &mut back[..size])?, size)?;
+            }
+            Ok(())
+        })()
+    } else {
+        Err(Fail::Aborted)
+    };
+    slot.loop_ended();
+    // Closing the write end first ends the partner's loop; it answers with its count.
+    let (closed, echoed) = match ends.read {
+        Some(read) => {
+            let closed = c.close(ends.write);
+            let echoed = match (&ends.echo, &r) {
+                (Some(_), Ok(())) => check_echoed(c, &read, q.done),
+                _ => Ok(()),
+            };
+            (closed.and(c.close(read)), echoed)
+        }
+        None => (c.close(ends.write), Ok(())),
+    };
+    let joined = ends.echo.map_or(Ok(()), |e| c.join_echo(e));
+    slot.finish(
+        r.and(echoed).and(closed).and(joined),
+        q.done,
+        None,
+        Some(back[0]),
+    );
+}
+
+/// One byte moved, or [`Fail::Short`].
+fn one_byte(n: usize) -> Result<(), Fail> {
+    whole(n, 1)
+}
+
+/// `size` bytes moved, or [`Fail::Short`].
+fn whole(n: usize, size: usize) -> Result<(), Fail> {
+    if n == size {
+        Ok(())
+    } else {
+        Err(Fail::Short(n))
+    }
+}
+
+/// One copy of `poll1` or `poll2`: opens its own file (`poll2`: [`POLL2_FDS`] times) before the
+/// gate, then polls the fds for `POLLOUT` with timeout 0 per iteration, each of which must
+/// answer (a regular file is always writable); reports its first fd's position (0), no byte.
+fn run_poll_copy<C: Calls>(c: &C, w: &CopyWork<'_>, board: &Board, slot: &Slot) {
+    let n = if w.testcase == Testcase::Poll2 {
+        POLL2_FDS
+    } else {
+        1
+    };
+    let mut fds: [Option<C::Fd>; POLL2_FDS] = std::array::from_fn(|_| None);
+    let mut set = C::PollSet::default();
+    let mut prepared = Ok(());
+    for slot_fd in fds.iter_mut().take(n) {
+        match c.open(w.path, OpenKind::ReadWrite) {
+            Ok(fd) => {
+                c.poll_add(&mut set, &fd);
+                *slot_fd = Some(fd);
+            }
+            Err(e) => {
+                prepared = Err(e);
+                break;
+            }
+        }
+    }
+    let go = board.arrive_and_wait();
+    let mut q = Quota {
+        left: w.ops,
+        done: 0,
+        board,
+    };
+    let r = match (prepared, go) {
+        (Err(e), _) => Err(e),
+        (Ok(()), false) => Err(Fail::Aborted),
+        (Ok(()), true) => (|| {
+            while q.next() {
+                let ready = c.poll(&mut set)?;
+                if ready != n {
+                    return Err(Fail::Short(ready));
+                }
+            }
+            Ok(())
+        })(),
+    };
+    slot.loop_ended();
+    let position = fds[0].as_ref().and_then(|fd| c.position(fd).ok());
+    let mut closed = Ok(());
+    for fd in fds.into_iter().flatten() {
+        closed = closed.and(c.close(fd));
+    }
+    slot.finish(r.and(closed), q.done, position, None);
+}
+
+/// `context_switch1`'s partner loop over any [`Calls`]: echoes 1 byte at a time from `from` to
+/// `to` until `from` reaches its end, then writes the count of bytes it echoed (8 bytes,
+/// native order) to `to`, which the copy checks against its iterations.
+///
+/// # Errors
+/// A call failed or moved no byte.
+pub fn echo_loop<C: Calls>(c: &C, from: &C::Fd, to: &C::Fd) -> Result<(), Fail> {
+    let mut b = [0u8; 1];
+    let mut echoed = 0u64;
+    loop {
+        if c.read(from, &mut b)? == 0 {
+            break;
+        }
+        one_byte(c.write(to, &b)?)?;
+        echoed += 1;
+    }
+    let count = echoed.to_ne_bytes();
+    let n = c.write(to, &count)?;
+    if n != count.len() {
+        return Err(Fail::Short(n));
+    }
+    Ok(())
+}
+
+/// After a `context_switch1` copy closed its write end: reads the count its partner echoed and
+/// checks it against the copy's iterations.
+fn check_echoed<C: Calls>(c: &C, read: &C::Fd, done: u64) -> Result<(), Fail> {
+    let mut count = [0u8; 8];
+    let mut got = 0;
+    while got < count.len() {
+        let n = c.read(read, &mut count[got..])?;
+        if n == 0 {
+            return Err(Fail::Short(got));
+        }
+        got += n;
+    }
+    let echoed = u64::from_ne_bytes(count);
+    if echoed != done {
+        return Err(Fail::Short(usize::try_from(echoed).unwrap_or(usize::MAX)));
+    }
+    Ok(())
 }
 
 /// A copy's iterations: at most its quota, `CopyWork::ops`, and none once another copy has
@@ -288,11 +551,23 @@ fn loop_on_fd<C: Calls>(
                 }
             }
         }
+        Testcase::Lock1 | Testcase::Lock2 => {
+            while q.next() {
+                c.lock(fd, LockKind::Write)?;
+                c.lock(fd, LockKind::Unlock)?;
+            }
+        }
         Testcase::Open1
         | Testcase::Open2
         | Testcase::Open3
         | Testcase::Unlink1
         | Testcase::Unlink2 => return loop_on_path(c, w, q),
+        // run_copy gives them to run_anon_copy and run_poll_copy.
+        Testcase::Pipe1
+        | Testcase::ContextSwitch1
+        | Testcase::Eventfd1
+        | Testcase::Poll1
+        | Testcase::Poll2 => return Err(Fail::Aborted),
     }
     Ok(())
 }

@@ -11,13 +11,19 @@ use std::time::Duration;
 use rustix::fs::{openat, unlinkat, AtFlags, FallocateFlags, Mode as FileMode, OFlags, SeekFrom};
 
 use super::board::{Board, CopyEnd, Fail};
-use super::calls::{Calls, OpenKind};
-use super::host_sys::{ino_of_raw_fd, run_processes, SharedBoard};
+use super::calls::{Calls, LockKind, OpenKind};
+use super::host_sys::{
+    fork_echo, ino_of_raw_fd, run_processes, setlkw_byte0, wait_child, HostPollSet, SharedBoard,
+};
 use super::spawn::{self, Spawn};
 use super::threads::run_threads;
 use super::{Config, Mode, Run, ScaleColumn};
 use crate::column::{Support, HOST, HOST_IN_DIR};
 use crate::private_tmpfs::{Backing, PrivateTmpfs};
+
+/// Fds this process may hold beyond what a testcase's copies hold (the progress bar, the
+/// test harness, the tmpfs's directory).
+const FD_SLACK: usize = 64;
 
 /// The host kernel on a tmpfs mounted for the run.
 pub struct HostScale {
@@ -69,6 +75,7 @@ impl Spawn for HostScale {
     ) -> anyhow::Result<(Duration, Vec<CopyEnd>)> {
         let calls = HostCalls {
             dir: self.tmpfs.dir()?,
+            mode,
         };
         match mode {
             Mode::Threads => {
@@ -97,14 +104,48 @@ impl Spawn for HostScale {
 /// here allocates: it runs in forked children too.
 pub struct HostCalls<'a> {
     dir: BorrowedFd<'a>,
+    /// Decides what a `context_switch1` partner is: a thread or a forked process.
+    mode: Mode,
+}
+
+/// A running `context_switch1` partner on the host.
+pub enum HostEcho {
+    /// A thread of this process (threads mode).
+    Thread(std::thread::JoinHandle<Result<(), Fail>>),
+    /// A process forked from the copy (processes mode).
+    Process(i32),
 }
 
 fn errno(e: rustix::io::Errno) -> Fail {
     Fail::Errno(e.raw_os_error())
 }
 
+/// A threads-mode `context_switch1` partner on the host: echoes 1 byte at a time from `from`
+/// to `to` until `from` reaches its end, then writes its count (as `calls::echo_loop` does);
+/// both are closed when it returns.
+fn host_echo(from: &OwnedFd, to: &OwnedFd) -> Result<(), Fail> {
+    let mut b = [0u8; 1];
+    let mut echoed = 0u64;
+    loop {
+        if rustix::io::read(from, &mut b).map_err(errno)? == 0 {
+            break;
+        }
+        if rustix::io::write(to, &b).map_err(errno)? != 1 {
+            return Err(Fail::Short(0));
+        }
+        echoed += 1;
+    }
+    let count = echoed.to_ne_bytes();
+    match rustix::io::write(to, &count).map_err(errno)? {
+        8 => Ok(()),
+        n => Err(Fail::Short(n)),
+    }
+}
+
 impl Calls for HostCalls<'_> {
     type Fd = OwnedFd;
+    type Echo = HostEcho;
+    type PollSet = HostPollSet;
 
     fn open(&self, path: &CStr, kind: OpenKind) -> Result<OwnedFd, Fail> {
         let flags = match kind {
@@ -173,6 +214,63 @@ impl Calls for HostCalls<'_> {
     fn pid(&self) -> u32 {
         rustix::process::getpid().as_raw_nonzero().get() as u32
     }
+
+    fn pipe(&self) -> Result<(OwnedFd, OwnedFd), Fail> {
+        rustix::pipe::pipe_with(rustix::pipe::PipeFlags::empty()).map_err(errno)
+    }
+
+    fn lock(&self, fd: &OwnedFd, kind: LockKind) -> Result<(), Fail> {
+        let l_type = match kind {
+            LockKind::Write => libc::F_WRLCK,
+            LockKind::Unlock => libc::F_UNLCK,
+        };
+        setlkw_byte0(fd.as_raw_fd(), l_type as i16).map_err(Fail::Errno)
+    }
+
+    fn start_echo(
+        &self,
+        from: OwnedFd,
+        to: OwnedFd,
+        keep: [&OwnedFd; 2],
+    ) -> Result<HostEcho, Fail> {
+        match self.mode {
+            Mode::Threads => std::thread::Builder::new()
+                .spawn(move || host_echo(&from, &to))
+                .map(HostEcho::Thread)
+                .map_err(|e| Fail::Errno(e.raw_os_error().unwrap_or(libc::EAGAIN))),
+            Mode::Processes => {
+                let pid = fork_echo(
+                    from.as_raw_fd(),
+                    to.as_raw_fd(),
+                    [keep[0].as_raw_fd(), keep[1].as_raw_fd()],
+                )
+                .map_err(Fail::Errno)?;
+                // The partner's ends are its own now.
+                drop(from);
+                drop(to);
+                Ok(HostEcho::Process(pid))
+            }
+        }
+    }
+
+    fn poll_add(&self, set: &mut HostPollSet, fd: &OwnedFd) {
+        set.add(fd.as_raw_fd());
+    }
+
+    fn poll(&self, set: &mut HostPollSet) -> Result<usize, Fail> {
+        set.poll_now().map_err(Fail::Errno)
+    }
+
+    fn eventfd(&self) -> Result<OwnedFd, Fail> {
+        rustix::event::eventfd(0, rustix::event::EventfdFlags::empty()).map_err(errno)
+    }
+
+    fn join_echo(&self, echo: HostEcho) -> Result<(), Fail> {
+        match echo {
+            HostEcho::Thread(h) => h.join().unwrap_or(Err(Fail::Silent)),
+            HostEcho::Process(pid) => wait_child(pid).map_err(Fail::Errno),
+        }
+    }
 }
 
 impl ScaleColumn for HostScale {
@@ -183,12 +281,29 @@ impl ScaleColumn for HostScale {
         }
     }
 
-    fn supports(&self, _cfg: &Config) -> Support {
+    fn supports(&self, cfg: &Config) -> Support {
+        // Room for poll2's fds: the soft limit is raised to the hard one if needed (setup);
+        // beyond the hard one the configuration cannot run.
+        let need = (cfg.testcase.fds_held(cfg.copies) + FD_SLACK) as u64;
+        let hard = rustix::process::getrlimit(rustix::process::Resource::Nofile)
+            .maximum
+            .unwrap_or(u64::MAX);
+        if need > hard {
+            return Support::No(format!(
+                "skipped: needs {need} fds, above RLIMIT_NOFILE's hard limit {hard}"
+            ));
+        }
         self.tmpfs.support()
     }
 
     fn setup(&mut self, cfg: &Config) -> anyhow::Result<()> {
         self.empty()?;
+        let need = (cfg.testcase.fds_held(cfg.copies) + FD_SLACK) as u64;
+        let mut lim = rustix::process::getrlimit(rustix::process::Resource::Nofile);
+        if lim.current.is_some_and(|soft| soft < need) {
+            lim.current = lim.maximum;
+            rustix::process::setrlimit(rustix::process::Resource::Nofile, lim)?;
+        }
         let root = self.tmpfs.path();
         let plan = cfg.testcase.plan(cfg.copies);
         for d in &plan.dirs {

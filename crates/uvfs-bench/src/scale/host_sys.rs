@@ -20,6 +20,7 @@ use std::time::{Duration, Instant};
 use anyhow::{anyhow, bail};
 
 use super::board::Board;
+use super::testcase::POLL2_FDS;
 
 /// A [`Board`] in a `MAP_SHARED | MAP_ANONYMOUS` mapping: forked children write to the same
 /// memory the parent reads.
@@ -162,5 +163,149 @@ pub fn ino_of_raw_fd(fd: i32) -> Result<u64, i32> {
         Err(std::io::Error::last_os_error()
             .raw_os_error()
             .unwrap_or(libc::EIO))
+    }
+}
+
+/// `fcntl(fd, F_SETLKW)` of byte 0 (`l_type` `F_WRLCK` or `F_UNLCK`), retried on `EINTR`; the
+/// errno if it fails. Allocates nothing: it runs in forked copies.
+pub fn setlkw_byte0(fd: i32, l_type: i16) -> Result<(), i32> {
+    // SAFETY: an all-zero `struct flock` is a valid value of the plain-integer struct.
+    let mut fl: libc::flock = unsafe { std::mem::zeroed() };
+    fl.l_type = l_type;
+    fl.l_whence = libc::SEEK_SET as i16;
+    fl.l_start = 0;
+    fl.l_len = 1;
+    loop {
+        // SAFETY: `fl` is a live, initialised struct flock that F_SETLKW only reads; a bad fd
+        // fails with EBADF.
+        let r = unsafe { libc::fcntl(fd, libc::F_SETLKW, &fl) };
+        if r == 0 {
+            return Ok(());
+        }
+        let e = std::io::Error::last_os_error()
+            .raw_os_error()
+            .unwrap_or(libc::EIO);
+        if e != libc::EINTR {
+            return Err(e);
+        }
+    }
+}
+
+/// Forks `context_switch1`'s partner process from a forked copy: the child closes `close` (the
+/// copy's ends), echoes 1 byte at a time from `from` to `to` until `from` reaches its end,
+/// writes the count of bytes it echoed (8 bytes, native order, as `calls::echo_loop` does)
+/// and `_exit`s with 0, or 1 if a call failed. Only raw system calls run in the child (module
+/// doc); the parent gets the child's pid.
+pub fn fork_echo(from: i32, to: i32, close: [i32; 2]) -> Result<i32, i32> {
+    // SAFETY: fork has no memory-safety precondition. The child runs only raw system calls
+    // on integer fds and a stack byte, then `_exit`s.
+    match unsafe { libc::fork() } {
+        -1 => Err(std::io::Error::last_os_error()
+            .raw_os_error()
+            .unwrap_or(libc::EIO)),
+        0 => {
+            // SAFETY: prctl and close with integer arguments only.
+            unsafe {
+                libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL, 0, 0, 0);
+                libc::close(close[0]);
+                libc::close(close[1]);
+            }
+            let mut b = 0u8;
+            let mut echoed = 0u64;
+            let status = loop {
+                // SAFETY: reads at most 1 byte into the live stack byte `b`.
+                let n = unsafe { libc::read(from, std::ptr::from_mut(&mut b).cast(), 1) };
+                if n == 0 {
+                    let count = echoed.to_ne_bytes();
+                    // SAFETY: writes the 8 bytes of the live stack array `count`.
+                    let w = unsafe { libc::write(to, count.as_ptr().cast(), count.len()) };
+                    break if w == 8 { 0 } else { 1 };
+                }
+                if n < 0 {
+                    if std::io::Error::last_os_error().raw_os_error() == Some(libc::EINTR) {
+                        continue;
+                    }
+                    break 1;
+                }
+                // SAFETY: writes the 1 byte of the live stack byte `b`.
+                if unsafe { libc::write(to, std::ptr::from_ref(&b).cast(), 1) } != 1 {
+                    break 1;
+                }
+                echoed += 1;
+            };
+            // SAFETY: _exit has no precondition and does not return.
+            unsafe { libc::_exit(status) }
+        }
+        pid => Ok(pid),
+    }
+}
+
+/// Waits for the child `pid`; `Ok` if it exited with 0, else the errno of the wait or `EIO`.
+/// Allocates nothing: it runs in forked copies.
+pub fn wait_child(pid: i32) -> Result<(), i32> {
+    loop {
+        let mut status = 0;
+        // SAFETY: `status` is a writable int; `pid` is our child.
+        let r = unsafe { libc::waitpid(pid, &mut status, 0) };
+        if r == -1 {
+            let e = std::io::Error::last_os_error()
+                .raw_os_error()
+                .unwrap_or(libc::EIO);
+            if e == libc::EINTR {
+                continue;
+            }
+            return Err(e);
+        }
+        return if libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0 {
+            Ok(())
+        } else {
+            Err(libc::EIO)
+        };
+    }
+}
+
+/// The `pollfd` array of `poll1`/`poll2` on the host, on the stack: it is built before the
+/// loop, as will-it-scale builds its own, and used from forked copies.
+pub struct HostPollSet {
+    fds: [libc::pollfd; POLL2_FDS],
+    len: usize,
+}
+
+impl Default for HostPollSet {
+    fn default() -> Self {
+        HostPollSet {
+            fds: [libc::pollfd {
+                fd: -1,
+                events: 0,
+                revents: 0,
+            }; POLL2_FDS],
+            len: 0,
+        }
+    }
+}
+
+impl HostPollSet {
+    /// Adds `fd`, asking for `POLLOUT` (ignored past [`POLL2_FDS`]).
+    pub fn add(&mut self, fd: i32) {
+        if let Some(p) = self.fds.get_mut(self.len) {
+            *p = libc::pollfd {
+                fd,
+                events: libc::POLLOUT,
+                revents: 0,
+            };
+            self.len += 1;
+        }
+    }
+
+    /// `poll(fds, len, 0)`: the number of fds with an event, or the errno.
+    pub fn poll_now(&mut self) -> Result<usize, i32> {
+        // SAFETY: `fds[..len]` are initialised pollfds in a live array that poll may write
+        // `revents` of; `len` is at most the array's length.
+        let r = unsafe { libc::poll(self.fds.as_mut_ptr(), self.len as libc::nfds_t, 0) };
+        usize::try_from(r).map_err(|_| {
+            std::io::Error::last_os_error()
+                .raw_os_error()
+                .unwrap_or(libc::EIO)
+        })
     }
 }

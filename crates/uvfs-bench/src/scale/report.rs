@@ -138,7 +138,9 @@ pub fn print(r: &ScaleResult) {
     }
     println!("{}", line_state(&r.line_before, &r.line_after));
     println!("ops/s: operations per second summed over the copies (mean of the samples ±95% confidence interval); speed-up: over the same column's one copy; linear: one copy's rate x copies; uvfs/host: uvfs's rate over the host's, * where the 95% confidence intervals do not overlap.");
-    println!("{}", super::testcase::not_yet_line());
+    if let Some(l) = super::testcase::not_yet_line() {
+        println!("{l}");
+    }
     for n in &r.notes {
         println!("- {n}");
     }

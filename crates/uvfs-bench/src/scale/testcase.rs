@@ -57,7 +57,27 @@ pub enum Testcase {
     /// fallocate(mode 0) of 4 KiB at a growing offset of its own file, ftruncate to 0 after
     /// 1 MiB.
     Fallocate1,
+    /// write 1 byte then read 1 byte on its own pipe, both ends in the copy.
+    Pipe1,
+    /// 1 byte passed back and forth over two pipes between the copy and a partner task of its
+    /// own (a thread in threads mode, a forked process in processes mode), which echoes it.
+    ContextSwitch1,
+    /// fcntl(F_SETLKW) write lock + unlock of byte 0 of its own file.
+    Lock1,
+    /// The same on one shared file (own open each): in processes mode the copies' locks
+    /// conflict; in threads mode one process owns them all.
+    Lock2,
+    /// poll(POLLOUT, timeout 0) of 1 fd of its own file.
+    Poll1,
+    /// poll(POLLOUT, timeout 0) of [`POLL2_FDS`] fds: its own file opened that many times
+    /// (will-it-scale opens as many files; a poll of a regular file asks only its open file).
+    Poll2,
+    /// write 8 bytes (the value 1) then read 8 bytes on its own eventfd.
+    Eventfd1,
 }
+
+/// The fds `poll2` polls at once.
+pub const POLL2_FDS: usize = 128;
 
 /// Where a copy's file is.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -74,6 +94,9 @@ pub enum Target {
     NameOwnDirectory,
     /// `f<copy>`: its own file, which the copy creates and unlinks before the loop (`dup1`).
     Unlinked,
+    /// No file: the copy makes its own pipes (`pipe1`, `context_switch1`) or eventfd
+    /// (`eventfd1`).
+    Anon,
 }
 
 /// The shared file's name.
@@ -81,7 +104,7 @@ pub const SHARED_NAME: &str = "shared";
 
 impl Testcase {
     /// Every testcase, in suite order.
-    pub const ALL: [Testcase; 20] = [
+    pub const ALL: [Testcase; 27] = [
         Testcase::Open1,
         Testcase::Open2,
         Testcase::Open3,
@@ -102,6 +125,13 @@ impl Testcase {
         Testcase::Readseek1,
         Testcase::Writeseek1,
         Testcase::Fallocate1,
+        Testcase::Pipe1,
+        Testcase::ContextSwitch1,
+        Testcase::Lock1,
+        Testcase::Lock2,
+        Testcase::Poll1,
+        Testcase::Poll2,
+        Testcase::Eventfd1,
     ];
 
     /// The name on the command line and in output (will-it-scale's).
@@ -127,6 +157,13 @@ impl Testcase {
             Testcase::Readseek1 => "readseek1",
             Testcase::Writeseek1 => "writeseek1",
             Testcase::Fallocate1 => "fallocate1",
+            Testcase::Pipe1 => "pipe1",
+            Testcase::ContextSwitch1 => "context_switch1",
+            Testcase::Lock1 => "lock1",
+            Testcase::Lock2 => "lock2",
+            Testcase::Poll1 => "poll1",
+            Testcase::Poll2 => "poll2",
+            Testcase::Eventfd1 => "eventfd1",
         }
     }
 
@@ -158,6 +195,13 @@ impl Testcase {
             Testcase::Readseek1 => "lseek(0) + read 4 KiB of its own file",
             Testcase::Writeseek1 => "lseek(0) + write 4 KiB of its own file",
             Testcase::Fallocate1 => "fallocate 4 KiB at a growing offset, ftruncate after 1 MiB",
+            Testcase::Pipe1 => "write 1 byte + read 1 byte on its own pipe",
+            Testcase::ContextSwitch1 => "1 byte there and back over two pipes with a partner",
+            Testcase::Lock1 => "fcntl(F_SETLKW) write lock + unlock of byte 0 of its own file",
+            Testcase::Lock2 => "fcntl(F_SETLKW) write lock + unlock of byte 0 of one shared file",
+            Testcase::Poll1 => "poll(POLLOUT, 0) of 1 fd of its own file",
+            Testcase::Poll2 => "poll(POLLOUT, 0) of 128 fds of its own file",
+            Testcase::Eventfd1 => "write 8 bytes + read 8 bytes of its own eventfd",
         }
     }
 
@@ -171,16 +215,18 @@ impl Testcase {
             | Testcase::Pread3
             | Testcase::Pwrite2
             | Testcase::Pwrite3
-            | Testcase::Read2 => Target::Shared,
+            | Testcase::Read2
+            | Testcase::Lock2 => Target::Shared,
             Testcase::Unlink1 => Target::Name,
             Testcase::Unlink2 => Target::NameOwnDirectory,
             Testcase::Dup1 => Target::Unlinked,
+            Testcase::Pipe1 | Testcase::ContextSwitch1 | Testcase::Eventfd1 => Target::Anon,
             _ => Target::Own,
         }
     }
 
-    /// True if a copy holds its file open through the loop (everything but open* and
-    /// unlink*, which open inside the loop).
+    /// True if a copy holds one file open through the loop (everything but open* and
+    /// unlink*, which open inside the loop, and the pipe testcases, which hold pipes).
     pub fn holds_fd(self) -> bool {
         !matches!(
             self,
@@ -189,7 +235,26 @@ impl Testcase {
                 | Testcase::Open3
                 | Testcase::Unlink1
                 | Testcase::Unlink2
+                | Testcase::Pipe1
+                | Testcase::ContextSwitch1
+                | Testcase::Eventfd1
         )
+    }
+
+    /// True for the testcases whose copies work on pipes or an eventfd of their own.
+    pub fn makes_own_fds(self) -> bool {
+        self.target() == Target::Anon
+    }
+
+    /// The fds all copies of a run hold at once at most, beyond the few a process has anyway:
+    /// `poll2` holds [`POLL2_FDS`] per copy, which a one-table run of 16 copies must fit in
+    /// the fd limit (Linux's default soft limit, 1024, does not).
+    pub fn fds_held(self, copies: usize) -> usize {
+        match self {
+            Testcase::Poll2 => POLL2_FDS * copies,
+            Testcase::ContextSwitch1 => 4 * copies,
+            _ => 2 * copies,
+        }
     }
 
     /// Size of each existing file before the run, for `copies` copies.
@@ -210,6 +275,7 @@ impl Testcase {
             Target::Shared => SHARED_NAME.to_string(),
             Target::Name => format!("u{copy}"),
             Target::NameOwnDirectory => format!("d{copy}/u{copy}"),
+            Target::Anon => format!("pipe{copy}"),
         }
     }
 
@@ -239,7 +305,7 @@ impl Testcase {
                 bytes,
                 fill: Fill::PerPage,
             }),
-            Target::Name | Target::Unlinked => {}
+            Target::Name | Target::Unlinked | Target::Anon => {}
             Target::NameOwnDirectory => plan.dirs.extend((0..copies).map(|c| format!("d{c}"))),
         }
         plan
@@ -316,40 +382,15 @@ pub struct NotYet {
 }
 
 /// The file-system testcases of will-it-scale that wait for calls uvfs does not have; every
-/// report lists them.
-pub const NOT_YET: [NotYet; 7] = [
-    NotYet {
-        name: "pipe1",
-        needs: "pipes",
-    },
-    NotYet {
-        name: "context_switch1",
-        needs: "pipes",
-    },
-    NotYet {
-        name: "poll1",
-        needs: "poll",
-    },
-    NotYet {
-        name: "poll2",
-        needs: "poll",
-    },
-    NotYet {
-        name: "lock1",
-        needs: "fcntl record locks",
-    },
-    NotYet {
-        name: "lock2",
-        needs: "fcntl record locks",
-    },
-    NotYet {
-        name: "eventfd1",
-        needs: "eventfd",
-    },
-];
+/// report lists them. None since poll1, poll2 and eventfd1 joined.
+pub const NOT_YET: [NotYet; 0] = [];
 
-/// "not yet: pipe1, context_switch1 (need pipes); ..." for the report.
-pub fn not_yet_line() -> String {
+/// "not yet: pipe1, context_switch1 (need pipes); ..." for the report; `None` when every
+/// testcase runs.
+pub fn not_yet_line() -> Option<String> {
+    if NOT_YET.is_empty() {
+        return None;
+    }
     let mut groups: Vec<(&str, Vec<&str>)> = Vec::new();
     for n in NOT_YET {
         match groups.iter_mut().find(|(needs, _)| *needs == n.needs) {
@@ -361,7 +402,7 @@ pub fn not_yet_line() -> String {
         .iter()
         .map(|(needs, names)| format!("{} (needs {needs})", names.join(", ")))
         .collect();
-    format!("not yet: {}", parts.join("; "))
+    Some(format!("not yet: {}", parts.join("; ")))
 }
 
 #[cfg(test)]
@@ -374,7 +415,11 @@ mod tests {
             assert_eq!(Testcase::from_name(t.name()), Some(t));
             assert!(NOT_YET.iter().all(|n| n.name != t.name()));
         }
-        assert_eq!(Testcase::from_name("pipe1"), None);
+        assert_eq!(Testcase::from_name("poll9"), None);
+        assert_eq!(
+            Testcase::from_name("context_switch1"),
+            Some(Testcase::ContextSwitch1)
+        );
     }
 
     #[test]
@@ -395,14 +440,18 @@ mod tests {
     }
 
     #[test]
-    fn not_yet_line_names_every_missing_testcase() {
-        let l = not_yet_line();
-        for n in NOT_YET {
-            assert!(l.contains(n.name), "{l}");
+    fn every_file_system_testcase_of_will_it_scale_runs() {
+        assert_eq!(not_yet_line(), None);
+        for name in [
+            "pipe1",
+            "context_switch1",
+            "poll1",
+            "poll2",
+            "lock1",
+            "lock2",
+            "eventfd1",
+        ] {
+            assert!(Testcase::from_name(name).is_some(), "{name}");
         }
-        assert!(
-            l.contains("needs pipes") && l.contains("needs eventfd"),
-            "{l}"
-        );
     }
 }

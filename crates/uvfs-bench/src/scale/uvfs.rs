@@ -7,15 +7,22 @@ use std::ffi::CStr;
 use std::time::Duration;
 
 use uvfs::abi::AtFlags;
-use uvfs::abi::{FallocFlags, OpenFlags, Whence, AT_FDCWD};
+use uvfs::abi::{
+    EfdFlags, FallocFlags, Flock, LockCmd, OpenFlags, PollEvents, PollFd, Whence, AT_FDCWD,
+    F_UNLCK, F_WRLCK,
+};
 use uvfs::{Cred, Task, Vfs};
 
 use super::board::{Board, CopyEnd, Fail};
-use super::calls::{Calls, OpenKind};
+use super::calls::{echo_loop, Calls, LockKind, OpenKind};
 use super::spawn::{self, Spawn};
+use super::testcase::POLL2_FDS;
 use super::threads::run_threads;
 use super::{Config, Mode, Run, ScaleColumn};
 use crate::column::Support;
+
+/// Fds a run may hold beyond what its testcase's copies hold.
+const FD_SLACK: usize = 64;
 
 /// uvfs in process.
 pub struct UvfsScale {
@@ -75,7 +82,7 @@ impl Spawn for UvfsScale {
             .collect();
         let board = Box::<Board>::default();
         let d = run_threads(&board, tasks, |copy, task| {
-            body(&UvfsCalls { task: &task }, copy, &board)
+            body(&UvfsCalls { task: &task, mode }, copy, &board)
         })?;
         Ok((
             board.window(copies).map_or(d, |(window, _)| window),
@@ -87,7 +94,13 @@ impl Spawn for UvfsScale {
 /// The testcases' calls on one uvfs task.
 pub struct UvfsCalls<'a> {
     task: &'a Task,
+    /// Decides what a `context_switch1` partner is: a task sharing the copy's fd table
+    /// (`Task::clone_thread`) or one with a copy of it (`Task::fork`).
+    mode: Mode,
 }
+
+/// A running `context_switch1` partner: its task's thread.
+pub type UvfsEcho = std::thread::JoinHandle<Result<(), Fail>>;
 
 fn errno(e: uvfs::Errno) -> Fail {
     Fail::Errno(e.raw())
@@ -97,8 +110,25 @@ fn offset(o: u64) -> i64 {
     i64::try_from(o).unwrap_or(i64::MAX)
 }
 
+/// The `pollfd` array of `poll1`/`poll2` on uvfs.
+pub struct UvfsPollSet {
+    fds: [PollFd; POLL2_FDS],
+    len: usize,
+}
+
+impl Default for UvfsPollSet {
+    fn default() -> Self {
+        UvfsPollSet {
+            fds: [PollFd::new(-1, PollEvents::empty()); POLL2_FDS],
+            len: 0,
+        }
+    }
+}
+
 impl Calls for UvfsCalls<'_> {
     type Fd = i32;
+    type Echo = UvfsEcho;
+    type PollSet = UvfsPollSet;
 
     fn open(&self, path: &CStr, kind: OpenKind) -> Result<i32, Fail> {
         let flags = match kind {
@@ -175,6 +205,70 @@ impl Calls for UvfsCalls<'_> {
     fn pid(&self) -> u32 {
         std::process::id()
     }
+
+    fn pipe(&self) -> Result<(i32, i32), Fail> {
+        let [r, w] = self.task.pipe2(OpenFlags::empty()).map_err(errno)?;
+        Ok((r, w))
+    }
+
+    fn lock(&self, fd: &i32, kind: LockKind) -> Result<(), Fail> {
+        let l_type = match kind {
+            LockKind::Write => F_WRLCK,
+            LockKind::Unlock => F_UNLCK,
+        };
+        let mut fl = Flock::new(l_type, 0, 1);
+        self.task
+            .fcntl_lock(*fd, LockCmd::SetLkW, &mut fl)
+            .map_err(errno)
+    }
+
+    fn start_echo(&self, from: i32, to: i32, keep: [&i32; 2]) -> Result<UvfsEcho, Fail> {
+        let partner = match self.mode {
+            Mode::Threads => self.task.clone_thread(),
+            Mode::Processes => {
+                let p = self.task.fork();
+                // Each side keeps its own ends in its own table.
+                for fd in keep {
+                    p.close(*fd).map_err(errno)?;
+                }
+                self.task.close(from).map_err(errno)?;
+                self.task.close(to).map_err(errno)?;
+                p
+            }
+        };
+        std::thread::Builder::new()
+            .spawn(move || {
+                let calls = UvfsCalls {
+                    task: &partner,
+                    mode: Mode::Threads,
+                };
+                let r = echo_loop(&calls, &from, &to);
+                let closed = partner.close(from).and(partner.close(to)).map_err(errno);
+                r.and(closed)
+            })
+            .map_err(|e| Fail::Errno(e.raw_os_error().unwrap_or(libc::EAGAIN)))
+    }
+
+    fn poll_add(&self, set: &mut UvfsPollSet, fd: &i32) {
+        if let Some(p) = set.fds.get_mut(set.len) {
+            *p = PollFd::new(*fd, PollEvents::OUT);
+            set.len += 1;
+        }
+    }
+
+    fn poll(&self, set: &mut UvfsPollSet) -> Result<usize, Fail> {
+        self.task
+            .poll(&mut set.fds[..set.len], Some(Duration::ZERO))
+            .map_err(errno)
+    }
+
+    fn eventfd(&self) -> Result<i32, Fail> {
+        self.task.eventfd2(0, EfdFlags::empty()).map_err(errno)
+    }
+
+    fn join_echo(&self, echo: UvfsEcho) -> Result<(), Fail> {
+        echo.join().unwrap_or(Err(Fail::Silent))
+    }
 }
 
 impl ScaleColumn for UvfsScale {
@@ -190,6 +284,12 @@ impl ScaleColumn for UvfsScale {
         // A fresh namespace per configuration, so every one starts from an empty tmpfs.
         self.empty()?;
         let t = &self.task;
+        // Room for poll2's fds in one table (the copies' tasks inherit the limit).
+        let need = u32::try_from(cfg.testcase.fds_held(cfg.copies) + FD_SLACK).unwrap_or(u32::MAX);
+        if t.nofile_rlimit().0 < need {
+            t.set_nofile_rlimit(need, need.max(t.nofile_rlimit().1))
+                .map_err(anyhow_errno)?;
+        }
         let plan = cfg.testcase.plan(cfg.copies);
         for d in &plan.dirs {
             t.mkdirat(AT_FDCWD, d, 0o755).map_err(anyhow_errno)?;

@@ -15,6 +15,9 @@
 //! under the mount's atime rules and its write stamps mtime and ctime, when they moved bytes
 //! (Linux: `fifo_pipe_read()`, `fifo_pipe_write()`).
 //!
+//! [`set_vanilla_pipe_times`] brings back, for anonymous pipes, the work pre-2025 Linux did,
+//! for `uvfs bench messaging`'s "vanilla" column; it is off unless a benchmark turns it on.
+//!
 //! # Signals
 //! uvfs has no signals: a write that finds no reader records a pending `SIGPIPE` on the task,
 //! which [`Task::take_sigpipe`](crate::Task::take_sigpipe) reads and clears.
@@ -76,6 +79,39 @@ pub(crate) fn round_pipe_size(size: usize) -> Option<usize> {
     Some(size.next_power_of_two())
 }
 
+/// Whether anonymous pipes stamp their times as Linux did before 2025: off unless
+/// [`set_vanilla_pipe_times`] turns it on.
+static VANILLA_PIPE_TIMES: AtomicBool = AtomicBool::new(false);
+
+/// Makes anonymous pipes do the timestamp work Linux did before 2025 ("pipe: don't update
+/// {a,c,m}time for anonymous pipes"), for the whole process: a read that moved bytes updates the
+/// atime (`pipe_read()` → `file_accessed()` → `touch_atime()`), a write that moved bytes stamps
+/// mtime and ctime (`pipe_write()` → `file_update_time()`). `pipe_mnt` is a `kern_mount()`,
+/// whose mount flags have no `MNT_RELATIME`, so the strictatime rule applied: every read in a
+/// new tick of the coarse clock wrote the atime. The internal pipefs mount here has no atime
+/// flags either, so the same rule applies: a coarse clock read, the compare, and on a new tick
+/// the stores under the inode's attribute lock (uvfs's counterpart of Linux's
+/// `generic_update_time()` and `__mark_inode_dirty()`, which returned early for pipe inodes,
+/// born `I_DIRTY`).
+///
+/// For `uvfs bench`'s "vanilla" column only: never on by default, and not an API.
+#[doc(hidden)]
+pub fn set_vanilla_pipe_times(on: bool) {
+    VANILLA_PIPE_TIMES.store(on, Ordering::Relaxed);
+}
+
+/// Whether [`set_vanilla_pipe_times`] turned the pre-2025 timestamp work on.
+#[doc(hidden)]
+pub fn vanilla_pipe_times() -> bool {
+    VANILLA_PIPE_TIMES.load(Ordering::Relaxed)
+}
+
+/// Whether a read or write of a pipe of `kind` does timestamp work.
+#[inline]
+fn stamps_times(kind: Kind) -> bool {
+    kind == Kind::Fifo || VANILLA_PIPE_TIMES.load(Ordering::Relaxed)
+}
+
 /// The internal pipefs instance: its superblock and the mount its files are "at".
 struct PipeFs {
     sb: SbRef,
@@ -99,7 +135,8 @@ fn pipefs() -> &'static PipeFs {
             },
             Box::new(PipeInode),
         );
-        // A kernel-internal mount: no atime flags, but pipes do no timestamp work anyway.
+        // A kernel-internal mount: no atime flags (strictatime, as Linux's `kern_mount()`),
+        // but anonymous pipes do no timestamp work unless `set_vanilla_pipe_times` asks.
         let mnt = crate::vfs::Mount::new(sb.clone(), Dentry::new_root(root), MntFlags::empty());
         PipeFs { sb, mnt }
     })
@@ -241,7 +278,7 @@ fn read_pipe(
     intr: Option<&crate::vfs::locks::Interrupt>,
 ) -> Result<usize> {
     let n = pf.pipe.read(buf, wait_of(file, intr))?;
-    if n > 0 && pf.kind == Kind::Fifo {
+    if n > 0 && stamps_times(pf.kind) {
         touch_atime(file);
     }
     Ok(n)
@@ -256,7 +293,7 @@ fn write_pipe(
 ) -> Result<usize> {
     let packet = file.flags().contains(OpenFlags::DIRECT);
     let n = pf.pipe.write(buf, wait_of(file, intr), packet, sigpipe)?;
-    if n > 0 && pf.kind == Kind::Fifo && !file.path().mnt.is_rdonly() {
+    if n > 0 && stamps_times(pf.kind) && !file.path().mnt.is_rdonly() {
         file.inode().update_mtime_ctime();
     }
     Ok(n)
