@@ -79,7 +79,8 @@ impl LineSample {
     }
 }
 
-fn pin(cpu: usize) {
+/// Pins the calling thread to `cpu` (best effort: a refusal leaves it unpinned).
+pub(crate) fn pin(cpu: usize) {
     let mut set = rustix::thread::CpuSet::new();
     set.set(cpu);
     let _ = rustix::thread::sched_setaffinity(None, &set);
