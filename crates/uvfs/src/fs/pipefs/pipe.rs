@@ -117,13 +117,17 @@ impl Pipe {
         })
     }
 
-    /// An anonymous pipe with its one reader and one writer.
+    /// An anonymous pipe with its one reader and one writer, each counted as an open (Linux:
+    /// `get_pipe_inode()`), so that its read end, whose hang-up mark is 0, reports `POLLHUP`
+    /// once the writer is gone.
     pub(crate) fn new_anon() -> Arc<Pipe> {
         let p = Pipe::new();
         {
             let mut st = p.state.lock();
             st.readers = 1;
             st.writers = 1;
+            st.r_counter = 1;
+            st.w_counter = 1;
         }
         p
     }
