@@ -82,6 +82,12 @@ fn data(b: &[u8]) -> String {
     if b.len() > 1 && b.iter().enumerate().all(|(i, &c)| c == (i % 251) as u8) {
         return format!("pattern:{}", b.len());
     }
+    // Eight bytes that are not text: an eventfd counter value.
+    if let Ok(v) = <[u8; 8]>::try_from(b) {
+        if !b.iter().all(|c| (0x20..=0x7e).contains(c)) {
+            return format!("u64:{:#x}", u64::from_ne_bytes(v));
+        }
+    }
     quote(b)
 }
 
@@ -243,6 +249,42 @@ impl Display for Op {
             Op::Getpid => line(out, "getpid", &[]),
             Op::Pipe2 { flags } => line(out, "pipe2", &[f(OpenBits, *flags)]),
             Op::Fionread { fd: d } => line(out, "fionread", &[fd(d)]),
+            Op::Poll {
+                fds,
+                events,
+                timeout_ms,
+            } => {
+                let mut a: Vec<String> = fds
+                    .iter()
+                    .zip(events)
+                    .map(|(d, e)| format!("{}={}", fd(d), f(Poll, *e)))
+                    .collect();
+                a.push(n(timeout_ms));
+                line(out, "poll", &a)
+            }
+            Op::EpollCreate1 { flags } => line(out, "epoll_create1", &[f(EpollCreate, *flags)]),
+            Op::EpollCtl {
+                epfd,
+                op,
+                fd: d,
+                event,
+            } => {
+                let mut a = vec![fd(epfd), f(EpollOp, *op), fd(d)];
+                match event {
+                    None => a.push("-".into()),
+                    Some(e) => {
+                        a.push(f(Epoll, e.events));
+                        a.push(format!("{:#x}", e.data));
+                    }
+                }
+                line(out, "epoll_ctl", &a)
+            }
+            Op::EpollWait {
+                epfd,
+                maxevents,
+                timeout_ms,
+            } => line(out, "epoll_wait", &[fd(epfd), n(maxevents), n(timeout_ms)]),
+            Op::Eventfd2 { initval, flags } => line(out, "eventfd2", &[n(initval), f(Efd, *flags)]),
             Op::Fdatasync { fd: d } => line(out, "fdatasync", &[fd(d)]),
             Op::Dup { fd: d } => line(out, "dup", &[fd(d)]),
             Op::Dup2 { fd: d, newfd } => line(out, "dup2", &[fd(d), fd(newfd)]),
