@@ -792,6 +792,49 @@ mod tests {
                 counts: vec![],
                 off: i64::MIN,
             },
+            Op::Poll {
+                fds: vec![Fd::Raw(-1), Fd::Var("f".into()), Fd::Raw(i32::MIN)],
+                events: vec![0, 0x7fff | (1 << 40), -1],
+                timeout_ms: i64::MIN,
+            },
+            Op::Poll {
+                fds: vec![],
+                events: vec![],
+                timeout_ms: 0,
+            },
+            Op::EpollCtl {
+                epfd: Fd::Raw(-1),
+                op: i64::MIN,
+                fd: Fd::Var("e".into()),
+                event: Some(crate::op::EpollArg {
+                    events: (1 << 31) | (1 << 30) | 0x2fff,
+                    data: u64::MAX,
+                }),
+            },
+            Op::EpollCtl {
+                epfd: Fd::Raw(3),
+                op: 2,
+                fd: Fd::Raw(4),
+                event: None,
+            },
+            Op::EpollWait {
+                epfd: Fd::Raw(3),
+                maxevents: -1,
+                timeout_ms: i64::MAX,
+            },
+            Op::Eventfd2 {
+                initval: i64::MIN,
+                flags: 0o6004001 | (1 << 33),
+            },
+            Op::EpollCreate1 { flags: -1 },
+            Op::Write {
+                fd: Fd::Raw(3),
+                data: u64::MAX.to_ne_bytes().to_vec(),
+            },
+            Op::Write {
+                fd: Fd::Raw(3),
+                data: 7u64.to_ne_bytes().to_vec(),
+            },
             Op::Preadv {
                 fd: Fd::Raw(1),
                 counts: vec![0, 5, 4096],

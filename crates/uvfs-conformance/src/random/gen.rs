@@ -310,7 +310,7 @@ impl Gen {
             return self.pipe_op();
         }
         // Readiness calls and eventfds likewise: their reads and writes must not wait.
-        if self.fifos && self.rng.chance(6) {
+        if self.fifos && self.rng.chance(20) {
             return self.readiness_op();
         }
         match *self.rng.weighted(&KINDS) {

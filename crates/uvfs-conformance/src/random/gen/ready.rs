@@ -29,21 +29,26 @@ const POLL_BITS: [i64; 6] = [0x001, 0x004, 0x002, 0x040, 0x100, 0x2000];
 /// (`u64::MAX - 1` is the largest count, `u64::MAX` is refused).
 const EVENTFD_VALUES: [u64; 7] = [0, 1, 2, 7, u64::MAX - 2, u64::MAX - 1, u64::MAX];
 
-/// The names the seed bound to eventfds and epoll files.
+/// The names the seed bound to eventfds and epoll files, and to pipe ends (which
+/// `epoll_ctl` prefers, with eventfds: files whose readiness changes).
 #[derive(Debug, Default)]
 pub(super) struct AnonNames {
     eventfds: Vec<String>,
     epolls: Vec<String>,
+    pipes: Vec<String>,
 }
 
 impl AnonNames {
-    /// Records the name `op` bound, if it made an eventfd or an epoll file.
-    pub(super) fn note(&mut self, op: &Op, name: &str) {
-        match op {
-            Op::Eventfd2 { .. } => self.eventfds.push(name.to_string()),
-            Op::EpollCreate1 { .. } => self.epolls.push(name.to_string()),
-            _ => {}
-        }
+    /// Records the names `op` bound (`names`: one, or a pipe's two), if it made an eventfd,
+    /// an epoll file or a pipe.
+    pub(super) fn note(&mut self, op: &Op, names: &str) {
+        let list = match op {
+            Op::Eventfd2 { .. } => &mut self.eventfds,
+            Op::EpollCreate1 { .. } => &mut self.epolls,
+            Op::Pipe2 { .. } => &mut self.pipes,
+            _ => return,
+        };
+        list.extend(names.split(' ').map(str::to_string));
     }
 
     fn any(&self) -> bool {
@@ -54,23 +59,42 @@ impl AnonNames {
 impl Gen {
     /// One readiness call or eventfd read or write.
     pub(super) fn readiness_op(&mut self) -> Op {
-        match self.rng.below(10) {
-            0 | 1 => self.eventfd2(),
-            2 => Op::EpollCreate1 {
+        #[derive(Clone, Copy)]
+        enum R {
+            Eventfd2,
+            Create,
+            Ctl,
+            Wait,
+            Poll,
+            Write,
+            Read,
+        }
+        let pick = *self.rng.weighted(&[
+            (2, R::Eventfd2),
+            (2, R::Create),
+            (4, R::Ctl),
+            (3, R::Wait),
+            (2, R::Poll),
+            (2, R::Write),
+            (1, R::Read),
+        ]);
+        match pick {
+            R::Eventfd2 => self.eventfd2(),
+            R::Create => Op::EpollCreate1 {
                 flags: *self
                     .rng
                     .weighted(&[(6, 0), (3, 0o2000000), (1, 1), (1, 0o4000)]),
             },
-            3 | 4 => self.epoll_ctl(),
-            5 => Op::EpollWait {
+            R::Ctl => self.epoll_ctl(),
+            R::Wait => Op::EpollWait {
                 epfd: self.epoll_fd(),
                 maxevents: *self
                     .rng
                     .weighted(&[(6, 8), (3, 1), (2, 2), (1, 0), (1, -1)]),
                 timeout_ms: 0,
             },
-            6 => self.poll(),
-            7 | 8 => {
+            R::Poll => self.poll(),
+            R::Write => {
                 let fd = self.eventfd();
                 let v = *self.rng.pick(&EVENTFD_VALUES);
                 let data = if self.rng.chance(10) {
@@ -80,7 +104,7 @@ impl Gen {
                 };
                 Op::Write { fd, data }
             }
-            _ => Op::Read {
+            R::Read => Op::Read {
                 fd: self.eventfd(),
                 count: *self.rng.weighted(&[(8, 8), (2, 16), (1, 4), (1, 0)]),
             },
@@ -106,17 +130,25 @@ impl Gen {
         let op = *self
             .rng
             .weighted(&[(6, 1), (2, 2), (3, 3), (1, 0), (1, 4), (1, -1)]);
-        let fd = if self.rng.chance(25) {
-            self.epoll_fd()
-        } else {
-            self.fd()
+        let fd = match self.rng.below(8) {
+            0 | 1 => self.epoll_fd(),
+            2..=4 if !self.anon.pipes.is_empty() => {
+                Fd::Var(self.rng.pick(&self.anon.pipes).clone())
+            }
+            5 => self.eventfd(),
+            _ => self.fd(),
         };
         let event = if self.rng.chance(5) {
             None
         } else {
             let mut events = 0;
             for &bit in &EPOLL_BITS {
-                if self.rng.chance(if bit <= 0x4 { 60 } else { 12 }) {
+                let percent = match bit {
+                    0x001 | 0x004 => 60,
+                    0x8000_0000 | 0x4000_0000 => 25,
+                    _ => 10,
+                };
+                if self.rng.chance(percent) {
                     events |= bit;
                 }
             }
