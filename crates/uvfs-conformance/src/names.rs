@@ -143,6 +143,44 @@ const CONSTANTS: &[(&str, i64)] = &[
     ("LOCK_NB", 4),
     ("LOCK_UN", 8),
     ("LOCK_MAND", 32),
+    // poll(2)
+    ("POLLIN", 0x001),
+    ("POLLPRI", 0x002),
+    ("POLLOUT", 0x004),
+    ("POLLERR", 0x008),
+    ("POLLHUP", 0x010),
+    ("POLLNVAL", 0x020),
+    ("POLLRDNORM", 0x040),
+    ("POLLRDBAND", 0x080),
+    ("POLLWRNORM", 0x100),
+    ("POLLWRBAND", 0x200),
+    ("POLLMSG", 0x400),
+    ("POLLRDHUP", 0x2000),
+    // epoll(7)
+    ("EPOLLIN", 0x001),
+    ("EPOLLPRI", 0x002),
+    ("EPOLLOUT", 0x004),
+    ("EPOLLERR", 0x008),
+    ("EPOLLHUP", 0x010),
+    ("EPOLLNVAL", 0x020),
+    ("EPOLLRDNORM", 0x040),
+    ("EPOLLRDBAND", 0x080),
+    ("EPOLLWRNORM", 0x100),
+    ("EPOLLWRBAND", 0x200),
+    ("EPOLLMSG", 0x400),
+    ("EPOLLRDHUP", 0x2000),
+    ("EPOLLEXCLUSIVE", 1 << 28),
+    ("EPOLLWAKEUP", 1 << 29),
+    ("EPOLLONESHOT", 1 << 30),
+    ("EPOLLET", 1 << 31),
+    ("EPOLL_CTL_ADD", 1),
+    ("EPOLL_CTL_DEL", 2),
+    ("EPOLL_CTL_MOD", 3),
+    ("EPOLL_CLOEXEC", 0o2000000),
+    // eventfd(2)
+    ("EFD_SEMAPHORE", 1),
+    ("EFD_NONBLOCK", 0o4000),
+    ("EFD_CLOEXEC", 0o2000000),
 ];
 
 /// The value of a symbolic constant, such as `O_CREAT`.
@@ -189,6 +227,16 @@ pub enum Flags {
     LockType,
     /// `LOCK_*` of `flock(2)`.
     Flock,
+    /// `POLL*` events.
+    Poll,
+    /// `EPOLL*` events and input flags.
+    Epoll,
+    /// One `EPOLL_CTL_*` value.
+    EpollOp,
+    /// `EPOLL_CLOEXEC`.
+    EpollCreate,
+    /// `EFD_*`.
+    Efd,
 }
 
 const OPEN_BITS: &[&str] = &[
@@ -298,6 +346,40 @@ const FILE_TYPES: &[&str] = &[
 const WHENCES: &[&str] = &["SEEK_SET", "SEEK_CUR", "SEEK_END", "SEEK_DATA", "SEEK_HOLE"];
 const LOCK_TYPES: &[&str] = &["F_RDLCK", "F_WRLCK", "F_UNLCK"];
 const FLOCK_BITS: &[&str] = &["LOCK_SH", "LOCK_EX", "LOCK_NB", "LOCK_UN", "LOCK_MAND"];
+const POLL_BITS: &[&str] = &[
+    "POLLIN",
+    "POLLPRI",
+    "POLLOUT",
+    "POLLERR",
+    "POLLHUP",
+    "POLLNVAL",
+    "POLLRDNORM",
+    "POLLRDBAND",
+    "POLLWRNORM",
+    "POLLWRBAND",
+    "POLLMSG",
+    "POLLRDHUP",
+];
+const EPOLL_BITS: &[&str] = &[
+    "EPOLLIN",
+    "EPOLLPRI",
+    "EPOLLOUT",
+    "EPOLLERR",
+    "EPOLLHUP",
+    "EPOLLNVAL",
+    "EPOLLRDNORM",
+    "EPOLLRDBAND",
+    "EPOLLWRNORM",
+    "EPOLLWRBAND",
+    "EPOLLMSG",
+    "EPOLLRDHUP",
+    "EPOLLEXCLUSIVE",
+    "EPOLLWAKEUP",
+    "EPOLLONESHOT",
+    "EPOLLET",
+];
+const EPOLL_OPS: &[&str] = &["EPOLL_CTL_ADD", "EPOLL_CTL_DEL", "EPOLL_CTL_MOD"];
+const EFD_BITS: &[&str] = &["EFD_SEMAPHORE", "EFD_NONBLOCK", "EFD_CLOEXEC"];
 const S_IFMT: i64 = 0o170000;
 const O_ACCMODE: i64 = 0o3;
 
@@ -352,6 +434,12 @@ pub fn flags_text(kind: Flags, v: i64) -> String {
                 .find(|&&n| value_of(n) == v)
                 .map_or_else(|| v.to_string(), |n| n.to_string())
         }
+        Flags::EpollOp => {
+            return EPOLL_OPS
+                .iter()
+                .find(|&&n| value_of(n) == v)
+                .map_or_else(|| v.to_string(), |n| n.to_string())
+        }
         Flags::Whence => {
             return WHENCES
                 .iter()
@@ -383,6 +471,10 @@ pub fn flags_text(kind: Flags, v: i64) -> String {
         Flags::Umount => UMOUNT_BITS,
         Flags::FdFlags => &["FD_CLOEXEC"],
         Flags::Flock => FLOCK_BITS,
+        Flags::Poll => POLL_BITS,
+        Flags::Epoll => EPOLL_BITS,
+        Flags::EpollCreate => &["EPOLL_CLOEXEC"],
+        Flags::Efd => EFD_BITS,
     };
     bits(list, v, &mut out);
     if out.is_empty() {
@@ -506,6 +598,11 @@ mod tests {
             Flags::Umount,
             Flags::Whence,
             Flags::FdFlags,
+            Flags::Poll,
+            Flags::Epoll,
+            Flags::EpollOp,
+            Flags::EpollCreate,
+            Flags::Efd,
         ];
         let mut vals = vec![
             0,

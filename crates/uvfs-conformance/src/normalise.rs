@@ -34,6 +34,17 @@ const STATX_BTIME: u32 = 0x800;
 const STATX_MNT_ID: u32 = 0x1000;
 const STATX_MNT_ID_UNIQUE: u32 = 0x4000;
 
+/// The file-type bits of a mode; none on an anonymous inode.
+const S_IFMT: u32 = 0o170000;
+
+/// What `stat` shows of the one inode every eventfd and epoll file shares (a mode with no
+/// file-type bits: Linux's `anon_inode_inode`, uvfs's `FileType::Anon`) instead of its
+/// device, number and timestamps: Linux made it at boot on an internal superblock (so its
+/// stamps are the boot time, shown exactly as "far from now") and uvfs at first use; it is
+/// one inode on both sides, and neither ever stamps it (`fchmod`, `fchown` and `utimensat`
+/// are `EOPNOTSUPP` on it). Its mode, owner, size and the rest compare as usual.
+const ANON_IDENTITY: &str = "ino=anon dev=anon times=anon";
+
 /// The device a `d_ino` is counted on when the listing's directory is unknown.
 const UNKNOWN_DEV: Dev = Dev {
     major: u32::MAX,
@@ -139,7 +150,30 @@ impl Normaliser {
         match v {
             Value::Unit => "ok".into(),
             Value::Int(n) => format!("ok {n}"),
-            Value::Bytes(b) => format!("ok {} bytes {}", b.0.len(), quote(&b.0)),
+            Value::Bytes(b) => match <[u8; 8]>::try_from(&b.0[..]) {
+                // Eight bytes: also as the number an eventfd read gives.
+                Ok(v) => format!("ok 8 bytes {} (u64 {})", quote(&b.0), u64::from_ne_bytes(v)),
+                Err(_) => format!("ok {} bytes {}", b.0.len(), quote(&b.0)),
+            },
+            Value::Poll { count, revents } => {
+                let shown: Vec<String> = revents
+                    .iter()
+                    .map(|&r| names::flags_text(names::Flags::Poll, i64::from(r)))
+                    .collect();
+                format!("ok {count} revents [{}]", shown.join(", "))
+            }
+            Value::EpollEvents(events) => {
+                let shown: Vec<String> = events
+                    .iter()
+                    .map(|&(e, d)| {
+                        format!(
+                            "{} data={d:#x}",
+                            names::flags_text(names::Flags::Epoll, i64::from(e))
+                        )
+                    })
+                    .collect();
+                format!("ok {} events [{}]", events.len(), shown.join(", "))
+            }
             Value::XattrList(b) => format!("ok {} bytes xattrs [{}]", b.0.len(), xattr_names(&b.0)),
             Value::Stat(s) => self.stat(s),
             Value::Statx(s) => self.statx(s),
@@ -282,6 +316,12 @@ impl Normaliser {
     }
 
     fn stat(&mut self, s: &StatRec) -> String {
+        if s.mode & S_IFMT == 0 {
+            return format!(
+                "stat mode=0{:o} nlink={} uid={} gid={} size={} blocks={} blksize={} rdev={}:{} {ANON_IDENTITY}",
+                s.mode, s.nlink, s.uid, s.gid, s.size, s.blocks, s.blksize, s.rdev.major, s.rdev.minor,
+            );
+        }
         let ino = self.ino(s.dev, s.ino);
         let dev = self.dev(s.dev);
         let times = self.times(
@@ -304,6 +344,24 @@ impl Normaliser {
     fn statx(&mut self, s: &StatxRec) -> String {
         let has = |bit: u32| s.mask & bit != 0;
         let show = |bit: u32, v: &dyn Fn() -> String| if has(bit) { v() } else { "-".to_string() };
+        if has(STATX_TYPE) && u32::from(s.mode) & S_IFMT == 0 {
+            return format!(
+                "statx mask={:#x} attributes={:#x} attributes_mask={:#x} mode=0{:o} nlink={} uid={} gid={} size={} \
+                 blocks={} blksize={} rdev={}:{} {ANON_IDENTITY}",
+                s.mask,
+                s.attributes,
+                s.attributes_mask,
+                s.mode,
+                show(STATX_NLINK, &|| s.nlink.to_string()),
+                show(STATX_UID, &|| s.uid.to_string()),
+                show(STATX_GID, &|| s.gid.to_string()),
+                show(STATX_SIZE, &|| s.size.to_string()),
+                show(STATX_BLOCKS, &|| s.blocks.to_string()),
+                s.blksize,
+                s.rdev.major,
+                s.rdev.minor,
+            );
+        }
         let ino = has(STATX_INO).then(|| self.ino(s.dev, s.ino));
         let dev = self.dev(s.dev);
         // Linux gives the unique ID instead of the reusable one when both are asked for
@@ -482,6 +540,7 @@ mod tests {
     fn rec(dev_minor: u32, ino: u64, a: i64, m: i64, c: i64) -> StatRec {
         StatRec {
             ino,
+            mode: 0o100644,
             dev: Dev {
                 major: 0,
                 minor: dev_minor,
@@ -573,6 +632,29 @@ mod tests {
             n.time(1, Stamp::Mtime, Ts { sec: 1000, nsec: 7 }),
             "1000.000000007"
         );
+    }
+
+    #[test]
+    fn the_anonymous_inode_shows_no_identity_or_stamps() {
+        let mut n = Normaliser::default();
+        let anon = |sec| StatRec {
+            mode: 0o600,
+            ino: 1039,
+            dev: Dev {
+                major: 0,
+                minor: 16,
+            },
+            atime: Ts { sec, nsec: 1 },
+            ..StatRec::default()
+        };
+        // Linux's stamps are the boot time; uvfs's the first use.
+        let host = n.stat(&anon(1000));
+        let uvfs = Normaliser::default().stat(&anon(now()));
+        assert_eq!(host, uvfs);
+        assert!(host.ends_with("ino=anon dev=anon times=anon"), "{host}");
+        // The anonymous inode takes no label: the next file is still ino#1.
+        let file = n.stat(&rec(1, 5, 1, 1, 1));
+        assert!(file.contains("ino=ino#1 dev=dev#1"), "{file}");
     }
 
     #[test]

@@ -60,6 +60,15 @@ pub enum Value {
         /// `l_pid`.
         pid: i32,
     },
+    /// `poll`: the count it returned and every entry's `revents`, in order.
+    Poll {
+        /// The return value.
+        count: i64,
+        /// `revents` of each `struct pollfd`.
+        revents: Vec<u16>,
+    },
+    /// `epoll_wait`: the events it filled in, in order, as `(events, data)`.
+    EpollEvents(Vec<(u32, u64)>),
     /// `getpid`: the task's process id, raw (named as in [`Value::Flock`]).
     Pid(i32),
     /// `snapshot`: the whole tree and the bound fds.

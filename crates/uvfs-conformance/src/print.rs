@@ -82,6 +82,12 @@ fn data(b: &[u8]) -> String {
     if b.len() > 1 && b.iter().enumerate().all(|(i, &c)| c == (i % 251) as u8) {
         return format!("pattern:{}", b.len());
     }
+    // Eight bytes that are not text: an eventfd counter value.
+    if let Ok(v) = <[u8; 8]>::try_from(b) {
+        if !b.iter().all(|c| (0x20..=0x7e).contains(c)) {
+            return format!("u64:{:#x}", u64::from_ne_bytes(v));
+        }
+    }
     quote(b)
 }
 
@@ -243,6 +249,42 @@ impl Display for Op {
             Op::Getpid => line(out, "getpid", &[]),
             Op::Pipe2 { flags } => line(out, "pipe2", &[f(OpenBits, *flags)]),
             Op::Fionread { fd: d } => line(out, "fionread", &[fd(d)]),
+            Op::Poll {
+                fds,
+                events,
+                timeout_ms,
+            } => {
+                let mut a: Vec<String> = fds
+                    .iter()
+                    .zip(events)
+                    .map(|(d, e)| format!("{}={}", fd(d), f(Poll, *e)))
+                    .collect();
+                a.push(n(timeout_ms));
+                line(out, "poll", &a)
+            }
+            Op::EpollCreate1 { flags } => line(out, "epoll_create1", &[f(EpollCreate, *flags)]),
+            Op::EpollCtl {
+                epfd,
+                op,
+                fd: d,
+                event,
+            } => {
+                let mut a = vec![fd(epfd), f(EpollOp, *op), fd(d)];
+                match event {
+                    None => a.push("-".into()),
+                    Some(e) => {
+                        a.push(f(Epoll, e.events));
+                        a.push(format!("{:#x}", e.data));
+                    }
+                }
+                line(out, "epoll_ctl", &a)
+            }
+            Op::EpollWait {
+                epfd,
+                maxevents,
+                timeout_ms,
+            } => line(out, "epoll_wait", &[fd(epfd), n(maxevents), n(timeout_ms)]),
+            Op::Eventfd2 { initval, flags } => line(out, "eventfd2", &[n(initval), f(Efd, *flags)]),
             Op::Fdatasync { fd: d } => line(out, "fdatasync", &[fd(d)]),
             Op::Dup { fd: d } => line(out, "dup", &[fd(d)]),
             Op::Dup2 { fd: d, newfd } => line(out, "dup2", &[fd(d), fd(newfd)]),
@@ -750,6 +792,49 @@ mod tests {
                 fd: Fd::Raw(1),
                 counts: vec![],
                 off: i64::MIN,
+            },
+            Op::Poll {
+                fds: vec![Fd::Raw(-1), Fd::Var("f".into()), Fd::Raw(i32::MIN)],
+                events: vec![0, 0x7fff | (1 << 40), -1],
+                timeout_ms: i64::MIN,
+            },
+            Op::Poll {
+                fds: vec![],
+                events: vec![],
+                timeout_ms: 0,
+            },
+            Op::EpollCtl {
+                epfd: Fd::Raw(-1),
+                op: i64::MIN,
+                fd: Fd::Var("e".into()),
+                event: Some(crate::op::EpollArg {
+                    events: (1 << 31) | (1 << 30) | 0x2fff,
+                    data: u64::MAX,
+                }),
+            },
+            Op::EpollCtl {
+                epfd: Fd::Raw(3),
+                op: 2,
+                fd: Fd::Raw(4),
+                event: None,
+            },
+            Op::EpollWait {
+                epfd: Fd::Raw(3),
+                maxevents: -1,
+                timeout_ms: i64::MAX,
+            },
+            Op::Eventfd2 {
+                initval: i64::MIN,
+                flags: 0o6004001 | (1 << 33),
+            },
+            Op::EpollCreate1 { flags: -1 },
+            Op::Write {
+                fd: Fd::Raw(3),
+                data: u64::MAX.to_ne_bytes().to_vec(),
+            },
+            Op::Write {
+                fd: Fd::Raw(3),
+                data: 7u64.to_ne_bytes().to_vec(),
             },
             Op::Preadv {
                 fd: Fd::Raw(1),

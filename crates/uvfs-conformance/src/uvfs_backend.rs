@@ -8,10 +8,11 @@ use std::thread;
 use std::time::Duration;
 
 use uvfs::abi::{
-    AtFlags, FallocFlags, FcntlCmd, FdFlags, MountFlags, OpenFlags, OpenHow, RenameFlags, Stat,
-    StatFs, StatmountMask, Statx, StatxMask, Timespec, UmountFlags, Whence, XattrFlags, AT_FDCWD,
-    PATH_MAX,
+    AtFlags, EfdFlags, EpollEvent, EpollOp, FallocFlags, FcntlCmd, FdFlags, MountFlags, OpenFlags,
+    OpenHow, PollEvents, PollFd, RenameFlags, Stat, StatFs, StatmountMask, Statx, StatxMask, Timespec,
+    UmountFlags, Whence, XattrFlags, AT_FDCWD, PATH_MAX,
 };
+use uvfs::sys::EP_MAX_EVENTS;
 use uvfs::{Errno, Task, Vfs};
 
 use crate::backend::{run_case, Backend, CaseRun, Fds};
@@ -362,6 +363,11 @@ fn statfs_rec(s: StatFs) -> Value {
     })
 }
 
+/// A `poll`/`epoll_wait` timeout in milliseconds: negative waits for ever.
+fn timeout(ms: i64) -> Option<Duration> {
+    u64::try_from(ms as i32).ok().map(Duration::from_millis)
+}
+
 fn times(t: [Time; 2]) -> [Timespec; 2] {
     t.map(|t| Timespec::new(t.sec, t.nsec))
 }
@@ -540,6 +546,63 @@ impl Backend for UvfsBackend {
                     .map(|[r, w]| Value::FdPair(r, w)),
             ),
             Op::Fionread { fd: f } => int(t.fionread(fd(f))),
+            Op::Poll {
+                fds: pfds,
+                events,
+                timeout_ms,
+            } => {
+                let mut p: Vec<PollFd> = pfds
+                    .iter()
+                    .zip(events)
+                    .map(|(f, &e)| {
+                        // `events` is a `short` in `struct pollfd`.
+                        PollFd::new(fd(f), PollEvents::from_bits_retain(u32::from(e as u16)))
+                    })
+                    .collect();
+                let r = t.poll(&mut p, timeout(*timeout_ms));
+                done(r.map(|count| Value::Poll {
+                    count: count as i64,
+                    revents: p.iter().map(|p| p.revents.bits() as u16).collect(),
+                }))
+            }
+            Op::EpollCreate1 { flags } => int(t.epoll_create1(*flags as u32)),
+            Op::EpollCtl {
+                epfd,
+                op,
+                fd: f,
+                event,
+            } => {
+                let ev = event.map(|e| {
+                    EpollEvent::new(PollEvents::from_bits_retain(e.events as u32), e.data)
+                });
+                // The typed call for the three operations, the raw one for other numbers.
+                unit(match EpollOp::from_raw(*op as i32) {
+                    Ok(o) => t.epoll_ctl(fd(epfd), o, fd(f), ev),
+                    Err(_) => t.epoll_ctl_raw(fd(epfd), *op as i32, fd(f), ev),
+                })
+            }
+            Op::EpollWait {
+                epfd,
+                maxevents,
+                timeout_ms,
+            } => {
+                // A count uvfs's slice cannot carry (below 1, or above `EP_MAX_EVENTS`, which
+                // no slice here could be long enough for) is passed as an empty slice: uvfs
+                // refuses that as Linux refuses the count, with `EINVAL`, before any fd check.
+                let max = *maxevents as i32;
+                let room = usize::try_from(max)
+                    .ok()
+                    .filter(|&n| n <= EP_MAX_EVENTS)
+                    .unwrap_or(0);
+                let mut out = vec![EpollEvent::default(); room];
+                let r = t.epoll_wait(fd(epfd), &mut out, timeout(*timeout_ms));
+                done(r.map(|n| {
+                    Value::EpollEvents(out[..n].iter().map(|e| (e.events.bits(), e.data)).collect())
+                }))
+            }
+            Op::Eventfd2 { initval, flags } => {
+                int(t.eventfd2(*initval as u32, EfdFlags::from_bits_retain(*flags as u32)))
+            }
             Op::Mkdirat { dirfd, path, mode } => unit(t.mkdirat(fd(dirfd), path, *mode as u32)),
             Op::Mknod { path, mode, dev } => unit(t.mknodat(AT_FDCWD, path, *mode as u32, *dev)),
             Op::Unlinkat { dirfd, path, flags } => unit(t.unlinkat(fd(dirfd), path, at(flags))),

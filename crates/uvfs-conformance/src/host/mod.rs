@@ -485,6 +485,65 @@ impl Backend for HostBackend {
                 done(sys::pipe2(*flags as i32).map(|[r, w]| Value::FdPair(r, w)))
             }
             Op::Fionread { fd: f } => int(sys::fionread(fd(f))),
+            Op::Poll {
+                fds: pfds,
+                events,
+                timeout_ms,
+            } => {
+                let mut p: Vec<libc::pollfd> = pfds
+                    .iter()
+                    .zip(events)
+                    .map(|(f, &e)| libc::pollfd {
+                        fd: fd(f),
+                        events: e as i16,
+                        revents: 0,
+                    })
+                    .collect();
+                let r = sys::poll(&mut p, *timeout_ms as i32);
+                done(r.map(|count| Value::Poll {
+                    count,
+                    revents: p.iter().map(|p| p.revents as u16).collect(),
+                }))
+            }
+            Op::EpollCreate1 { flags } => int(sys::epoll_create1(*flags as i32)),
+            Op::EpollCtl {
+                epfd,
+                op,
+                fd: f,
+                event,
+            } => {
+                let mut ev = event.map(|e| libc::epoll_event {
+                    events: e.events as u32,
+                    u64: e.data,
+                });
+                unit(sys::epoll_ctl(fd(epfd), *op as i32, fd(f), ev.as_mut()))
+            }
+            Op::EpollWait {
+                epfd,
+                maxevents,
+                timeout_ms,
+            } => {
+                let max = *maxevents as i32;
+                let room = if (1..=sys::EP_MAX_EVENTS).contains(&max) {
+                    max as usize
+                } else {
+                    0
+                };
+                let mut out = vec![libc::epoll_event { events: 0, u64: 0 }; room];
+                let r = sys::epoll_wait(fd(epfd), &mut out, max, *timeout_ms as i32);
+                done(r.map(|n| {
+                    Value::EpollEvents(
+                        out[..n as usize]
+                            .iter()
+                            .map(|e| {
+                                let (events, data) = (e.events, e.u64);
+                                (events, data)
+                            })
+                            .collect(),
+                    )
+                }))
+            }
+            Op::Eventfd2 { initval, flags } => int(sys::eventfd2(*initval as u32, *flags as i32)),
             Op::Mkdirat { dirfd, path, mode } => {
                 unit(sys::mkdirat(fd(dirfd), &p(path), *mode as u32))
             }

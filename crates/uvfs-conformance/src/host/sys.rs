@@ -569,3 +569,53 @@ pub fn setgroups(groups: &[u32]) -> SysResult {
     // SAFETY: `groups` is readable for `groups.len()` `gid_t`s.
     unsafe { raw(libc::SYS_setgroups, args!(groups.len(), groups.as_ptr())) }
 }
+
+/// `poll(2)` over `fds` (the kernel fills in each `revents`).
+pub fn poll(fds: &mut [libc::pollfd], timeout_ms: i32) -> SysResult {
+    // SAFETY: `fds` is a live, writable array of `fds.len()` `struct pollfd`s.
+    unsafe {
+        raw(
+            libc::SYS_poll,
+            args!(fds.as_mut_ptr(), fds.len(), timeout_ms),
+        )
+    }
+}
+
+call!(/// `epoll_create1(2)`.
+    epoll_create1(flags: i32) => SYS_epoll_create1(flags));
+call!(/// `eventfd2(2)`.
+    eventfd2(initval: u32, flags: i32) => SYS_eventfd2(initval, flags));
+
+/// `epoll_ctl(2)`; `event == None` passes a null pointer.
+pub fn epoll_ctl(epfd: i32, op: i32, fd: i32, event: Option<&mut libc::epoll_event>) -> SysResult {
+    let ev = event.map_or(std::ptr::null_mut(), |e| e as *mut libc::epoll_event);
+    // SAFETY: `ev` is null or a live `struct epoll_event`, which the kernel only reads.
+    unsafe { raw(libc::SYS_epoll_ctl, args!(epfd, op, fd, ev)) }
+}
+
+/// The most events one `epoll_wait` may ask for (Linux: `EP_MAX_EVENTS`).
+pub const EP_MAX_EVENTS: i32 = i32::MAX / 12;
+
+/// `epoll_wait(2)` into `events`, passing `maxevents` as the count (which may be invalid: the
+/// kernel refuses a count below 1 or above [`EP_MAX_EVENTS`] before it writes anything).
+///
+/// # Panics
+/// If `maxevents` is valid and `events` is shorter.
+pub fn epoll_wait(
+    epfd: i32,
+    events: &mut [libc::epoll_event],
+    maxevents: i32,
+    timeout_ms: i32,
+) -> SysResult {
+    if (1..=EP_MAX_EVENTS).contains(&maxevents) {
+        assert!(events.len() >= maxevents as usize, "room for maxevents");
+    }
+    // SAFETY: `events` is writable for `events.len()` entries, and the kernel writes at most
+    // `maxevents` of them (checked above to fit) or none.
+    unsafe {
+        raw(
+            libc::SYS_epoll_wait,
+            args!(epfd, events.as_mut_ptr(), maxevents, timeout_ms),
+        )
+    }
+}

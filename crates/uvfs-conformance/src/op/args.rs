@@ -1,6 +1,8 @@
 //! Parsing an op line's arguments into an [`Op`].
 
-use super::{Fcntl, Fd, FlockArg, LockCmd, Offset, Op, TaskStart, Time, XattrTarget, MAX_TASKS};
+use super::{
+    EpollArg, Fcntl, Fd, FlockArg, LockCmd, Offset, Op, TaskStart, Time, XattrTarget, MAX_TASKS,
+};
 use crate::lex::Token;
 use crate::names;
 
@@ -20,6 +22,8 @@ impl Op {
                 | Op::Dup3 { .. }
                 | Op::Fcntl { .. }
                 | Op::Pipe2 { .. }
+                | Op::EpollCreate1 { .. }
+                | Op::Eventfd2 { .. }
         )
     }
 
@@ -139,6 +143,43 @@ impl Op {
             "getpid" => Op::Getpid,
             "pipe2" => Op::Pipe2 { flags: a.int()? },
             "fionread" => Op::Fionread { fd: a.fd()? },
+            "poll" => {
+                let mut fds = Vec::new();
+                let mut events = Vec::new();
+                while a.remaining() > 1 {
+                    let (fd, ev) = a.poll_fd()?;
+                    fds.push(fd);
+                    events.push(ev);
+                }
+                Op::Poll {
+                    fds,
+                    events,
+                    timeout_ms: a.int()?,
+                }
+            }
+            "epoll_create1" => Op::EpollCreate1 { flags: a.int()? },
+            "epoll_ctl" => Op::EpollCtl {
+                epfd: a.fd()?,
+                op: a.int()?,
+                fd: a.fd()?,
+                event: if a.dash() {
+                    None
+                } else {
+                    Some(EpollArg {
+                        events: a.int()?,
+                        data: a.int()? as u64,
+                    })
+                },
+            },
+            "epoll_wait" => Op::EpollWait {
+                epfd: a.fd()?,
+                maxevents: a.int()?,
+                timeout_ms: a.int()?,
+            },
+            "eventfd2" => Op::Eventfd2 {
+                initval: a.int()?,
+                flags: a.int()?,
+            },
             "fdatasync" => Op::Fdatasync { fd: a.fd()? },
             "dup" => Op::Dup { fd: a.fd()? },
             "dup2" => Op::Dup2 {
@@ -556,15 +597,40 @@ impl Args<'_> {
         Ok(Offset::AfterEntry(self.path()?))
     }
 
+    /// An unquoted `-` (a null argument), taken if it is next.
+    fn dash(&mut self) -> bool {
+        let dash = self
+            .toks
+            .get(self.i)
+            .is_some_and(|t| !t.quoted && t.bytes == b"-");
+        if dash {
+            self.i += 1;
+        }
+        dash
+    }
+
+    /// `FD=EVENTS` of `poll`.
+    fn poll_fd(&mut self) -> Result<(Fd, i64), String> {
+        let w = self.word()?;
+        let (fd, events) = w
+            .split_once('=')
+            .ok_or_else(|| format!("`{w}` is not FD=EVENTS"))?;
+        Ok((self.fd_word(fd)?, value(events)?))
+    }
+
     fn fd(&mut self) -> Result<Fd, String> {
         let w = self.word()?;
+        self.fd_word(&w)
+    }
+
+    fn fd_word(&mut self, w: &str) -> Result<Fd, String> {
         match w.strip_prefix('$') {
             Some(name) if !name.is_empty() => {
                 self.vars.push(name.to_string());
                 Ok(Fd::Var(name.to_string()))
             }
             Some(_) => Err("`$` needs a name".into()),
-            None => Ok(Fd::Raw(value(&w)? as i32)),
+            None => Ok(Fd::Raw(value(w)? as i32)),
         }
     }
 
@@ -577,6 +643,10 @@ impl Args<'_> {
         let (kind, n) = w
             .split_once(':')
             .ok_or_else(|| format!("data `{w}` must be quoted, zeros:N or pattern:N"))?;
+        if kind == "u64" {
+            // Eight bytes in the machine's order: an eventfd's counter value.
+            return Ok((value(n)? as u64).to_ne_bytes().to_vec());
+        }
         let n: usize = n.parse().map_err(|_| format!("bad length in `{w}`"))?;
         match kind {
             "zeros" => Ok(vec![0; n]),

@@ -153,6 +153,15 @@ pub struct FlockArg {
     pub pid: i64,
 }
 
+/// A `struct epoll_event` as a case writes it: the events (cast to `u32`) and the data.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct EpollArg {
+    /// `events`.
+    pub events: i64,
+    /// `data.u64`.
+    pub data: u64,
+}
+
 /// One operation of a case; each variant is one row of the table in CASES.md.
 #[allow(missing_docs)] // The fields are the arguments of the call the variant names.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -269,6 +278,36 @@ pub enum Op {
     /// `ioctl(FD, FIONREAD)`: the bytes a read could take.
     Fionread {
         fd: Fd,
+    },
+    /// `poll(FDS, N, TIMEOUT_MS)`: `fds[i]` asks for `events[i]` (the two have one length).
+    Poll {
+        fds: Vec<Fd>,
+        events: Vec<i64>,
+        timeout_ms: i64,
+    },
+    /// `epoll_create1(FLAGS)`.
+    EpollCreate1 {
+        flags: i64,
+    },
+    /// `epoll_ctl(EPFD, OP, FD, EVENT)`; `event == None` passes a null pointer. OP 1, 2, 3
+    /// are `EPOLL_CTL_ADD`, `EPOLL_CTL_DEL`, `EPOLL_CTL_MOD`; other values reach the call as
+    /// they are.
+    EpollCtl {
+        epfd: Fd,
+        op: i64,
+        fd: Fd,
+        event: Option<EpollArg>,
+    },
+    /// `epoll_wait(EPFD, EVENTS, MAXEVENTS, TIMEOUT_MS)`.
+    EpollWait {
+        epfd: Fd,
+        maxevents: i64,
+        timeout_ms: i64,
+    },
+    /// `eventfd2(INITVAL, FLAGS)`.
+    Eventfd2 {
+        initval: i64,
+        flags: i64,
     },
     Mkdirat {
         dirfd: Fd,
@@ -483,6 +522,9 @@ macro_rules! fd_args_of {
             | Op::Fchdir { fd }
             | Op::Fstatfs { fd } => vec![fd],
             Op::Dup2 { fd, newfd } | Op::Dup3 { fd, newfd, .. } => vec![fd, newfd],
+            Op::EpollCtl { epfd, fd, .. } => vec![epfd, fd],
+            Op::EpollWait { epfd, .. } => vec![epfd],
+            Op::Poll { fds, .. } => fds.into_iter().collect(),
             Op::Renameat2 {
                 olddirfd, newdirfd, ..
             }
@@ -515,6 +557,8 @@ macro_rules! fd_args_of {
             | Op::Task { .. }
             | Op::Getpid
             | Op::Pipe2 { .. }
+            | Op::EpollCreate1 { .. }
+            | Op::Eventfd2 { .. }
             | Op::Snapshot => Vec::new(),
         }
     };

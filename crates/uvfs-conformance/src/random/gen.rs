@@ -19,12 +19,14 @@ use super::rng::Rng;
 
 mod fds;
 mod mount;
+mod ready;
 use crate::backend::{Backend, Fds};
 use crate::op::cred::{CapMasks, CapWhich, CredOp};
 use crate::op::{Fcntl, Fd, FlockArg, LockCmd, Offset, Op, Time, XattrTarget};
 use crate::outcome::{Outcome, Value};
 use crate::parse::{Case, Step, Timing};
 use crate::uvfs_backend::UvfsBackend;
+use ready::AnonNames;
 
 /// The names every path is built from: few, so that they collide.
 const NAMES: [&str; 4] = ["a", "b", "c", "d"];
@@ -120,6 +122,7 @@ pub fn generate(seed: u64, shape: Shape) -> Case {
         open: Vec::new(),
         known: Vec::new(),
         fifos,
+        anon: AnonNames::default(),
         guide: UvfsBackend::new(mount.as_deref()).ok(),
         guide_fds: Fds::default(),
     };
@@ -171,6 +174,8 @@ struct Gen {
     known: Vec<Vec<u8>>,
     /// This seed makes FIFOs, so every open, and every read, must be one that cannot block.
     fifos: bool,
+    /// Names bound by `eventfd2` and `epoll_create1` (open or not): see `readiness_op`.
+    anon: AnonNames,
     /// uvfs, run along to steer the choices; `None` if the root mount failed.
     guide: Option<UvfsBackend>,
     guide_fds: Fds,
@@ -285,6 +290,9 @@ impl Gen {
                 }
             }
         }
+        if let (true, Some(names)) = (ok, bind) {
+            self.anon.note(op, names);
+        }
         if let (true, Op::Close { fd: Fd::Var(name) }) = (ok, op) {
             self.open.retain(|n| n != name);
         }
@@ -300,6 +308,10 @@ impl Gen {
         // empty pipe, or a write to a full one, would wait for ever.
         if self.fifos && self.rng.chance(5) {
             return self.pipe_op();
+        }
+        // Readiness calls and eventfds likewise: their reads and writes must not wait.
+        if self.fifos && self.rng.chance(20) {
+            return self.readiness_op();
         }
         match *self.rng.weighted(&KINDS) {
             Kind::Open => self.open(),

@@ -13,6 +13,7 @@ use crate::vfs::locks::Interrupt;
 use crate::vfs::mount::MountRef;
 use crate::vfs::ops::{FileOps, InodeOps, SuperOps};
 use crate::vfs::super_block::SbRef;
+use crate::vfs::SetAttr;
 use crate::vfs::{Dentry, FileDescription, Inode, InodeInit, MntFlags, SuperBlock, Task, VfsPath};
 
 /// anon_inodefs's `f_type` (Linux: `ANON_INODE_FS_MAGIC`).
@@ -99,6 +100,11 @@ impl InodeOps for AnonInode {
     fn open(&self, _inode: &Arc<Inode>, _flags: OpenFlags) -> Result<Box<dyn FileOps>> {
         Err(Errno::ENXIO)
     }
+    fn setattr(&self, _inode: &Inode, _attr: &SetAttr) -> Result<()> {
+        // The inode is shared by every such file: nobody may change it (Linux:
+        // `anon_inode_setattr()`).
+        Err(Errno::EOPNOTSUPP)
+    }
 }
 
 /// A new open file on the shared anonymous inode with `ops`, open for reading and writing
@@ -137,6 +143,11 @@ fn anon_io(file: &FileDescription) -> Option<&dyn AnonIo> {
         return Some(e);
     }
     None
+}
+
+/// Whether the anonymous file can be read and written at all (an eventfd; not an epoll).
+pub(crate) fn has_io(file: &FileDescription) -> bool {
+    anon_io(file).is_some()
 }
 
 /// `read` of an anonymous file for `task` (epoll files cannot be read: `EINVAL`).

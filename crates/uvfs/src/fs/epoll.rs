@@ -176,6 +176,11 @@ impl FileOps for EpollFile {
         Ok(cur)
     }
 
+    fn fsync(&self, _file: &FileDescription) -> Result<()> {
+        // Linux: no `fsync` file operation, so `vfs_fsync_range()` says `EINVAL`.
+        Err(Errno::EINVAL)
+    }
+
     fn can_poll(&self) -> bool {
         true
     }

@@ -2,7 +2,7 @@
 //! `eventfd_write()`, `eventfd_poll()`).
 //!
 //! A read takes the whole count (or 1 with `EFD_SEMAPHORE`) and waits while it is 0; a write
-//! adds its 8-byte value and waits while the sum would reach `u64::MAX`.
+//! adds its 8-byte value (exactly 8 bytes) and waits while the sum would reach `u64::MAX`.
 
 use std::any::Any;
 use std::sync::Arc;
@@ -91,10 +91,9 @@ impl AnonIo for EventFd {
     }
 
     fn write(&self, buf: &[u8], nonblock: bool, intr: Option<&Interrupt>) -> Result<usize> {
-        if buf.len() < 8 {
-            return Err(Errno::EINVAL);
-        }
-        let v = u64::from_ne_bytes(buf[..8].try_into().expect("8 bytes"));
+        // Exactly eight bytes (Linux: `eventfd_write()`); a read takes any buffer of eight or
+        // more.
+        let v = u64::from_ne_bytes(buf.try_into().map_err(|_| Errno::EINVAL)?);
         if v == u64::MAX {
             return Err(Errno::EINVAL);
         }
@@ -128,6 +127,11 @@ impl FileOps for EventFd {
     ) -> Result<u64> {
         // Linux: `noop_llseek()`: the position stays where it is.
         Ok(cur)
+    }
+
+    fn fsync(&self, _file: &FileDescription) -> Result<()> {
+        // Linux: no `fsync` file operation, so `vfs_fsync_range()` says `EINVAL`.
+        Err(Errno::EINVAL)
     }
 
     fn can_poll(&self) -> bool {

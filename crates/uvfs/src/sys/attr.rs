@@ -102,7 +102,9 @@ impl Task {
             return Err(Errno::EROFS);
         }
         let _g = inode.lock.write();
-        if inode.file_type() == FileType::Symlink {
+        // Linux checks ownership in the filesystem's `setattr` (`setattr_prepare()`), which
+        // the anonymous inode's refuses first (`anon_inode_setattr()`).
+        if matches!(inode.file_type(), FileType::Symlink | FileType::Anon) {
             return Err(Errno::EOPNOTSUPP);
         }
         let cred = self.cred.borrow();
@@ -167,6 +169,10 @@ impl Task {
             return Err(Errno::EROFS);
         }
         let _g = inode.lock.write();
+        if inode.file_type() == FileType::Anon {
+            // As in `chmod_common`: refused before any ownership check.
+            return Err(Errno::EOPNOTSUPP);
+        }
         let cred = self.cred.borrow();
         let owner = cred.fsuid == inode.uid();
         if let Some(u) = uid {
@@ -288,6 +294,11 @@ impl Task {
                 }
             }
             Some(t) => {
+                // Explicit times: the owner check is the filesystem's `setattr_prepare()`,
+                // which the anonymous inode's `setattr` refuses first.
+                if inode.file_type() == FileType::Anon {
+                    return Err(Errno::EOPNOTSUPP);
+                }
                 if !owner_or_capable(&cred, &inode) {
                     return Err(Errno::EPERM);
                 }

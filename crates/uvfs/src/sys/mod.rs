@@ -18,6 +18,7 @@ mod xattr;
 
 pub use cred::CapSets;
 pub use mount::TmpfsType;
+pub use poll::EP_MAX_EVENTS;
 pub use stat::{STATX_ATTR_MOUNT_ROOT, STATX_SUPPORTED_ATTRIBUTES};
 
 use std::sync::Arc;

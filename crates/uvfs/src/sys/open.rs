@@ -268,6 +268,11 @@ impl Task {
             // section and borrows (Linux: `fifo_open()`).
             if file.inode().file_type() == crate::abi::FileType::Fifo && !file.fmode().path_only {
                 crate::fs::pipefs::fifo_rendezvous(self, &file)?;
+                // `O_DIRECT` is refused after the file's open (`do_dentry_open()`), so after
+                // the rendezvous and its `ENXIO`.
+                if req.flags.contains(OpenFlags::DIRECT) {
+                    return Err(Errno::EINVAL);
+                }
             }
             Ok(file)
         })
@@ -537,7 +542,7 @@ fn finish_open(
     // Only files that can do direct I/O open with `O_DIRECT`: on tmpfs, regular files
     // (Linux: `do_dentry_open()`, `FMODE_CAN_ODIRECT`, checked after the file's open). The
     // file is released as it drops, giving back what its open took (an inode hold).
-    if req.flags.contains(OpenFlags::DIRECT) && ft != FileType::Regular {
+    if req.flags.contains(OpenFlags::DIRECT) && !matches!(ft, FileType::Regular | FileType::Fifo) {
         return Err(Errno::EINVAL);
     }
     if truncate && ft == FileType::Regular {

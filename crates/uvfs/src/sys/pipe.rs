@@ -74,6 +74,9 @@ impl Task {
                 Some(pf) => Ok(pf.pipe().bytes() as i32),
                 None => Err(Errno::ENOTTY),
             },
+            // An epoll file has an `ioctl` of its own (`ep_eventpoll_ioctl()`), which refuses
+            // commands it does not know with `EINVAL`.
+            FileType::Anon if crate::fs::epoll::epoll_of(&file).is_some() => Err(Errno::EINVAL),
             _ => Err(Errno::ENOTTY),
         }
     }

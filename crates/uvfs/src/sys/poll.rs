@@ -248,8 +248,8 @@ impl Task {
     /// no limit; zero: just look), fills `events` from the front and returns how many.
     ///
     /// # Errors
-    /// `EINVAL` for an empty `events` or one longer than `EP_MAX_EVENTS` (`INT_MAX` / 12), or `epfd` not an
-    /// epoll; `EBADF`; `EINTR`.
+    /// `EBADF` first; then `EINVAL` for an empty `events` or one longer than
+    /// [`EP_MAX_EVENTS`], or `epfd` not an epoll; `EINTR`.
     ///
     /// # Examples
     /// ```
@@ -274,10 +274,12 @@ impl Task {
         events: &mut [EpollEvent],
         timeout: Option<Duration>,
     ) -> Result<usize> {
+        // Linux 6.18 looks the fd up first (`do_epoll_wait()`: `EBADF` before the count's
+        // `EINVAL`; older kernels checked the count first).
+        let f = self.epoll_fget(epfd)?;
         if events.is_empty() || events.len() > EP_MAX_EVENTS {
             return Err(Errno::EINVAL);
         }
-        let f = self.epoll_fget(epfd)?;
         let ep = epoll_of(&f).ok_or(Errno::EINVAL)?.clone();
         ep.wait(events, timeout, self.interrupt.get().map(|i| &**i))
     }

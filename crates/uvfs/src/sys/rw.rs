@@ -44,6 +44,17 @@ fn check_not_dir(file: &FileDescription) -> Result<()> {
     Ok(())
 }
 
+/// A file without read and write methods (an epoll file) refuses vectored reads and writes,
+/// even empty ones (Linux: `FMODE_CAN_READ`/`FMODE_CAN_WRITE` in `vfs_readv()`/`vfs_writev()`,
+/// before the vector is looked at).
+#[inline]
+fn check_anon_io(file: &FileDescription) -> Result<()> {
+    if file.inode().file_type() == FileType::Anon && !crate::fs::anon::has_io(file) {
+        return Err(Errno::EINVAL);
+    }
+    Ok(())
+}
+
 /// Pipes and FIFOs have no offsets: `ESPIPE` for `pread` and `pwrite`, before the access
 /// mode (Linux: `ksys_pread64()` tests `FMODE_PREAD` before `vfs_read()`); an `O_PATH` fd
 /// is refused first (`fdget()`).
@@ -348,6 +359,7 @@ impl Task {
                 check_no_pread(&file)?;
             }
             check_readable(&file)?;
+            check_anon_io(&file)?;
         }
         let total = iov_total(iov.iter().map(|b| b.len()), iov.len())?;
         if total == 0 {
@@ -381,6 +393,14 @@ impl Task {
                 check_no_pread(&file)?;
             }
             check_writable(&file)?;
+            check_anon_io(&file)?;
+            if file.inode().file_type() == FileType::Anon && offset.is_none() {
+                let total = iov_total(iov.iter().map(|b| b.len()), iov.len())?;
+                if total == 0 {
+                    return Ok(0);
+                }
+                return self.write_each(fd, iov);
+            }
         }
         let total = iov_total(iov.iter().map(|b| b.len()), iov.len())?;
         if total == 0 {
@@ -394,6 +414,33 @@ impl Task {
             Some(off) => self.pwrite(fd, &tmp, off),
             None => self.write(fd, &tmp),
         }
+    }
+
+    /// `writev` of a file whose write takes one buffer as a whole (an eventfd: Linux's
+    /// `eventfd_write()` is a `write`, not a `write_iter`): one write per buffer, stopping at
+    /// the first error or short write; the bytes written, or the error if none were (Linux:
+    /// `do_loop_readv_writev()`). Empty buffers after a whole one are skipped, as the kernel's
+    /// iterator does; an empty first one is written (and refused).
+    fn write_each(&self, fd: i32, iov: &[IoSlice<'_>]) -> Result<usize> {
+        let mut done = 0;
+        let mut advanced = false;
+        for b in iov {
+            if b.is_empty() && advanced {
+                continue;
+            }
+            match self.write(fd, b) {
+                Err(e) if done == 0 => return Err(e),
+                Err(_) => break,
+                Ok(n) => {
+                    done += n;
+                    advanced = true;
+                    if n != b.len() {
+                        break;
+                    }
+                }
+            }
+        }
+        Ok(done)
     }
 
     /// `lseek(2)`.

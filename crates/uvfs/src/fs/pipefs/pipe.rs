@@ -117,7 +117,9 @@ impl Pipe {
         })
     }
 
-    /// An anonymous pipe with its one reader and one writer.
+    /// An anonymous pipe with its one reader and one writer, each counted as an open (Linux:
+    /// `get_pipe_inode()`), so that its read end, whose hang-up mark is 0, reports `POLLHUP`
+    /// once the writer is gone.
     pub(crate) fn new_anon() -> Arc<Pipe> {
         let p = Pipe::new();
         {
