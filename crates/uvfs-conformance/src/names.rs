@@ -143,6 +143,11 @@ const CONSTANTS: &[(&str, i64)] = &[
     ("LOCK_NB", 4),
     ("LOCK_UN", 8),
     ("LOCK_MAND", 32),
+    // splice(2)
+    ("SPLICE_F_MOVE", 1),
+    ("SPLICE_F_NONBLOCK", 2),
+    ("SPLICE_F_MORE", 4),
+    ("SPLICE_F_GIFT", 8),
 ];
 
 /// The value of a symbolic constant, such as `O_CREAT`.
@@ -189,6 +194,8 @@ pub enum Flags {
     LockType,
     /// `LOCK_*` of `flock(2)`.
     Flock,
+    /// `SPLICE_F_*`.
+    Splice,
 }
 
 const OPEN_BITS: &[&str] = &[
@@ -298,6 +305,12 @@ const FILE_TYPES: &[&str] = &[
 const WHENCES: &[&str] = &["SEEK_SET", "SEEK_CUR", "SEEK_END", "SEEK_DATA", "SEEK_HOLE"];
 const LOCK_TYPES: &[&str] = &["F_RDLCK", "F_WRLCK", "F_UNLCK"];
 const FLOCK_BITS: &[&str] = &["LOCK_SH", "LOCK_EX", "LOCK_NB", "LOCK_UN", "LOCK_MAND"];
+const SPLICE_BITS: &[&str] = &[
+    "SPLICE_F_MOVE",
+    "SPLICE_F_NONBLOCK",
+    "SPLICE_F_MORE",
+    "SPLICE_F_GIFT",
+];
 const S_IFMT: i64 = 0o170000;
 const O_ACCMODE: i64 = 0o3;
 
@@ -383,6 +396,7 @@ pub fn flags_text(kind: Flags, v: i64) -> String {
         Flags::Umount => UMOUNT_BITS,
         Flags::FdFlags => &["FD_CLOEXEC"],
         Flags::Flock => FLOCK_BITS,
+        Flags::Splice => SPLICE_BITS,
     };
     bits(list, v, &mut out);
     if out.is_empty() {

@@ -139,6 +139,20 @@ impl Normaliser {
         match v {
             Value::Unit => "ok".into(),
             Value::Int(n) => format!("ok {n}"),
+            Value::Moved {
+                count,
+                off_in,
+                off_out,
+            } => {
+                let mut s = format!("ok {count}");
+                if let Some(o) = off_in {
+                    s.push_str(&format!(" off_in {o}"));
+                }
+                if let Some(o) = off_out {
+                    s.push_str(&format!(" off_out {o}"));
+                }
+                s
+            }
             Value::Bytes(b) => format!("ok {} bytes {}", b.0.len(), quote(&b.0)),
             Value::XattrList(b) => format!("ok {} bytes xattrs [{}]", b.0.len(), xattr_names(&b.0)),
             Value::Stat(s) => self.stat(s),

@@ -485,6 +485,49 @@ impl Backend for HostBackend {
                 done(sys::pipe2(*flags as i32).map(|[r, w]| Value::FdPair(r, w)))
             }
             Op::Fionread { fd: f } => int(sys::fionread(fd(f))),
+            Op::Splice {
+                fd_in,
+                off_in,
+                fd_out,
+                off_out,
+                len,
+                flags,
+            } => {
+                let (mut a, mut b) = (*off_in, *off_out);
+                let r = sys::splice(
+                    fd(fd_in),
+                    a.as_mut(),
+                    fd(fd_out),
+                    b.as_mut(),
+                    *len,
+                    *flags as u32,
+                );
+                done(r.map(|n| Value::Moved {
+                    count: n,
+                    off_in: a,
+                    off_out: b,
+                }))
+            }
+            Op::Tee {
+                fd_in,
+                fd_out,
+                len,
+                flags,
+            } => int(sys::tee(fd(fd_in), fd(fd_out), *len, *flags as u32)),
+            Op::Sendfile {
+                out_fd,
+                in_fd,
+                off,
+                count,
+            } => {
+                let mut o = *off;
+                let r = sys::sendfile(fd(out_fd), fd(in_fd), o.as_mut(), *count);
+                done(r.map(|n| Value::Moved {
+                    count: n,
+                    off_in: o,
+                    off_out: None,
+                }))
+            }
             Op::Mkdirat { dirfd, path, mode } => {
                 unit(sys::mkdirat(fd(dirfd), &p(path), *mode as u32))
             }

@@ -11,6 +11,7 @@ mod namespace;
 mod open;
 mod pipe;
 mod rw;
+mod splice;
 mod stat;
 mod xattr;
 
