@@ -52,6 +52,23 @@ fn wait_until(mut cond: impl FnMut() -> bool) {
     }
 }
 
+/// Runs `f` (a call that must not wait) on a thread of `t`; a call still running after 5 s
+/// is interrupted and the test fails, rather than hanging.
+fn without_waiting<R: Send + 'static>(t: &Task, f: impl FnOnce(&Task) -> R + Send + 'static) -> R {
+    let (intr, rx, h) = spawn(t, f);
+    match rx.recv_timeout(Duration::from_secs(5)) {
+        Ok(r) => {
+            h.join().expect("caller");
+            r
+        }
+        Err(_) => {
+            intr.interrupt();
+            let _ = h.join();
+            panic!("the call waited");
+        }
+    }
+}
+
 /// Counts checks: `check!(n, cond, msg)`.
 macro_rules! check {
     ($n:ident, $cond:expr, $($msg:tt)*) => {{
@@ -143,7 +160,14 @@ fn a_blocked_file_to_pipe_splice_waits_for_room() {
     t.write(w, &vec![7u8; 65536]).expect("fill");
     check!(
         n,
-        t.splice(f, Some(&mut 0), w, None, 9, SpliceFlags::NONBLOCK) == Err(Errno::EAGAIN),
+        without_waiting(&t, move |t| t.splice(
+            f,
+            Some(&mut 0),
+            w,
+            None,
+            9,
+            SpliceFlags::NONBLOCK
+        )) == Err(Errno::EAGAIN),
         "SPLICE_F_NONBLOCK does not wait on a full pipe"
     );
     let (_i, rx, h) = spawn(&t, move |t| t.splice(f, None, w, None, 9, NONE));
@@ -177,10 +201,12 @@ fn a_blocked_tee_is_woken_and_consumes_nothing() {
     h.join().expect("tee");
     let mut a = [0u8; 8];
     let mut b = [0u8; 8];
-    check!(n, t.read(r1, &mut a) == Ok(4), "the input still has it");
+    // FIONREAD first: a blocking read of an emptied input would wait for ever.
+    check!(n, t.fionread(r1) == Ok(4), "the input still has it");
+    check!(n, t.read(r1, &mut a) == Ok(4), "and reads it");
     check!(n, t.read(r2, &mut b) == Ok(4), "the output has it");
     check!(n, a[..4] == b[..4] && &a[..4] == b"both", "same bytes");
-    assert_eq!(n, 4);
+    assert_eq!(n, 5);
 }
 
 #[test]
@@ -195,15 +221,19 @@ fn splice_f_nonblock_overrides_a_blocking_pipe() {
     let nb = SpliceFlags::NONBLOCK;
     check!(
         n,
-        t.splice(r1, None, w2, None, 1, nb) == Err(Errno::EAGAIN),
+        without_waiting(&t, move |t| t.splice(r1, None, w2, None, 1, nb)) == Err(Errno::EAGAIN),
         "pipe to pipe"
     );
     check!(
         n,
-        t.splice(r1, None, f, None, 1, nb) == Err(Errno::EAGAIN),
+        without_waiting(&t, move |t| t.splice(r1, None, f, None, 1, nb)) == Err(Errno::EAGAIN),
         "pipe to file"
     );
-    check!(n, t.tee(r1, w2, 1, nb) == Err(Errno::EAGAIN), "tee");
+    check!(
+        n,
+        without_waiting(&t, move |t| t.tee(r1, w2, 1, nb)) == Err(Errno::EAGAIN),
+        "tee"
+    );
     check!(n, t.pipe_waiters(r1) == Ok(0), "nobody waits");
     assert_eq!(n, 4);
 }
