@@ -318,3 +318,51 @@ fn a_blocked_splice_into_a_full_pipe_gets_epipe_and_sigpipe_when_its_reader_goes
     let _ = w1;
     assert_eq!(n, 2);
 }
+
+#[test]
+fn a_reader_blocked_on_the_output_is_woken_by_splice_and_tee() {
+    let (_vfs, t) = setup();
+    let mut n = 0;
+    let [r1, w1] = t.pipe2(OpenFlags::empty()).expect("pipe2");
+    let [r2, w2] = t.pipe2(OpenFlags::empty()).expect("pipe2");
+    let f = t
+        .openat(AT_FDCWD, "/f", OpenFlags::CREAT | OpenFlags::RDWR, 0o644)
+        .expect("open");
+    t.pwrite(f, b"from a file", 0).expect("pwrite");
+    type Feed = fn(&Task, [i32; 4]) -> Result<usize, Errno>;
+    let feeds: [(&str, Feed); 4] = [
+        ("splice pipe to pipe", |t, [r1, w1, w2, _]| {
+            t.write(w1, b"spliced")?;
+            t.splice(r1, None, w2, None, 100, NONE)
+        }),
+        ("tee", |t, [r1, w1, w2, _]| {
+            t.write(w1, b"teed")?;
+            let n = t.tee(r1, w2, 100, NONE)?;
+            t.read(r1, &mut [0u8; 100])?;
+            Ok(n)
+        }),
+        ("splice file to pipe", |t, [_, _, w2, f]| {
+            t.splice(f, Some(&mut 0), w2, None, 100, NONE)
+        }),
+        ("sendfile to a pipe", |t, [_, _, w2, f]| {
+            t.sendfile(w2, f, Some(&mut 0), 100)
+        }),
+    ];
+    for (name, feed) in feeds {
+        let (_i, rx, h) = spawn(&t, move |t| {
+            let mut buf = [0u8; 100];
+            t.read(r2, &mut buf).map(|k| buf[..k].to_vec())
+        });
+        wait_until(|| t.pipe_waiters(r2).expect("waiters") == 1);
+        let moved = feed(&t, [r1, w1, w2, f]).expect(name);
+        let got = rx.recv_timeout(TIMEOUT);
+        check!(
+            n,
+            got.as_ref()
+                .is_ok_and(|g| g.as_ref().is_ok_and(|g| g.len() == moved)),
+            "{name}: {got:?}"
+        );
+        h.join().expect("reader");
+    }
+    assert_eq!(n, 4);
+}
