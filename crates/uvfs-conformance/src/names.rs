@@ -181,6 +181,11 @@ const CONSTANTS: &[(&str, i64)] = &[
     ("EFD_SEMAPHORE", 1),
     ("EFD_NONBLOCK", 0o4000),
     ("EFD_CLOEXEC", 0o2000000),
+    // splice(2)
+    ("SPLICE_F_MOVE", 1),
+    ("SPLICE_F_NONBLOCK", 2),
+    ("SPLICE_F_MORE", 4),
+    ("SPLICE_F_GIFT", 8),
 ];
 
 /// The value of a symbolic constant, such as `O_CREAT`.
@@ -237,6 +242,8 @@ pub enum Flags {
     EpollCreate,
     /// `EFD_*`.
     Efd,
+    /// `SPLICE_F_*`.
+    Splice,
 }
 
 const OPEN_BITS: &[&str] = &[
@@ -380,6 +387,12 @@ const EPOLL_BITS: &[&str] = &[
 ];
 const EPOLL_OPS: &[&str] = &["EPOLL_CTL_ADD", "EPOLL_CTL_DEL", "EPOLL_CTL_MOD"];
 const EFD_BITS: &[&str] = &["EFD_SEMAPHORE", "EFD_NONBLOCK", "EFD_CLOEXEC"];
+const SPLICE_BITS: &[&str] = &[
+    "SPLICE_F_MOVE",
+    "SPLICE_F_NONBLOCK",
+    "SPLICE_F_MORE",
+    "SPLICE_F_GIFT",
+];
 const S_IFMT: i64 = 0o170000;
 const O_ACCMODE: i64 = 0o3;
 
@@ -475,6 +488,7 @@ pub fn flags_text(kind: Flags, v: i64) -> String {
         Flags::Epoll => EPOLL_BITS,
         Flags::EpollCreate => &["EPOLL_CLOEXEC"],
         Flags::Efd => EFD_BITS,
+        Flags::Splice => SPLICE_BITS,
     };
     bits(list, v, &mut out);
     if out.is_empty() {

@@ -174,6 +174,20 @@ impl Normaliser {
                     .collect();
                 format!("ok {} events [{}]", events.len(), shown.join(", "))
             }
+            Value::Moved {
+                count,
+                off_in,
+                off_out,
+            } => {
+                let mut s = format!("ok {count}");
+                if let Some(o) = off_in {
+                    s.push_str(&format!(" off_in {o}"));
+                }
+                if let Some(o) = off_out {
+                    s.push_str(&format!(" off_out {o}"));
+                }
+                s
+            }
             Value::XattrList(b) => format!("ok {} bytes xattrs [{}]", b.0.len(), xattr_names(&b.0)),
             Value::Stat(s) => self.stat(s),
             Value::Statx(s) => self.statx(s),

@@ -23,6 +23,15 @@ pub enum Value {
     FdPair(i32, i32),
     /// A count, an offset, an fd, a mask or flags.
     Int(i64),
+    /// `splice`, `tee`, `sendfile`: the count, and each offset given as the call left it.
+    Moved {
+        /// Bytes moved.
+        count: i64,
+        /// `off_in` (`sendfile`'s offset).
+        off_in: Option<i64>,
+        /// `off_out`.
+        off_out: Option<i64>,
+    },
     /// Data read, a link body, an xattr value, a cwd (with its NUL).
     Bytes(Bytes),
     /// An xattr name list (NUL-terminated names, in the order the call gave them).

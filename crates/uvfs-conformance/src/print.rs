@@ -133,6 +133,11 @@ fn cwd(d: &Fd) -> bool {
 }
 
 /// Writes `word arg arg ...`.
+/// An offset pointer argument: the number, or `-` for null.
+fn opt_off(o: &Option<i64>) -> String {
+    o.map_or_else(|| "-".to_string(), |v| v.to_string())
+}
+
 fn line(out: &mut Formatter<'_>, op: &str, args: &[String]) -> fmt::Result {
     out.write_str(op)?;
     for a in args {
@@ -285,6 +290,45 @@ impl Display for Op {
                 timeout_ms,
             } => line(out, "epoll_wait", &[fd(epfd), n(maxevents), n(timeout_ms)]),
             Op::Eventfd2 { initval, flags } => line(out, "eventfd2", &[n(initval), f(Efd, *flags)]),
+            Op::Splice {
+                fd_in,
+                off_in,
+                fd_out,
+                off_out,
+                len,
+                flags,
+            } => line(
+                out,
+                "splice",
+                &[
+                    fd(fd_in),
+                    opt_off(off_in),
+                    fd(fd_out),
+                    opt_off(off_out),
+                    len.to_string(),
+                    f(Splice, *flags),
+                ],
+            ),
+            Op::Tee {
+                fd_in,
+                fd_out,
+                len,
+                flags,
+            } => line(
+                out,
+                "tee",
+                &[fd(fd_in), fd(fd_out), len.to_string(), f(Splice, *flags)],
+            ),
+            Op::Sendfile {
+                out_fd,
+                in_fd,
+                off,
+                count,
+            } => line(
+                out,
+                "sendfile",
+                &[fd(out_fd), fd(in_fd), opt_off(off), count.to_string()],
+            ),
             Op::Fdatasync { fd: d } => line(out, "fdatasync", &[fd(d)]),
             Op::Dup { fd: d } => line(out, "dup", &[fd(d)]),
             Op::Dup2 { fd: d, newfd } => line(out, "dup2", &[fd(d), fd(newfd)]),

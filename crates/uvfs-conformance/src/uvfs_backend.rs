@@ -9,8 +9,8 @@ use std::time::Duration;
 
 use uvfs::abi::{
     AtFlags, EfdFlags, EpollEvent, EpollOp, FallocFlags, FcntlCmd, FdFlags, MountFlags, OpenFlags,
-    OpenHow, PollEvents, PollFd, RenameFlags, Stat, StatFs, StatmountMask, Statx, StatxMask, Timespec,
-    UmountFlags, Whence, XattrFlags, AT_FDCWD, PATH_MAX,
+    OpenHow, PollEvents, PollFd, RenameFlags, Stat, StatFs, StatmountMask, Statx, StatxMask,
+    Timespec, UmountFlags, Whence, XattrFlags, AT_FDCWD, PATH_MAX,
 };
 use uvfs::sys::EP_MAX_EVENTS;
 use uvfs::{Errno, Task, Vfs};
@@ -602,6 +602,54 @@ impl Backend for UvfsBackend {
             }
             Op::Eventfd2 { initval, flags } => {
                 int(t.eventfd2(*initval as u32, EfdFlags::from_bits_retain(*flags as u32)))
+            }
+            Op::Splice {
+                fd_in,
+                off_in,
+                fd_out,
+                off_out,
+                len,
+                flags,
+            } => {
+                let (mut a, mut b) = (*off_in, *off_out);
+                let r = t.splice(
+                    fd(fd_in),
+                    a.as_mut(),
+                    fd(fd_out),
+                    b.as_mut(),
+                    *len as usize,
+                    uvfs::abi::SpliceFlags::from_bits_retain(*flags as u32),
+                );
+                done(r.map(|n| Value::Moved {
+                    count: n as i64,
+                    off_in: a,
+                    off_out: b,
+                }))
+            }
+            Op::Tee {
+                fd_in,
+                fd_out,
+                len,
+                flags,
+            } => int(t.tee(
+                fd(fd_in),
+                fd(fd_out),
+                *len as usize,
+                uvfs::abi::SpliceFlags::from_bits_retain(*flags as u32),
+            )),
+            Op::Sendfile {
+                out_fd,
+                in_fd,
+                off,
+                count,
+            } => {
+                let mut o = *off;
+                let r = t.sendfile(fd(out_fd), fd(in_fd), o.as_mut(), *count as usize);
+                done(r.map(|n| Value::Moved {
+                    count: n as i64,
+                    off_in: o,
+                    off_out: None,
+                }))
             }
             Op::Mkdirat { dirfd, path, mode } => unit(t.mkdirat(fd(dirfd), path, *mode as u32)),
             Op::Mknod { path, mode, dev } => unit(t.mknodat(AT_FDCWD, path, *mode as u32, *dev)),

@@ -544,6 +544,49 @@ impl Backend for HostBackend {
                 }))
             }
             Op::Eventfd2 { initval, flags } => int(sys::eventfd2(*initval as u32, *flags as i32)),
+            Op::Splice {
+                fd_in,
+                off_in,
+                fd_out,
+                off_out,
+                len,
+                flags,
+            } => {
+                let (mut a, mut b) = (*off_in, *off_out);
+                let r = sys::splice(
+                    fd(fd_in),
+                    a.as_mut(),
+                    fd(fd_out),
+                    b.as_mut(),
+                    *len,
+                    *flags as u32,
+                );
+                done(r.map(|n| Value::Moved {
+                    count: n,
+                    off_in: a,
+                    off_out: b,
+                }))
+            }
+            Op::Tee {
+                fd_in,
+                fd_out,
+                len,
+                flags,
+            } => int(sys::tee(fd(fd_in), fd(fd_out), *len, *flags as u32)),
+            Op::Sendfile {
+                out_fd,
+                in_fd,
+                off,
+                count,
+            } => {
+                let mut o = *off;
+                let r = sys::sendfile(fd(out_fd), fd(in_fd), o.as_mut(), *count);
+                done(r.map(|n| Value::Moved {
+                    count: n,
+                    off_in: o,
+                    off_out: None,
+                }))
+            }
             Op::Mkdirat { dirfd, path, mode } => {
                 unit(sys::mkdirat(fd(dirfd), &p(path), *mode as u32))
             }

@@ -185,6 +185,30 @@ pub fn pipe2(flags: i32) -> Result<[i32; 2], i32> {
     unsafe { raw(libc::SYS_pipe2, args!(fds.as_mut_ptr(), flags)) }?;
     Ok(fds)
 }
+fn off_ptr(o: Option<&mut i64>) -> *mut i64 {
+    o.map_or(std::ptr::null_mut(), |p| p as *mut i64)
+}
+/// `splice(2)`; a `None` offset is a null pointer, a given one is updated by the kernel.
+pub fn splice(
+    fd_in: i32,
+    off_in: Option<&mut i64>,
+    fd_out: i32,
+    off_out: Option<&mut i64>,
+    len: u64,
+    flags: u32,
+) -> SysResult {
+    let (a, b) = (off_ptr(off_in), off_ptr(off_out));
+    // SAFETY: each offset pointer is null or a live, exclusively borrowed `loff_t`.
+    unsafe { raw(libc::SYS_splice, args!(fd_in, a, fd_out, b, len, flags)) }
+}
+call!(/// `tee(2)`.
+    tee(fd_in: i32, fd_out: i32, len: u64, flags: u32) => SYS_tee(fd_in, fd_out, len, flags));
+/// `sendfile(2)` (x86-64's is `sendfile64`); a `None` offset is a null pointer.
+pub fn sendfile(out_fd: i32, in_fd: i32, off: Option<&mut i64>, count: u64) -> SysResult {
+    let o = off_ptr(off);
+    // SAFETY: the offset pointer is null or a live, exclusively borrowed `loff_t`.
+    unsafe { raw(libc::SYS_sendfile, args!(out_fd, in_fd, o, count)) }
+}
 /// `ioctl(fd, FIONREAD)`: the count the kernel stores.
 pub fn fionread(fd: i32) -> SysResult {
     let mut n: libc::c_int = 0;

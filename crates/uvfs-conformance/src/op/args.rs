@@ -180,6 +180,26 @@ impl Op {
                 initval: a.int()?,
                 flags: a.int()?,
             },
+            "splice" => Op::Splice {
+                fd_in: a.fd()?,
+                off_in: a.opt_offset()?,
+                fd_out: a.fd()?,
+                off_out: a.opt_offset()?,
+                len: a.int()? as u64,
+                flags: a.int()?,
+            },
+            "tee" => Op::Tee {
+                fd_in: a.fd()?,
+                fd_out: a.fd()?,
+                len: a.int()? as u64,
+                flags: a.int()?,
+            },
+            "sendfile" => Op::Sendfile {
+                out_fd: a.fd()?,
+                in_fd: a.fd()?,
+                off: a.opt_offset()?,
+                count: a.int()? as u64,
+            },
             "fdatasync" => Op::Fdatasync { fd: a.fd()? },
             "dup" => Op::Dup { fd: a.fd()? },
             "dup2" => Op::Dup2 {
@@ -583,6 +603,15 @@ impl Args<'_> {
         } else {
             Ok(Vec::new())
         }
+    }
+
+    /// A number, or `-` for a null offset pointer (`splice`, `sendfile`).
+    fn opt_offset(&mut self) -> Result<Option<i64>, String> {
+        let w = self.word()?;
+        if w == "-" {
+            return Ok(None);
+        }
+        value(&w).map(Some)
     }
 
     /// A number, or `@NAME` / `@ NAME` (NAME a bare word or a quoted string).

@@ -309,6 +309,31 @@ pub enum Op {
         initval: i64,
         flags: i64,
     },
+    /// `splice(FD_IN, OFF_IN, FD_OUT, OFF_OUT, LEN, FLAGS)`; an offset `None` is a null
+    /// pointer. Result: the count and the offsets given, as the call left them.
+    Splice {
+        fd_in: Fd,
+        off_in: Option<i64>,
+        fd_out: Fd,
+        off_out: Option<i64>,
+        len: u64,
+        flags: i64,
+    },
+    /// `tee(FD_IN, FD_OUT, LEN, FLAGS)`.
+    Tee {
+        fd_in: Fd,
+        fd_out: Fd,
+        len: u64,
+        flags: i64,
+    },
+    /// `sendfile(OUT, IN, OFF, COUNT)`; `off` `None` is a null pointer. Result as `Splice`'s
+    /// (the offset shown as `off_in`).
+    Sendfile {
+        out_fd: Fd,
+        in_fd: Fd,
+        off: Option<i64>,
+        count: u64,
+    },
     Mkdirat {
         dirfd: Fd,
         path: Vec<u8>,
@@ -525,6 +550,10 @@ macro_rules! fd_args_of {
             Op::EpollCtl { epfd, fd, .. } => vec![epfd, fd],
             Op::EpollWait { epfd, .. } => vec![epfd],
             Op::Poll { fds, .. } => fds.into_iter().collect(),
+            Op::Splice { fd_in, fd_out, .. } | Op::Tee { fd_in, fd_out, .. } => {
+                vec![fd_in, fd_out]
+            }
+            Op::Sendfile { out_fd, in_fd, .. } => vec![out_fd, in_fd],
             Op::Renameat2 {
                 olddirfd, newdirfd, ..
             }

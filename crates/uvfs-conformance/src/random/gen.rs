@@ -306,8 +306,15 @@ impl Gen {
     fn op(&mut self) -> Op {
         // Pipes only in seeds that keep every fd non-blocking (a FIFO seed): a read of an
         // empty pipe, or a write to a full one, would wait for ever.
-        if self.fifos && self.rng.chance(5) {
-            return self.pipe_op();
+        if self.fifos && self.rng.chance(8) {
+            return if self.rng.chance(50) {
+                self.splice_op()
+            } else {
+                self.pipe_op()
+            };
+        }
+        if self.rng.chance(1) {
+            return self.sendfile();
         }
         // Readiness calls and eventfds likewise: their reads and writes must not wait.
         if self.fifos && self.rng.chance(20) {
@@ -1076,6 +1083,35 @@ mod tests {
             seeds_with_fifos > 10,
             "only {seeds_with_fifos} seeds made FIFOs"
         );
+    }
+
+    #[test]
+    fn splice_and_tee_come_only_in_non_blocking_seeds_and_never_wait() {
+        let (mut splices, mut sendfiles) = (0, 0);
+        for seed in 0..300 {
+            let case = generate(seed, Shape::default());
+            // Every fd of the seed is opened non-blocking (or `O_PATH`).
+            let fifo_seed = case.steps.iter().all(|s| match &s.op {
+                Op::Open { flags, .. } | Op::Openat { flags, .. } | Op::Pipe2 { flags } => {
+                    flags & 0o4000 != 0 || flags & 0o10000000 != 0
+                }
+                Op::Openat2 { flags, .. } => flags & 0o4000 != 0 || flags & 0o10000000 != 0,
+                _ => true,
+            });
+            for s in &case.steps {
+                match s.op {
+                    Op::Splice { flags, .. } | Op::Tee { flags, .. } => {
+                        assert!(fifo_seed, "seed {seed}: {:?}", s.op);
+                        assert!(flags & 2 != 0, "seed {seed}: SPLICE_F_NONBLOCK");
+                        splices += 1;
+                    }
+                    Op::Sendfile { .. } => sendfiles += 1,
+                    _ => {}
+                }
+            }
+        }
+        assert!(splices > 30, "only {splices} splice and tee ops");
+        assert!(sendfiles > 30, "only {sendfiles} sendfile ops");
     }
 
     #[test]

@@ -352,3 +352,19 @@ pub const AT_FDCWD: i32 = -100;
 pub const UTIME_NOW: i64 = (1 << 30) - 1;
 /// `UTIME_OMIT` in a `Timespec::nsec` of `utimensat`.
 pub const UTIME_OMIT: i64 = (1 << 30) - 2;
+
+bitflags! {
+    /// `splice(2)`, `tee(2)` and `vmsplice(2)` flags (`SPLICE_F_*`).
+    #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default)]
+    pub struct SpliceFlags: u32 {
+        /// `SPLICE_F_MOVE`: a hint to move pages; a no-op since Linux 2.6.21.
+        #[doc(alias = "SPLICE_F_MOVE")] const MOVE = 1;
+        /// `SPLICE_F_NONBLOCK`: the pipe side does not wait (`EAGAIN`), whatever the
+        /// files' `O_NONBLOCK`.
+        #[doc(alias = "SPLICE_F_NONBLOCK")] const NONBLOCK = 2;
+        /// `SPLICE_F_MORE`: more data follows (a hint for sockets).
+        #[doc(alias = "SPLICE_F_MORE")] const MORE = 4;
+        /// `SPLICE_F_GIFT`: for `vmsplice` only.
+        #[doc(alias = "SPLICE_F_GIFT")] const GIFT = 8;
+    }
+}

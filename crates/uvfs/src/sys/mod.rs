@@ -12,6 +12,7 @@ mod open;
 mod pipe;
 mod poll;
 mod rw;
+mod splice;
 mod stat;
 mod statmount;
 mod xattr;

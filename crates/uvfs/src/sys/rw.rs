@@ -15,11 +15,11 @@ use crate::vfs::permission::should_remove_suid;
 use crate::vfs::{FileDescription, Task};
 
 /// Largest count one read or write moves (Linux: `MAX_RW_COUNT`, `INT_MAX` rounded down to a page).
-const MAX_RW_COUNT: usize = (i32::MAX as usize) & !4095;
+pub(super) const MAX_RW_COUNT: usize = (i32::MAX as usize) & !4095;
 
 /// Checks an offset and the count asked for (Linux: `rw_verify_area()`).
 #[inline]
-fn verify_area(pos: i64, count: usize) -> Result<u64> {
+pub(super) fn verify_area(pos: i64, count: usize) -> Result<u64> {
     if pos < 0 || pos.checked_add(count as i64).is_none() {
         return Err(Errno::EINVAL);
     }
@@ -84,7 +84,7 @@ fn check_writable(file: &FileDescription) -> Result<()> {
 /// # Fast path
 /// One relaxed load of the mode when no set-id bit is set; then straight to the filesystem.
 #[inline]
-fn write_remove_privs(
+pub(super) fn write_remove_privs(
     task: &Task,
     file: &FileDescription,
     buf: &[u8],

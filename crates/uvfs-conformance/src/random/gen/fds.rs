@@ -1,5 +1,5 @@
 //! The fd family of the generator: `dup`/`dup2`/`dup3`, pipes (`pipe2`, FIONREAD, pipe
-//! sizes), `fcntl`, and the advisory locks (`flock` and the record-lock commands, never a
+//! sizes), `splice`/`tee`/`sendfile` (never one that would wait), `fcntl`, and the advisory locks (`flock` and the record-lock commands, never a
 //! command that would wait).
 
 use super::*;
@@ -62,6 +62,66 @@ impl Gen {
                 Op::Fcntl { fd, cmd }
             }
             _ => Op::Fionread { fd: self.fd() },
+        }
+    }
+
+    /// An offset argument of `splice` or `sendfile`: null half the time, else page edges,
+    /// the end of a small file, a negative one and one whose end overflows.
+    fn splice_off(&mut self) -> Option<i64> {
+        if self.rng.chance(50) {
+            return None;
+        }
+        Some(
+            *self
+                .rng
+                .pick(&[0, 0, 1, 100, 4095, 4096, 70000, -1, i64::MAX - 1]),
+        )
+    }
+
+    fn splice_len(&mut self) -> u64 {
+        *self
+            .rng
+            .pick(&[0, 1, 3, 100, 4096, 5000, 65536, 1 << 20, 1 << 63, u64::MAX])
+    }
+
+    /// `splice`, `tee` (always `SPLICE_F_NONBLOCK`, sometimes with an unknown bit, which is
+    /// refused first) or `sendfile`, between any two fds. Only a seed whose fds are all
+    /// non-blocking (a FIFO seed) may ask: a pipe end with `O_NONBLOCK` never waits, and
+    /// `sendfile` into a pipe waits only without it.
+    pub(super) fn splice_op(&mut self) -> Op {
+        let mut flags = 2; // SPLICE_F_NONBLOCK
+        for (percent, bit) in [(20, 1), (20, 4), (5, 8), (3, 0x10)] {
+            if self.rng.chance(percent) {
+                flags |= bit;
+            }
+        }
+        match self.rng.below(5) {
+            0 | 1 => Op::Splice {
+                fd_in: self.fd(),
+                off_in: self.splice_off(),
+                fd_out: self.fd(),
+                off_out: self.splice_off(),
+                len: self.splice_len(),
+                flags,
+            },
+            2 => Op::Tee {
+                fd_in: self.fd(),
+                fd_out: self.fd(),
+                len: self.splice_len(),
+                flags,
+            },
+            _ => self.sendfile(),
+        }
+    }
+
+    /// `sendfile` between any two fds: safe in every seed, since only a pipe can make it
+    /// wait, and seeds that make pipes keep them non-blocking.
+    pub(super) fn sendfile(&mut self) -> Op {
+        Op::Sendfile {
+            out_fd: self.fd(),
+            in_fd: self.fd(),
+            off: self.splice_off(),
+            count: self.splice_len(),
         }
     }
 

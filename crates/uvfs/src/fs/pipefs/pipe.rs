@@ -30,6 +30,9 @@ struct Buf {
     /// Written by an `O_DIRECT` writer: a packet, read whole or its rest discarded, never
     /// merged with (Linux: `PIPE_BUF_FLAG_PACKET`; the others have `PIPE_BUF_FLAG_CAN_MERGE`).
     packet: bool,
+    /// A write may append to it (Linux: `PIPE_BUF_FLAG_CAN_MERGE`): a plain write's buffer;
+    /// not a packet, nor a buffer that `splice` read from a file or copied, or `tee` made.
+    can_merge: bool,
 }
 
 /// Everything [`Pipe::state`] protects.
@@ -194,7 +197,7 @@ impl Pipe {
         let chars = buf.len() & (PAGE - 1);
         if chars != 0 && !packet {
             if let Some(last) = st.bufs.back_mut() {
-                if !last.packet && last.off + last.len + chars <= PAGE {
+                if last.can_merge && last.off + last.len + chars <= PAGE {
                     let at = last.off + last.len;
                     last.page[at..at + chars].copy_from_slice(&buf[..chars]);
                     last.len += chars;
@@ -227,6 +230,7 @@ impl Pipe {
                     off: 0,
                     len: n,
                     packet,
+                    can_merge: !packet,
                 });
                 st.bytes += n;
                 ret += n;
@@ -513,5 +517,382 @@ impl std::fmt::Debug for Pipe {
             .field("readers", &st.readers)
             .field("writers", &st.writers)
             .finish()
+    }
+}
+
+/// Splice, tee and sendfile: buffers moved between pipes, or between a pipe and a file.
+/// Linux: fs/splice.c.
+///
+/// # Locking
+/// Two pipes are locked in address order (Linux: `pipe_double_lock()`), never while waiting:
+/// a wait is on one pipe at a time ([`Pipe::prep_read`], [`Pipe::prep_write`]), and the move
+/// under both locks retries from the waits when it could make no progress (Linux:
+/// `splice_pipe_to_pipe()`). A pipe's state is held across the file's read or write of a
+/// splice to or from a file, as Linux holds `pipe->mutex` across `->splice_read` and
+/// `->write_iter`, so that nothing else reads or writes the pipe in between (docs/locking.md).
+///
+/// # Wake-ups
+/// Keyless, as Linux's `wakeup_pipe_readers()` and `wakeup_pipe_writers()` are: every poller
+/// of the list is woken.
+impl Pipe {
+    /// Waits until the pipe holds data or has no writer (Linux: `ipipe_prep()`).
+    ///
+    /// # Errors
+    /// `EAGAIN` (empty with a writer, [`Wait::No`]); `EINTR`.
+    pub(crate) fn prep_read(self: &Arc<Self>, wait: Wait<'_>) -> Result<()> {
+        let mut st = self.state.lock();
+        let mut waiting = None;
+        while st.bufs.is_empty() && st.writers > 0 {
+            match wait {
+                Wait::No => return Err(Errno::EAGAIN),
+                Wait::Yes(intr) => wait_on(&self.state, &mut st, intr, &mut waiting, Side::Read)?,
+            }
+        }
+        Ok(())
+    }
+
+    /// Waits until the ring has a free buffer (Linux: `opipe_prep()`): a full pipe with no
+    /// reader is `EPIPE` (and `sigpipe` set); one that is not full passes, reader or not.
+    ///
+    /// # Errors
+    /// `EPIPE`; `EAGAIN` (full, [`Wait::No`]); `EINTR`.
+    pub(crate) fn prep_write(self: &Arc<Self>, wait: Wait<'_>, sigpipe: &Cell<bool>) -> Result<()> {
+        let mut st = self.state.lock();
+        let mut waiting = None;
+        while st.bufs.len() >= st.max_usage {
+            if st.readers == 0 {
+                sigpipe.set(true);
+                return Err(Errno::EPIPE);
+            }
+            match wait {
+                Wait::No => return Err(Errno::EAGAIN),
+                Wait::Yes(intr) => wait_on(&self.state, &mut st, intr, &mut waiting, Side::Write)?,
+            }
+        }
+        Ok(())
+    }
+
+    /// Locks `self` and `other` (distinct pipes) in address order; returns their guards in
+    /// argument order (Linux: `pipe_double_lock()`).
+    fn lock_two<'a>(
+        &'a self,
+        other: &'a Pipe,
+    ) -> (MutexGuard<'a, PipeState>, MutexGuard<'a, PipeState>) {
+        debug_assert!(!std::ptr::eq(self, other), "two distinct pipes");
+        if (self as *const Pipe) < (other as *const Pipe) {
+            let a = self.state.lock();
+            (a, other.state.lock())
+        } else {
+            let b = other.state.lock();
+            (self.state.lock(), b)
+        }
+    }
+
+    /// Moves up to `len` bytes from the front of this pipe to the end of `out` (Linux:
+    /// `splice_pipe_to_pipe()`): whole buffers move as they are (a packet stays a packet,
+    /// a mergeable buffer stays mergeable); a buffer split by `len` leaves its rest here
+    /// and goes as an unmergeable copy. 0 at end of file (empty, no writer).
+    ///
+    /// # Errors
+    /// `EPIPE` (`out` has no reader; `sigpipe` set); `EAGAIN` ([`Wait::No`], nothing to move
+    /// or no room); `EINTR`. With some bytes moved, the count.
+    pub(crate) fn splice_to_pipe(
+        self: &Arc<Self>,
+        out: &Arc<Pipe>,
+        len: usize,
+        wait: Wait<'_>,
+        sigpipe: &Cell<bool>,
+    ) -> Result<usize> {
+        loop {
+            self.prep_read(wait)?;
+            out.prep_write(wait, sigpipe)?;
+            let (mut i, mut o) = self.lock_two(out);
+            let mut ret = 0;
+            let mut left = len;
+            let mut freed = false;
+            let mut result = Ok(());
+            let mut retry = false;
+            loop {
+                if o.readers == 0 {
+                    sigpipe.set(true);
+                    if ret == 0 {
+                        result = Err(Errno::EPIPE);
+                    }
+                    break;
+                }
+                if i.bufs.is_empty() && i.writers == 0 {
+                    break;
+                }
+                if i.bufs.is_empty() || o.bufs.len() >= o.max_usage {
+                    if ret > 0 {
+                        break;
+                    }
+                    match wait {
+                        Wait::No => result = Err(Errno::EAGAIN),
+                        // Raced with another reader or writer: 0 would mean end of file.
+                        Wait::Yes(_) => retry = true,
+                    }
+                    break;
+                }
+                let front = i.bufs.front_mut().expect("not empty");
+                let n;
+                if left >= front.len {
+                    let b = i.bufs.pop_front().expect("not empty");
+                    n = b.len;
+                    freed = true;
+                    o.bufs.push_back(b);
+                } else {
+                    n = left;
+                    let mut page = o
+                        .spare
+                        .take()
+                        .unwrap_or_else(|| vec![0u8; PAGE].into_boxed_slice());
+                    page[..n].copy_from_slice(&front.page[front.off..front.off + n]);
+                    let packet = front.packet;
+                    front.off += n;
+                    front.len -= n;
+                    o.bufs.push_back(Buf {
+                        page,
+                        off: 0,
+                        len: n,
+                        packet,
+                        can_merge: false,
+                    });
+                }
+                i.bytes -= n;
+                o.bytes += n;
+                ret += n;
+                left -= n;
+                if left == 0 {
+                    break;
+                }
+            }
+            if ret > 0 {
+                o.wake_readers(PollEvents::empty());
+            }
+            if freed {
+                i.wake_writers(PollEvents::empty());
+            }
+            drop((i, o));
+            if !retry {
+                return result.map(|()| ret);
+            }
+        }
+    }
+
+    /// Copies up to `len` bytes from the front of this pipe to the end of `out`, consuming
+    /// nothing (Linux: `link_pipe()` after `ipipe_prep()` and `opipe_prep()`): one new
+    /// unmergeable buffer per buffer read, a packet staying a packet. 0 at end of file.
+    ///
+    /// # Errors
+    /// As [`Pipe::splice_to_pipe`].
+    pub(crate) fn tee(
+        self: &Arc<Self>,
+        out: &Arc<Pipe>,
+        len: usize,
+        wait: Wait<'_>,
+        sigpipe: &Cell<bool>,
+    ) -> Result<usize> {
+        self.prep_read(wait)?;
+        out.prep_write(wait, sigpipe)?;
+        let (i, mut o) = self.lock_two(out);
+        let mut ret = 0;
+        let mut left = len;
+        let mut k = 0;
+        let mut result = Ok(());
+        loop {
+            if o.readers == 0 {
+                sigpipe.set(true);
+                if ret == 0 {
+                    result = Err(Errno::EPIPE);
+                }
+                break;
+            }
+            if k >= i.bufs.len() || o.bufs.len() >= o.max_usage {
+                break;
+            }
+            let b = &i.bufs[k];
+            let n = b.len.min(left);
+            let mut page = o
+                .spare
+                .take()
+                .unwrap_or_else(|| vec![0u8; PAGE].into_boxed_slice());
+            page[..n].copy_from_slice(&b.page[b.off..b.off + n]);
+            let packet = b.packet;
+            o.bufs.push_back(Buf {
+                page,
+                off: 0,
+                len: n,
+                packet,
+                can_merge: false,
+            });
+            o.bytes += n;
+            ret += n;
+            left -= n;
+            k += 1;
+            if left == 0 {
+                break;
+            }
+        }
+        if ret > 0 {
+            o.wake_readers(PollEvents::empty());
+        }
+        result.map(|()| ret)
+    }
+
+    /// Feeds up to `len` bytes from the front of the pipe to `write`, consuming what it took
+    /// (Linux: `iter_file_splice_write()`): waits (with [`Wait::Yes`]) only while the pipe is
+    /// empty, has a writer and nothing was taken yet; packet bounds do not matter here. The
+    /// pipe stays locked across `write`. 0 at end of file.
+    ///
+    /// # Errors
+    /// `EAGAIN` ([`Wait::No`], empty with a writer); `EINTR`; `write`'s error when nothing
+    /// was written. With some bytes written, the count.
+    pub(crate) fn splice_out(
+        self: &Arc<Self>,
+        len: usize,
+        wait: Wait<'_>,
+        mut write: impl FnMut(&[u8]) -> Result<usize>,
+    ) -> Result<usize> {
+        let mut st = self.state.lock();
+        let mut waiting = None;
+        let mut ret = 0;
+        let mut left = len;
+        let mut need_wakeup = false;
+        let mut result = Ok(());
+        let mut tmp = Vec::new();
+        while left > 0 {
+            // Linux: `splice_from_pipe_next()`.
+            if st.bufs.is_empty() {
+                if st.writers == 0 || ret > 0 {
+                    break;
+                }
+                match wait {
+                    Wait::No => {
+                        result = Err(Errno::EAGAIN);
+                        break;
+                    }
+                    Wait::Yes(intr) => {
+                        if need_wakeup {
+                            st.wake_writers(PollEvents::empty());
+                            need_wakeup = false;
+                        }
+                        if let Err(e) =
+                            wait_on(&self.state, &mut st, intr, &mut waiting, Side::Read)
+                        {
+                            result = Err(e);
+                            break;
+                        }
+                        continue;
+                    }
+                }
+            }
+            tmp.clear();
+            for b in st.bufs.iter() {
+                let n = b.len.min(left - tmp.len());
+                tmp.extend_from_slice(&b.page[b.off..b.off + n]);
+                if tmp.len() == left {
+                    break;
+                }
+            }
+            let n = match write(&tmp) {
+                Ok(0) => break,
+                Ok(n) => n.min(tmp.len()),
+                Err(e) => {
+                    if ret == 0 {
+                        result = Err(e);
+                    }
+                    break;
+                }
+            };
+            let mut eat = n;
+            while eat > 0 {
+                let b = st.bufs.front_mut().expect("written bytes are in the ring");
+                let k = b.len.min(eat);
+                b.off += k;
+                b.len -= k;
+                eat -= k;
+                if b.len == 0 {
+                    let b = st.bufs.pop_front().expect("the front buffer is there");
+                    st.spare.get_or_insert(b.page);
+                    need_wakeup = true;
+                }
+            }
+            st.bytes -= n;
+            ret += n;
+            left -= n;
+        }
+        if need_wakeup {
+            st.wake_writers(PollEvents::empty());
+        }
+        if ret > 0 {
+            return Ok(ret);
+        }
+        result.map(|()| 0)
+    }
+
+    /// Appends up to `len` bytes that `read` gives, read from a file at `pos` (Linux:
+    /// `splice_file_to_pipe()`: `wait_for_space()`, then `->splice_read`): first waits
+    /// (with [`Wait::Yes`]) for a free buffer; then asks `read` for at most what the free
+    /// buffers hold and cuts what it gave at the file's page bounds, one unmergeable buffer
+    /// each. With `len` 0, `read` is not called. The pipe stays locked across `read`.
+    ///
+    /// # Errors
+    /// `EPIPE` (no reader; `sigpipe` set); `EAGAIN` (full, [`Wait::No`]); `EINTR`; `read`'s.
+    pub(crate) fn splice_in(
+        self: &Arc<Self>,
+        len: usize,
+        pos: u64,
+        wait: Wait<'_>,
+        sigpipe: &Cell<bool>,
+        read: impl FnOnce(&mut [u8]) -> Result<usize>,
+    ) -> Result<usize> {
+        let mut st = self.state.lock();
+        let mut waiting = None;
+        loop {
+            if st.readers == 0 {
+                sigpipe.set(true);
+                return Err(Errno::EPIPE);
+            }
+            if st.bufs.len() < st.max_usage {
+                break;
+            }
+            match wait {
+                Wait::No => return Err(Errno::EAGAIN),
+                Wait::Yes(intr) => wait_on(&self.state, &mut st, intr, &mut waiting, Side::Write)?,
+            }
+        }
+        if len == 0 {
+            return Ok(0);
+        }
+        let free = st.max_usage - st.bufs.len();
+        // The first buffer ends at the file's page bound, so `free` buffers hold this much.
+        let room = free * PAGE - (pos % PAGE as u64) as usize;
+        let mut tmp = vec![0u8; len.min(room)];
+        let n = read(&mut tmp)?;
+        let mut done = 0;
+        let mut at = pos;
+        while done < n {
+            let k = (PAGE - (at % PAGE as u64) as usize).min(n - done);
+            let mut page = st
+                .spare
+                .take()
+                .unwrap_or_else(|| vec![0u8; PAGE].into_boxed_slice());
+            page[..k].copy_from_slice(&tmp[done..done + k]);
+            st.bufs.push_back(Buf {
+                page,
+                off: 0,
+                len: k,
+                packet: false,
+                can_merge: false,
+            });
+            done += k;
+            at += k as u64;
+        }
+        st.bytes += n;
+        if n > 0 {
+            st.wake_readers(PollEvents::empty());
+        }
+        Ok(n)
     }
 }
