@@ -166,6 +166,8 @@ impl Task {
         wait: Wait<'_>,
     ) -> Result<usize> {
         let start = match &off_out {
+            // Linux: an offset needs `FMODE_PWRITE`, which anonymous-inode files lack.
+            Some(_) if out.inode().file_type() == FileType::Anon => return Err(Errno::EINVAL),
             Some(o) => **o,
             None => *out.pos.lock() as i64,
         };
@@ -197,6 +199,8 @@ impl Task {
         wait: Wait<'_>,
     ) -> Result<usize> {
         let start = match &off_in {
+            // Linux: an offset needs `FMODE_PREAD`, which anonymous-inode files lack.
+            Some(_) if file.inode().file_type() == FileType::Anon => return Err(Errno::EINVAL),
             Some(o) => **o,
             None => *file.pos.lock() as i64,
         };
@@ -297,8 +301,9 @@ impl Task {
         let ipipe = pipe_of(&fin).is_some();
         let start = match &offset {
             Some(o) => {
-                // Linux: a pipe lacks `FMODE_PREAD`.
-                if ipipe {
+                // Linux: pipes, FIFOs and anonymous-inode files (eventfd, epoll) lack
+                // `FMODE_PREAD`.
+                if matches!(fin.inode().file_type(), FileType::Fifo | FileType::Anon) {
                     return Err(Errno::ESPIPE);
                 }
                 **o

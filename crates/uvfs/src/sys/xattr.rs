@@ -73,8 +73,12 @@ fn known_prefix(name: &[u8]) -> Result<()> {
 }
 
 /// The capability hook for writes (Linux: `cap_inode_setxattr()`/`cap_inode_removexattr()`):
-/// `security.*` needs `CAP_SYS_ADMIN`.
-fn cap_xattr_write(cred: &Cred, name: &[u8]) -> Result<()> {
+/// `security.*` needs `CAP_SYS_ADMIN`. Security hooks skip private inodes (`IS_PRIVATE`: the
+/// anonymous inode of eventfd and epoll files), which then answer `EOPNOTSUPP` themselves.
+fn cap_xattr_write(cred: &Cred, inode: &Inode, name: &[u8]) -> Result<()> {
+    if inode.file_type() == crate::abi::FileType::Anon {
+        return Ok(());
+    }
     if name.starts_with(b"security.") && !cred.capable(Capabilities::SYS_ADMIN) {
         return Err(Errno::EPERM);
     }
@@ -136,7 +140,7 @@ impl Task {
         let _g = inode.lock.write();
         let cred = self.cred.borrow();
         xattr_permission(&cred, &inode, name, Access::WRITE)?;
-        cap_xattr_write(&cred, name)?;
+        cap_xattr_write(&cred, &inode, name)?;
         known_prefix(name)?;
         inode.ops().setxattr(&inode, name, value, flags)
     }
@@ -196,7 +200,7 @@ impl Task {
         let _g = inode.lock.write();
         let cred = self.cred.borrow();
         xattr_permission(&cred, &inode, name, Access::WRITE)?;
-        cap_xattr_write(&cred, name)?;
+        cap_xattr_write(&cred, &inode, name)?;
         known_prefix(name)?;
         inode.ops().removexattr(&inode, name)
     }

@@ -38,8 +38,11 @@ struct Buf {
 /// Everything [`Pipe::state`] protects.
 struct PipeState {
     bufs: VecDeque<Buf>,
-    /// One freed page kept for the next write (Linux: `tmp_page`).
-    spare: Option<Box<[u8]>>,
+    /// Freed pages kept for the next writes, at most as many as the ring may hold (Linux
+    /// keeps one, `tmp_page`, and gets the rest from its per-CPU page lists; a heap
+    /// allocation here also zeroes the page). A pipe keeps no more memory than it may hold
+    /// full.
+    spare: Vec<Box<[u8]>>,
     /// Buffers the ring may hold (Linux: `max_usage`).
     max_usage: usize,
     /// Bytes held.
@@ -106,7 +109,7 @@ impl Pipe {
         Arc::new(Pipe {
             state: Mutex::new(PipeState {
                 bufs: VecDeque::new(),
-                spare: None,
+                spare: Vec::new(),
                 max_usage: PIPE_DEF_BUFFERS,
                 bytes: 0,
                 readers: 0,
@@ -220,10 +223,7 @@ impl Pipe {
             }
             if st.bufs.len() < st.max_usage {
                 let n = (buf.len() - ret).min(PAGE);
-                let mut page = st
-                    .spare
-                    .take()
-                    .unwrap_or_else(|| vec![0u8; PAGE].into_boxed_slice());
+                let mut page = st.new_page();
                 page[..n].copy_from_slice(&buf[ret..ret + n]);
                 st.bufs.push_back(Buf {
                     page,
@@ -287,6 +287,7 @@ impl Pipe {
         }
         let grew = nr_slots > st.max_usage;
         st.max_usage = nr_slots;
+        st.spare.truncate(nr_slots);
         if grew {
             st.wake_writers(PollEvents::OUT | PollEvents::WRNORM);
         }
@@ -449,6 +450,22 @@ impl Pipe {
 }
 
 impl PipeState {
+    /// A page for a new buffer: a spare one, or a new one.
+    #[inline]
+    fn new_page(&mut self) -> Box<[u8]> {
+        self.spare
+            .pop()
+            .unwrap_or_else(|| vec![0u8; PAGE].into_boxed_slice())
+    }
+
+    /// Keeps the page of a buffer that was emptied for the next write, up to the ring's size.
+    #[inline]
+    fn free_page(&mut self, page: Box<[u8]>) {
+        if self.spare.len() < self.max_usage {
+            self.spare.push(page);
+        }
+    }
+
     /// Wakes blocked readers and FIFO openers, and the pollers interested in `key`.
     #[inline]
     fn wake_readers(&self, key: PollEvents) {
@@ -499,7 +516,7 @@ impl PipeState {
             if b.len == 0 {
                 freed |= self.bufs.len() >= self.max_usage;
                 let b = self.bufs.pop_front().expect("the front buffer is there");
-                self.spare.get_or_insert(b.page);
+                self.free_page(b.page);
             }
             if packet {
                 break;
@@ -643,10 +660,7 @@ impl Pipe {
                     o.bufs.push_back(b);
                 } else {
                     n = left;
-                    let mut page = o
-                        .spare
-                        .take()
-                        .unwrap_or_else(|| vec![0u8; PAGE].into_boxed_slice());
+                    let mut page = o.new_page();
                     page[..n].copy_from_slice(&front.page[front.off..front.off + n]);
                     let packet = front.packet;
                     front.off += n;
@@ -713,10 +727,7 @@ impl Pipe {
             }
             let b = &i.bufs[k];
             let n = b.len.min(left);
-            let mut page = o
-                .spare
-                .take()
-                .unwrap_or_else(|| vec![0u8; PAGE].into_boxed_slice());
+            let mut page = o.new_page();
             page[..n].copy_from_slice(&b.page[b.off..b.off + n]);
             let packet = b.packet;
             o.bufs.push_back(Buf {
@@ -814,7 +825,7 @@ impl Pipe {
                 eat -= k;
                 if b.len == 0 {
                     let b = st.bufs.pop_front().expect("the front buffer is there");
-                    st.spare.get_or_insert(b.page);
+                    st.free_page(b.page);
                     need_wakeup = true;
                 }
             }
@@ -874,10 +885,7 @@ impl Pipe {
         let mut at = pos;
         while done < n {
             let k = (PAGE - (at % PAGE as u64) as usize).min(n - done);
-            let mut page = st
-                .spare
-                .take()
-                .unwrap_or_else(|| vec![0u8; PAGE].into_boxed_slice());
+            let mut page = st.new_page();
             page[..k].copy_from_slice(&tmp[done..done + k]);
             st.bufs.push_back(Buf {
                 page,
