@@ -38,10 +38,9 @@ struct Buf {
 /// Everything [`Pipe::state`] protects.
 struct PipeState {
     bufs: VecDeque<Buf>,
-    /// Freed pages kept for the next writes, at most as many as the ring may hold (Linux
-    /// keeps one, `tmp_page`, and gets the rest from its per-CPU page lists; a heap
-    /// allocation here also zeroes the page). A pipe keeps no more memory than it may hold
-    /// full.
+    /// One freed page kept for the next write (Linux: `tmp_page`). Keeping up to a ring's
+    /// worth measured no faster in `pipe-bulk` (3.7-4.3 GB/s either way, fast state) and
+    /// would hold 64 KiB in an idle pipe.
     spare: Vec<Box<[u8]>>,
     /// Buffers the ring may hold (Linux: `max_usage`).
     max_usage: usize,
@@ -287,7 +286,6 @@ impl Pipe {
         }
         let grew = nr_slots > st.max_usage;
         st.max_usage = nr_slots;
-        st.spare.truncate(nr_slots);
         if grew {
             st.wake_writers(PollEvents::OUT | PollEvents::WRNORM);
         }
@@ -458,10 +456,10 @@ impl PipeState {
             .unwrap_or_else(|| vec![0u8; PAGE].into_boxed_slice())
     }
 
-    /// Keeps the page of a buffer that was emptied for the next write, up to the ring's size.
+    /// Keeps the page of a buffer that was emptied for the next write, if none is kept.
     #[inline]
     fn free_page(&mut self, page: Box<[u8]>) {
-        if self.spare.len() < self.max_usage {
+        if self.spare.is_empty() {
             self.spare.push(page);
         }
     }
