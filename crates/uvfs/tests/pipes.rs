@@ -6,6 +6,8 @@
 //! silent (the merge rule of `anon_pipe_write()`, `round_pipe_size()`, `fifo_open()`); the
 //! cases in crates/uvfs-conformance/cases/pipes.cases check the same rules against the host.
 
+mod waits;
+
 use std::sync::mpsc;
 use std::thread;
 use std::time::Duration;
@@ -13,63 +15,10 @@ use std::time::Duration;
 use uvfs::abi::{FcntlCmd, FdFlags, FileType, OpenFlags, Whence, AT_FDCWD};
 
 const S_IFIFO: u32 = FileType::Fifo.mode_bits();
-use uvfs::{Capabilities, Cred, Errno, Task, Vfs};
-
-/// How long a test waits for another thread before it fails (never reached when it passes).
-const TIMEOUT: Duration = Duration::from_secs(20);
+use uvfs::{Capabilities, Cred, Errno, Task};
+use waits::{setup, spawn, spawn_interruptible, wait_until, TIMEOUT};
 
 const NB: OpenFlags = OpenFlags::NONBLOCK;
-
-fn setup() -> (Vfs, Task) {
-    let vfs = Vfs::new();
-    let t = vfs.task(Cred::root());
-    (vfs, t)
-}
-
-/// Runs `f` on a thread of `t` (shared fd table) and returns a receiver of its result.
-fn spawn<R: Send + 'static>(
-    t: &Task,
-    f: impl FnOnce(&Task) -> R + Send + 'static,
-) -> (mpsc::Receiver<R>, thread::JoinHandle<()>) {
-    let t2 = t.clone_thread();
-    let (tx, rx) = mpsc::channel();
-    let h = thread::spawn(move || {
-        let r = f(&t2);
-        let _ = tx.send(r);
-    });
-    (rx, h)
-}
-
-/// As [`spawn`], with the thread's interrupt handle, made before `f` runs.
-fn spawn_interruptible<R: Send + 'static>(
-    t: &Task,
-    f: impl FnOnce(&Task) -> R + Send + 'static,
-) -> (
-    uvfs::vfs::InterruptHandle,
-    mpsc::Receiver<R>,
-    thread::JoinHandle<()>,
-) {
-    let t2 = t.clone_thread();
-    let intr = t2.interrupt_handle();
-    let (rx, h) = {
-        let (tx, rx) = mpsc::channel();
-        let h = thread::spawn(move || {
-            let r = f(&t2);
-            let _ = tx.send(r);
-        });
-        (rx, h)
-    };
-    (intr, rx, h)
-}
-
-/// Waits until `cond` holds (a waiter is in place), failing after [`TIMEOUT`].
-fn wait_until(mut cond: impl FnMut() -> bool) {
-    let start = std::time::Instant::now();
-    while !cond() {
-        assert!(start.elapsed() < TIMEOUT, "timed out waiting for a waiter");
-        thread::sleep(Duration::from_millis(1));
-    }
-}
 
 fn pipe_sz(t: &Task, fd: i32) -> i32 {
     t.fcntl(fd, FcntlCmd::GetPipeSz).expect("F_GETPIPE_SZ")

@@ -6,50 +6,14 @@
 //! Linux fs/eventpoll.c where the pages are silent; the single-thread behaviour is compared
 //! with the host in crates/uvfs-conformance/cases/readiness.cases.
 
-use std::sync::mpsc;
+mod waits;
+
 use std::thread;
 use std::time::{Duration, Instant};
 
 use uvfs::abi::{EfdFlags, EpollEvent, EpollOp, OpenFlags, PollEvents, PollFd};
-use uvfs::{Cred, Errno, Task, Vfs};
-
-/// How long a test waits for another thread before it fails (never reached when it passes).
-const TIMEOUT: Duration = Duration::from_secs(20);
-
-fn setup() -> (Vfs, Task) {
-    let vfs = Vfs::new();
-    let t = vfs.task(Cred::root());
-    (vfs, t)
-}
-
-/// Runs `f` on a thread of `t` (shared fd table); its interrupt handle, made before `f`
-/// runs, and a receiver of its result.
-fn spawn<R: Send + 'static>(
-    t: &Task,
-    f: impl FnOnce(&Task) -> R + Send + 'static,
-) -> (
-    uvfs::vfs::InterruptHandle,
-    mpsc::Receiver<R>,
-    thread::JoinHandle<()>,
-) {
-    let t2 = t.clone_thread();
-    let intr = t2.interrupt_handle();
-    let (tx, rx) = mpsc::channel();
-    let h = thread::spawn(move || {
-        let r = f(&t2);
-        let _ = tx.send(r);
-    });
-    (intr, rx, h)
-}
-
-/// Waits until `cond` holds (a waiter is in place), failing after [`TIMEOUT`].
-fn wait_until(mut cond: impl FnMut() -> bool) {
-    let start = Instant::now();
-    while !cond() {
-        assert!(start.elapsed() < TIMEOUT, "timed out waiting for a waiter");
-        thread::sleep(Duration::from_millis(1));
-    }
-}
+use uvfs::{Errno, Task};
+use waits::{setup, spawn_interruptible, wait_until, TIMEOUT};
 
 fn waiters(t: &Task, fd: i32) -> u32 {
     t.readiness_waiters(fd).expect("readiness_waiters")
@@ -59,7 +23,7 @@ fn waiters(t: &Task, fd: i32) -> u32 {
 fn a_blocked_poll_wakes_when_a_writer_writes_and_leaves_no_registration() {
     let (_vfs, t) = setup();
     let [r, w] = t.pipe2(OpenFlags::empty()).expect("pipe2");
-    let (_i, res, h) = spawn(&t, move |t| {
+    let (_i, res, h) = spawn_interruptible(&t, move |t| {
         let mut fds = [PollFd::new(r, PollEvents::IN)];
         t.poll(&mut fds, None).map(|n| (n, fds[0].revents))
     });
@@ -84,7 +48,7 @@ fn poll_times_out_with_nothing_ready_and_a_closed_writer_ends_the_wait_with_poll
     );
     assert_eq!(fds[0].revents, PollEvents::empty());
     assert_eq!(waiters(&t, r), 0);
-    let (_i, res, h) = spawn(&t, move |t| {
+    let (_i, res, h) = spawn_interruptible(&t, move |t| {
         let mut fds = [PollFd::new(r, PollEvents::IN)];
         t.poll(&mut fds, None).map(|n| (n, fds[0].revents))
     });
@@ -98,7 +62,7 @@ fn poll_times_out_with_nothing_ready_and_a_closed_writer_ends_the_wait_with_poll
 fn interrupted_poll_epoll_wait_and_eventfd_read_return_eintr() {
     let (_vfs, t) = setup();
     let [r, _w] = t.pipe2(OpenFlags::empty()).expect("pipe2");
-    let (intr, res, h) = spawn(&t, move |t| {
+    let (intr, res, h) = spawn_interruptible(&t, move |t| {
         let mut fds = [PollFd::new(r, PollEvents::IN)];
         t.poll(&mut fds, None)
     });
@@ -120,7 +84,7 @@ fn interrupted_poll_epoll_wait_and_eventfd_read_return_eintr() {
         Some(EpollEvent::new(PollEvents::IN, 1)),
     )
     .expect("add");
-    let (intr, res, h) = spawn(&t, move |t| {
+    let (intr, res, h) = spawn_interruptible(&t, move |t| {
         t.epoll_wait(ep, &mut [EpollEvent::default(); 2], None)
     });
     wait_until(|| waiters(&t, ep) == 1);
@@ -130,7 +94,7 @@ fn interrupted_poll_epoll_wait_and_eventfd_read_return_eintr() {
     assert_eq!(waiters(&t, ep), 0);
 
     let efd = t.eventfd2(0, EfdFlags::empty()).expect("eventfd");
-    let (intr, res, h) = spawn(&t, move |t| t.read(efd, &mut [0u8; 8]));
+    let (intr, res, h) = spawn_interruptible(&t, move |t| t.read(efd, &mut [0u8; 8]));
     wait_until(|| waiters(&t, efd) == 1);
     intr.interrupt();
     assert_eq!(res.recv_timeout(TIMEOUT), Ok(Err(Errno::EINTR)));
@@ -162,7 +126,7 @@ fn a_blocked_epoll_wait_wakes_for_a_pipe_and_through_a_nested_epoll() {
         Some(EpollEvent::new(PollEvents::IN, 22)),
     )
     .expect("add inner");
-    let (_i, res, h) = spawn(&t, move |t| {
+    let (_i, res, h) = spawn_interruptible(&t, move |t| {
         let mut ev = [EpollEvent::default(); 4];
         t.epoll_wait(outer, &mut ev, None).map(|n| ev[..n].to_vec())
     });
@@ -182,7 +146,7 @@ fn a_blocked_epoll_wait_wakes_for_a_pipe_and_through_a_nested_epoll() {
 fn eventfd_blocking_read_and_write_wait_for_each_other() {
     let (_vfs, t) = setup();
     let efd = t.eventfd2(0, EfdFlags::empty()).expect("eventfd");
-    let (_i, res, h) = spawn(&t, move |t| {
+    let (_i, res, h) = spawn_interruptible(&t, move |t| {
         let mut buf = [0u8; 8];
         t.read(efd, &mut buf).map(|_| u64::from_ne_bytes(buf))
     });
@@ -192,7 +156,7 @@ fn eventfd_blocking_read_and_write_wait_for_each_other() {
     h.join().expect("reader");
     // A write that would reach u64::MAX waits for a read.
     t.write(efd, &(u64::MAX - 2).to_ne_bytes()).expect("fill");
-    let (_i, res, h) = spawn(&t, move |t| t.write(efd, &2u64.to_ne_bytes()));
+    let (_i, res, h) = spawn_interruptible(&t, move |t| t.write(efd, &2u64.to_ne_bytes()));
     wait_until(|| waiters(&t, efd) == 1);
     let mut buf = [0u8; 8];
     assert_eq!(t.read(efd, &mut buf), Ok(8));
@@ -218,7 +182,7 @@ fn epollexclusive_wakes_one_of_the_waiting_instances() {
     let waits: Vec<_> = eps
         .iter()
         .map(|&ep| {
-            spawn(&t, move |t| {
+            spawn_interruptible(&t, move |t| {
                 let mut ev = [EpollEvent::default(); 2];
                 t.epoll_wait(ep, &mut ev, None).map(|n| ev[..n].to_vec())
             })

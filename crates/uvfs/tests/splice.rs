@@ -5,57 +5,20 @@
 //! host kernel in crates/uvfs-conformance/cases/splice.cases. Every test counts its checks
 //! and asserts the count, so a check skipped by an early return fails the test.
 
-use std::sync::mpsc;
-use std::thread;
+mod waits;
+
 use std::time::Duration;
 
 use uvfs::abi::{OpenFlags, SpliceFlags, AT_FDCWD};
-use uvfs::{Cred, Errno, Task, Vfs};
-
-/// How long a test waits for another thread before it fails (never reached when it passes).
-const TIMEOUT: Duration = Duration::from_secs(20);
+use uvfs::{Errno, Task};
+use waits::{setup, spawn_interruptible, wait_until, TIMEOUT};
 
 const NONE: SpliceFlags = SpliceFlags::empty();
-
-fn setup() -> (Vfs, Task) {
-    let vfs = Vfs::new();
-    let t = vfs.task(Cred::root());
-    (vfs, t)
-}
-
-/// Runs `f` on a new thread of `t` (shared fd table); returns its interrupt handle (made
-/// before `f` runs) and a receiver of its result.
-fn spawn<R: Send + 'static>(
-    t: &Task,
-    f: impl FnOnce(&Task) -> R + Send + 'static,
-) -> (
-    uvfs::vfs::InterruptHandle,
-    mpsc::Receiver<R>,
-    thread::JoinHandle<()>,
-) {
-    let t2 = t.clone_thread();
-    let intr = t2.interrupt_handle();
-    let (tx, rx) = mpsc::channel();
-    let h = thread::spawn(move || {
-        let r = f(&t2);
-        let _ = tx.send(r);
-    });
-    (intr, rx, h)
-}
-
-/// Waits until `cond` holds (a waiter is in place), failing after [`TIMEOUT`].
-fn wait_until(mut cond: impl FnMut() -> bool) {
-    let start = std::time::Instant::now();
-    while !cond() {
-        assert!(start.elapsed() < TIMEOUT, "timed out waiting for a waiter");
-        thread::sleep(Duration::from_millis(1));
-    }
-}
 
 /// Runs `f` (a call that must not wait) on a thread of `t`; a call still running after 5 s
 /// is interrupted and the test fails, rather than hanging.
 fn without_waiting<R: Send + 'static>(t: &Task, f: impl FnOnce(&Task) -> R + Send + 'static) -> R {
-    let (intr, rx, h) = spawn(t, f);
+    let (intr, rx, h) = spawn_interruptible(t, f);
     match rx.recv_timeout(Duration::from_secs(5)) {
         Ok(r) => {
             h.join().expect("caller");
@@ -83,7 +46,7 @@ fn a_blocked_pipe_to_pipe_splice_is_woken_by_a_writer() {
     let mut n = 0;
     let [r1, w1] = t.pipe2(OpenFlags::empty()).expect("pipe2");
     let [r2, w2] = t.pipe2(OpenFlags::empty()).expect("pipe2");
-    let (_i, rx, h) = spawn(&t, move |t| t.splice(r1, None, w2, None, 100, NONE));
+    let (_i, rx, h) = spawn_interruptible(&t, move |t| t.splice(r1, None, w2, None, 100, NONE));
     wait_until(|| t.pipe_waiters(r1).expect("waiters") == 1);
     t.write(w1, b"woken").expect("write");
     check!(
@@ -107,7 +70,7 @@ fn a_blocked_splice_sees_eof_when_the_last_writer_closes() {
     let f = t
         .openat(AT_FDCWD, "/f", OpenFlags::CREAT | OpenFlags::RDWR, 0o644)
         .expect("open");
-    let (_i, rx, h) = spawn(&t, move |t| t.splice(r1, None, f, None, 100, NONE));
+    let (_i, rx, h) = spawn_interruptible(&t, move |t| t.splice(r1, None, f, None, 100, NONE));
     wait_until(|| t.pipe_waiters(r1).expect("waiters") == 1);
     t.close(w1).expect("close");
     check!(n, rx.recv_timeout(TIMEOUT) == Ok(Ok(0)), "end of file");
@@ -124,7 +87,7 @@ fn a_blocked_pipe_to_file_splice_is_woken_by_a_writer_and_writes_at_the_offset()
     let f = t
         .openat(AT_FDCWD, "/f", OpenFlags::CREAT | OpenFlags::RDWR, 0o644)
         .expect("open");
-    let (_i, rx, h) = spawn(&t, move |t| {
+    let (_i, rx, h) = spawn_interruptible(&t, move |t| {
         let mut off = 10;
         t.splice(r1, None, f, Some(&mut off), 100, NONE)
             .map(|c| (c, off))
@@ -170,7 +133,7 @@ fn a_blocked_file_to_pipe_splice_waits_for_room() {
         )) == Err(Errno::EAGAIN),
         "SPLICE_F_NONBLOCK does not wait on a full pipe"
     );
-    let (_i, rx, h) = spawn(&t, move |t| t.splice(f, None, w, None, 9, NONE));
+    let (_i, rx, h) = spawn_interruptible(&t, move |t| t.splice(f, None, w, None, 9, NONE));
     wait_until(|| t.pipe_waiters(w).expect("waiters") == 1);
     t.read(r, &mut vec![0u8; 4096]).expect("read a page");
     check!(n, rx.recv_timeout(TIMEOUT) == Ok(Ok(9)), "it went in");
@@ -194,7 +157,7 @@ fn a_blocked_tee_is_woken_and_consumes_nothing() {
     let mut n = 0;
     let [r1, w1] = t.pipe2(OpenFlags::empty()).expect("pipe2");
     let [r2, w2] = t.pipe2(OpenFlags::empty()).expect("pipe2");
-    let (_i, rx, h) = spawn(&t, move |t| t.tee(r1, w2, 100, NONE));
+    let (_i, rx, h) = spawn_interruptible(&t, move |t| t.tee(r1, w2, 100, NONE));
     wait_until(|| t.pipe_waiters(r1).expect("waiters") == 1);
     t.write(w1, b"both").expect("write");
     check!(n, rx.recv_timeout(TIMEOUT) == Ok(Ok(4)), "tee copied");
@@ -273,7 +236,7 @@ fn interrupted_splices_and_tee_return_eintr_having_moved_nothing() {
             t.write(w2, &vec![0u8; 65536]).expect("fill the output");
         }
         let fds = [r1, w1, r2, w2, f];
-        let (intr, rx, h) = spawn(&t, move |t| call(t, fds));
+        let (intr, rx, h) = spawn_interruptible(&t, move |t| call(t, fds));
         let waited_on = if on_input { r1 } else { w2 };
         wait_until(|| t.pipe_waiters(waited_on).expect("waiters") == 1);
         intr.interrupt();
@@ -302,7 +265,7 @@ fn a_blocked_splice_into_a_full_pipe_gets_epipe_and_sigpipe_when_its_reader_goes
     let [r2, w2] = t.pipe2(OpenFlags::empty()).expect("pipe2");
     t.write(w1, b"x").expect("write");
     t.write(w2, &vec![0u8; 65536]).expect("fill");
-    let (_i, rx, h) = spawn(&t, move |t| {
+    let (_i, rx, h) = spawn_interruptible(&t, move |t| {
         let r = t.splice(r1, None, w2, None, 10, NONE);
         (r, t.take_sigpipe())
     });
@@ -349,7 +312,7 @@ fn a_reader_blocked_on_the_output_is_woken_by_splice_and_tee() {
         }),
     ];
     for (name, feed) in feeds {
-        let (_i, rx, h) = spawn(&t, move |t| {
+        let (_i, rx, h) = spawn_interruptible(&t, move |t| {
             let mut buf = [0u8; 100];
             t.read(r2, &mut buf).map(|k| buf[..k].to_vec())
         });

@@ -5,106 +5,29 @@
 //! ([`FileType::Anon`]), owned by root, on an internal superblock mounted nowhere; what the
 //! file is lives in its [`FileOps`]. No timestamps change on it.
 
-use std::any::Any;
 use std::sync::{Arc, OnceLock};
 
-use crate::abi::{Errno, FileType, OpenFlags, Result, StatFs, PAGE_SIZE};
+use super::pseudo::PseudoFs;
+use crate::abi::{Errno, FileType, OpenFlags, Result};
 use crate::vfs::locks::Interrupt;
-use crate::vfs::mount::MountRef;
-use crate::vfs::ops::{FileOps, InodeOps, SuperOps};
-use crate::vfs::super_block::SbRef;
-use crate::vfs::SetAttr;
-use crate::vfs::{Dentry, FileDescription, Inode, InodeInit, MntFlags, SuperBlock, Task, VfsPath};
+use crate::vfs::ops::FileOps;
+use crate::vfs::{Dentry, FileDescription, Inode, Task, VfsPath};
 
 /// anon_inodefs's `f_type` (Linux: `ANON_INODE_FS_MAGIC`).
 const ANON_INODE_FS_MAGIC: i64 = 0x0904_1934;
 
 struct AnonFs {
-    mnt: MountRef,
+    fs: PseudoFs,
     inode: Arc<Inode>,
-    _sb: SbRef,
 }
 
 fn anonfs() -> &'static AnonFs {
     static FS: OnceLock<AnonFs> = OnceLock::new();
     FS.get_or_init(|| {
-        let sb = SuperBlock::new(Box::new(AnonSuper));
-        let root = Inode::new(
-            &sb,
-            InodeInit {
-                ino: sb.alloc_ino(),
-                file_type: FileType::Directory,
-                perm: 0o700,
-                uid: 0,
-                gid: 0,
-                rdev: 0,
-                nlink: 1,
-            },
-            Box::new(AnonInode),
-        );
-        let mnt = crate::vfs::Mount::new(sb.clone(), Dentry::new_root(root), MntFlags::empty());
-        let inode = Inode::new(
-            &sb,
-            InodeInit {
-                ino: sb.alloc_ino(),
-                file_type: FileType::Anon,
-                perm: 0o600,
-                uid: 0,
-                gid: 0,
-                rdev: 0,
-                nlink: 1,
-            },
-            Box::new(AnonInode),
-        );
-        AnonFs {
-            mnt,
-            inode,
-            _sb: sb,
-        }
+        let fs = PseudoFs::new("anon_inodefs", ANON_INODE_FS_MAGIC);
+        let inode = fs.inode(FileType::Anon, 0o600, 0, 0);
+        AnonFs { fs, inode }
     })
-}
-
-struct AnonSuper;
-
-impl SuperOps for AnonSuper {
-    fn fs_name(&self) -> &'static str {
-        "anon_inodefs"
-    }
-    fn multigrain_times(&self) -> bool {
-        false
-    }
-    fn has_btime(&self) -> bool {
-        false
-    }
-    fn statfs(&self, sb: &SuperBlock) -> Result<StatFs> {
-        Ok(StatFs {
-            f_type: ANON_INODE_FS_MAGIC,
-            bsize: PAGE_SIZE as i64,
-            frsize: PAGE_SIZE as i64,
-            namelen: 255,
-            fsid: [sb.dev() as i32, (sb.dev() >> 32) as i32],
-            ..StatFs::default()
-        })
-    }
-    fn as_any(&self) -> &dyn Any {
-        self
-    }
-}
-
-struct AnonInode;
-
-impl InodeOps for AnonInode {
-    fn as_any(&self) -> &dyn Any {
-        self
-    }
-    fn open(&self, _inode: &Arc<Inode>, _flags: OpenFlags) -> Result<Box<dyn FileOps>> {
-        Err(Errno::ENXIO)
-    }
-    fn setattr(&self, _inode: &Inode, _attr: &SetAttr) -> Result<()> {
-        // The inode is shared by every such file: nobody may change it (Linux:
-        // `anon_inode_setattr()`).
-        Err(Errno::EOPNOTSUPP)
-    }
 }
 
 /// A new open file on the shared anonymous inode with `ops`, open for reading and writing
@@ -116,7 +39,7 @@ pub(crate) fn anon_file(
 ) -> Result<Arc<FileDescription>> {
     let fs = anonfs();
     let path = VfsPath {
-        mnt: fs.mnt.clone(),
+        mnt: fs.fs.mnt.clone(),
         dentry: Dentry::new_root(fs.inode.clone()),
     };
     FileDescription::new(

@@ -39,6 +39,7 @@ mod file;
 mod handle;
 mod metadata;
 pub mod pipefs;
+pub(crate) mod pseudo;
 pub mod tmpfs;
 
 pub use dir::{DirEntry, ReadDir};

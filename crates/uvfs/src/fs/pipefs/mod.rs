@@ -32,16 +32,13 @@ use std::sync::{Arc, OnceLock};
 use parking_lot::Mutex;
 
 use self::pipe::{FifoEnd, Pipe};
-use crate::abi::{
-    AccessMode, Errno, FileType, OpenFlags, PollEvents, Result, StatFs, Whence, PAGE_SIZE,
-};
+use super::pseudo::PseudoFs;
+use crate::abi::{AccessMode, Errno, FileType, OpenFlags, PollEvents, Result, Whence, PAGE_SIZE};
 use crate::vfs::atime::touch_atime;
 use crate::vfs::locks::Wait;
-use crate::vfs::mount::MountRef;
-use crate::vfs::ops::{FileOps, InodeOps, SuperOps, WritePos};
+use crate::vfs::ops::{FileOps, WritePos};
 use crate::vfs::poll::PollTable;
-use crate::vfs::super_block::SbRef;
-use crate::vfs::{Dentry, FileDescription, Inode, InodeInit, MntFlags, SuperBlock, Task, VfsPath};
+use crate::vfs::{Dentry, FileDescription, Inode, Task, VfsPath};
 
 /// pipefs's `f_type` (Linux: `PIPEFS_MAGIC`).
 const PIPEFS_MAGIC: i64 = 0x5049_5045;
@@ -112,74 +109,12 @@ fn stamps_times(kind: Kind) -> bool {
     kind == Kind::Fifo || VANILLA_PIPE_TIMES.load(Ordering::Relaxed)
 }
 
-/// The internal pipefs instance: its superblock and the mount its files are "at".
-struct PipeFs {
-    sb: SbRef,
-    mnt: MountRef,
-}
-
-fn pipefs() -> &'static PipeFs {
-    static FS: OnceLock<PipeFs> = OnceLock::new();
-    FS.get_or_init(|| {
-        let sb = SuperBlock::new(Box::new(PipeSuper));
-        let root = Inode::new(
-            &sb,
-            InodeInit {
-                ino: sb.alloc_ino(),
-                file_type: FileType::Directory,
-                perm: 0o700,
-                uid: 0,
-                gid: 0,
-                rdev: 0,
-                nlink: 1,
-            },
-            Box::new(PipeInode),
-        );
-        // A kernel-internal mount: no atime flags (strictatime, as Linux's `kern_mount()`),
-        // but anonymous pipes do no timestamp work unless `set_vanilla_pipe_times` asks.
-        let mnt = crate::vfs::Mount::new(sb.clone(), Dentry::new_root(root), MntFlags::empty());
-        PipeFs { sb, mnt }
-    })
-}
-
-struct PipeSuper;
-
-impl SuperOps for PipeSuper {
-    fn fs_name(&self) -> &'static str {
-        "pipefs"
-    }
-    fn multigrain_times(&self) -> bool {
-        false
-    }
-    fn has_btime(&self) -> bool {
-        false
-    }
-    fn statfs(&self, sb: &SuperBlock) -> Result<StatFs> {
-        Ok(StatFs {
-            f_type: PIPEFS_MAGIC,
-            bsize: PAGE_SIZE as i64,
-            frsize: PAGE_SIZE as i64,
-            namelen: 255,
-            fsid: [sb.dev() as i32, (sb.dev() >> 32) as i32],
-            ..StatFs::default()
-        })
-    }
-    fn as_any(&self) -> &dyn Any {
-        self
-    }
-}
-
-/// The inode operations of pipefs's pseudo inodes: none reach them but `open` (a pipe has no
-/// path to open it by).
-struct PipeInode;
-
-impl InodeOps for PipeInode {
-    fn as_any(&self) -> &dyn Any {
-        self
-    }
-    fn open(&self, _inode: &Arc<Inode>, _flags: OpenFlags) -> Result<Box<dyn FileOps>> {
-        Err(Errno::ENXIO)
-    }
+/// The internal pipefs instance, mounted nowhere (Linux: `pipe_mnt`): no atime flags
+/// (strictatime, as Linux's `kern_mount()`), but anonymous pipes do no timestamp work unless
+/// [`set_vanilla_pipe_times`] asks.
+fn pipefs() -> &'static PseudoFs {
+    static FS: OnceLock<PseudoFs> = OnceLock::new();
+    FS.get_or_init(|| PseudoFs::new("pipefs", PIPEFS_MAGIC))
 }
 
 /// Whose pipe a file is: which decides the timestamp work.
@@ -331,19 +266,7 @@ pub(crate) fn create_pipe_files(
     opener_cred: u64,
 ) -> Result<[Arc<FileDescription>; 2]> {
     let fs = pipefs();
-    let inode = Inode::new(
-        &fs.sb,
-        InodeInit {
-            ino: fs.sb.alloc_ino(),
-            file_type: FileType::Fifo,
-            perm: 0o600,
-            uid,
-            gid,
-            rdev: 0,
-            nlink: 1,
-        },
-        Box::new(PipeInode),
-    );
+    let inode = fs.inode(FileType::Fifo, 0o600, uid, gid);
     let path = VfsPath {
         mnt: fs.mnt.clone(),
         dentry: Dentry::new_root(inode.clone()),
