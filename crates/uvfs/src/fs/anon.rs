@@ -24,7 +24,7 @@ struct AnonFs {
 fn anonfs() -> &'static AnonFs {
     static FS: OnceLock<AnonFs> = OnceLock::new();
     FS.get_or_init(|| {
-        let fs = PseudoFs::new("anon_inodefs", ANON_INODE_FS_MAGIC);
+        let fs = PseudoFs::new("anon_inodefs", ANON_INODE_FS_MAGIC, true);
         let inode = fs.inode(FileType::Anon, 0o600, 0, 0);
         AnonFs { fs, inode }
     })

@@ -9,7 +9,7 @@ use crate::abi::{Errno, FileType, OpenFlags, Result, StatFs, PAGE_SIZE};
 use crate::vfs::mount::MountRef;
 use crate::vfs::ops::{FileOps, InodeOps, SuperOps};
 use crate::vfs::super_block::SbRef;
-use crate::vfs::{Dentry, Inode, InodeInit, MntFlags, SuperBlock};
+use crate::vfs::{Dentry, Inode, InodeInit, MntFlags, SetAttr, SuperBlock};
 
 /// The superblock operations of a pseudo filesystem: its name and `f_type`.
 struct PseudoSuper {
@@ -42,9 +42,13 @@ impl SuperOps for PseudoSuper {
     }
 }
 
-/// The inode operations of a pseudo filesystem's inodes: none reach them but `open`, and a
-/// pseudo inode has no path to be opened by.
-pub(crate) struct PseudoInode;
+/// The inode operations of a pseudo filesystem's inodes: `open` (refused: a pseudo inode has
+/// no path to be opened by) and `setattr`.
+pub(crate) struct PseudoInode {
+    /// The inode is shared by unrelated files, so nobody may change it (anon_inodefs; Linux:
+    /// `anon_inode_setattr()`); pipefs's inodes take chmod, chown and times as any inode.
+    refuse_setattr: bool,
+}
 
 impl InodeOps for PseudoInode {
     fn as_any(&self) -> &dyn Any {
@@ -53,30 +57,50 @@ impl InodeOps for PseudoInode {
     fn open(&self, _inode: &Arc<Inode>, _flags: OpenFlags) -> Result<Box<dyn FileOps>> {
         Err(Errno::ENXIO)
     }
+    fn setattr(&self, inode: &Inode, attr: &SetAttr) -> Result<()> {
+        if self.refuse_setattr {
+            return Err(Errno::EOPNOTSUPP);
+        }
+        attr.apply(inode);
+        Ok(())
+    }
 }
 
 /// A pseudo filesystem instance: its superblock and the internal mount its files are "at".
 pub(crate) struct PseudoFs {
     pub(crate) sb: SbRef,
     pub(crate) mnt: MountRef,
+    refuse_setattr: bool,
 }
 
 impl PseudoFs {
     /// A new instance named `name` with `f_type` `magic`, mounted nowhere with no mount flags
-    /// (strictatime, as Linux's `kern_mount()`).
-    pub(crate) fn new(name: &'static str, magic: i64) -> PseudoFs {
+    /// (strictatime, as Linux's `kern_mount()`); with `refuse_setattr` its inodes refuse
+    /// every attribute change with `EOPNOTSUPP`.
+    pub(crate) fn new(name: &'static str, magic: i64, refuse_setattr: bool) -> PseudoFs {
         let sb = SuperBlock::new(Box::new(PseudoSuper { name, magic }));
-        let root = PseudoFs::inode_of(&sb, FileType::Directory, 0o700, 0, 0);
+        let root = PseudoFs::inode_of(&sb, refuse_setattr, FileType::Directory, 0o700, 0, 0);
         let mnt = crate::vfs::Mount::new(sb.clone(), Dentry::new_root(root), MntFlags::empty());
-        PseudoFs { sb, mnt }
+        PseudoFs {
+            sb,
+            mnt,
+            refuse_setattr,
+        }
     }
 
     /// A new nameless inode of this filesystem.
     pub(crate) fn inode(&self, file_type: FileType, perm: u32, uid: u32, gid: u32) -> Arc<Inode> {
-        PseudoFs::inode_of(&self.sb, file_type, perm, uid, gid)
+        PseudoFs::inode_of(&self.sb, self.refuse_setattr, file_type, perm, uid, gid)
     }
 
-    fn inode_of(sb: &SbRef, file_type: FileType, perm: u32, uid: u32, gid: u32) -> Arc<Inode> {
+    fn inode_of(
+        sb: &SbRef,
+        refuse_setattr: bool,
+        file_type: FileType,
+        perm: u32,
+        uid: u32,
+        gid: u32,
+    ) -> Arc<Inode> {
         Inode::new(
             sb,
             InodeInit {
@@ -88,7 +112,7 @@ impl PseudoFs {
                 rdev: 0,
                 nlink: 1,
             },
-            Box::new(PseudoInode),
+            Box::new(PseudoInode { refuse_setattr }),
         )
     }
 }

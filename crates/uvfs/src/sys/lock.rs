@@ -178,8 +178,9 @@ impl Task {
         ((self.files.id() - 1) % i32::MAX as u64 + 1) as i32
     }
 
-    /// A handle that makes this task's blocked lock call (`F_SETLKW`, `F_OFD_SETLKW`, a
-    /// blocking `flock`) return `EINTR`, for the embedder's signal delivery. See
+    /// A handle that makes this task's blocked call (a lock call, a pipe or FIFO read,
+    /// write or open, `splice`, `tee`, `poll`, `epoll_wait`, an eventfd read or write) return
+    /// `EINTR`, for the embedder's signal delivery. See
     /// [`InterruptHandle::interrupt`]. Made on the first call; a task that never asks for
     /// one cannot be interrupted and pays nothing for it.
     pub fn interrupt_handle(&self) -> InterruptHandle {

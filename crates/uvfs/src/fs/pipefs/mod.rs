@@ -114,7 +114,7 @@ fn stamps_times(kind: Kind) -> bool {
 /// [`set_vanilla_pipe_times`] asks.
 fn pipefs() -> &'static PseudoFs {
     static FS: OnceLock<PseudoFs> = OnceLock::new();
-    FS.get_or_init(|| PseudoFs::new("pipefs", PIPEFS_MAGIC))
+    FS.get_or_init(|| PseudoFs::new("pipefs", PIPEFS_MAGIC, false))
 }
 
 /// Whose pipe a file is: which decides the timestamp work.

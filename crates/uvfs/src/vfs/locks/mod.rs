@@ -226,15 +226,17 @@ impl std::fmt::Debug for Interrupt {
     }
 }
 
-/// A handle that interrupts one task's blocking lock call from any thread (the embedder's
-/// signal). See [`Task::interrupt_handle`](super::Task::interrupt_handle).
+/// A handle that interrupts one task's blocking call (lock, pipe, splice, poll, epoll, eventfd)
+/// from any thread (the embedder's signal). See [`Task::interrupt_handle`](super::Task::interrupt_handle).
 #[derive(Clone)]
 pub struct InterruptHandle(pub(crate) Arc<Interrupt>);
 
 impl InterruptHandle {
     /// Interrupts the task: its blocked `F_SETLKW`, `F_OFD_SETLKW` or blocking `flock`
-    /// returns `EINTR` having taken nothing; its blocked pipe or FIFO read, write or open
-    /// returns `EINTR` if it moved nothing, else the count it moved. If none is blocked
+    /// returns `EINTR` having taken nothing; its blocked pipe or FIFO read, write or open,
+    /// `splice` or `tee` returns `EINTR` if it moved nothing, else the count it moved; its
+    /// blocked `poll`, `ppoll`, `epoll_wait` or eventfd read or write returns `EINTR`
+    /// (`epoll_wait` returns events instead if some are ready). If none is blocked
     /// now, the interrupt stays pending until a call of the task is about to wait (which
     /// then returns `EINTR`) or [`Task::take_interrupt`](super::Task::take_interrupt) clears it. Calls that do not
     /// wait leave it pending.
