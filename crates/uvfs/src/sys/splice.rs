@@ -367,8 +367,16 @@ impl Task {
         let mut bytes = 0;
         let mut err = None;
         let mut buf = Vec::new();
+        // Linux moves page references through its internal pipe and copies from them when it
+        // writes: a file sent into itself further on reads what the same call wrote (the
+        // copy runs forward, repeating the bytes between the two positions). Reading at most
+        // that distance at a time gives the same bytes with copies.
+        let same_inode = std::ptr::eq(Arc::as_ptr(fin.inode()), Arc::as_ptr(fout.inode()));
         while left > 0 {
-            let room = DIRECT_BUFFERS * PAGE - (pos % PAGE as u64) as usize;
+            let mut room = DIRECT_BUFFERS * PAGE - (pos % PAGE as u64) as usize;
+            if same_inode && out_pos > pos {
+                room = room.min(usize::try_from(out_pos - pos).unwrap_or(usize::MAX));
+            }
             buf.resize(left.min(room), 0);
             let r = check_spliceable(fin).and_then(|()| fin.ops().read(fin, &mut buf, pos));
             let read = match r {
