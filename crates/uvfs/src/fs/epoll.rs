@@ -26,6 +26,12 @@ use crate::vfs::ops::FileOps;
 use crate::vfs::poll::{unregister, PollTable, PollWait, WaitList, WaitSource, Waker};
 use crate::vfs::FileDescription;
 
+/// Serialises the additions of epoll files to epolls, from their loop check to their
+/// insertion (Linux: `epnested_mutex`).
+/// Protects: the shape of the graph of nested epolls. Order: before every other epoll lock
+/// (taken first by an `EPOLL_CTL_ADD` of an epoll file, with nothing held).
+static EP_NESTED: parking_lot::Mutex<()> = parking_lot::Mutex::new(());
+
 /// How deep epoll files may nest (Linux: `EP_MAX_NESTS`).
 pub(crate) const EP_MAX_NESTS: usize = 4;
 
@@ -321,6 +327,10 @@ impl Epoll {
         let key = (fd, Arc::as_ptr(file) as usize);
         let mut events = event.map_or(PollEvents::empty(), |e| e.events);
         let target_ep = epoll_of(file);
+        // Adding an epoll to an epoll: the loop and depth check and the insertion are one
+        // hold of `EP_NESTED`, so that two epolls added to each other at once cannot both
+        // pass the check and close a cycle (Linux: `epnested_mutex`).
+        let _nested = (op == EpollOp::Add && target_ep.is_some()).then(|| EP_NESTED.lock());
         if op == EpollOp::Add {
             if let Some(t) = target_ep {
                 let below = depth_below(t, self, 0).map_err(|()| Errno::ELOOP)?;
