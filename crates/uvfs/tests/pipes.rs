@@ -542,6 +542,18 @@ fn fifo_open_is_interruptible() {
         .expect("open");
     assert_eq!(t.read(r, &mut [0u8; 4]), Ok(0));
     assert_eq!(t.fifo_waiters_at("/p"), Ok(0));
+    t.close(r).expect("close");
+    // The same for an interrupted reader: a non-blocking writer finds no reader (ENXIO).
+    let (intr, res, h) =
+        spawn_interruptible(&t, |t| t.openat(AT_FDCWD, "/p", OpenFlags::RDONLY, 0));
+    wait_until(|| t.fifo_waiters_at("/p").expect("waiters") == 1);
+    intr.interrupt();
+    assert_eq!(res.recv_timeout(TIMEOUT), Ok(Err(Errno::EINTR)));
+    h.join().expect("opener");
+    assert_eq!(
+        t.openat(AT_FDCWD, "/p", OpenFlags::WRONLY | NB, 0),
+        Err(Errno::ENXIO)
+    );
 }
 
 fn tick() {

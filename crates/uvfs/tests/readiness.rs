@@ -306,3 +306,27 @@ fn stress_edge_triggered_epoll_drains_many_writers_without_losing_an_event() {
     }
     assert_eq!(checks, WRITERS as u64 * u64::from(MESSAGES));
 }
+
+/// A file's epoll registrations go with its last close (Linux: `eventpoll_release()`): the
+/// pipe, still open at its other end, keeps no poller for the closed read end, and the
+/// epoll reports nothing for it.
+#[test]
+fn the_last_close_of_a_registered_file_takes_its_registrations_off() {
+    let (_vfs, t) = setup();
+    let [r, w] = t.pipe2(OpenFlags::NONBLOCK).expect("pipe2");
+    let ep = t.epoll_create1(0).expect("epoll");
+    let ev = EpollEvent::new(PollEvents::IN, 1);
+    t.epoll_ctl(ep, EpollOp::Add, r, Some(ev)).expect("add");
+    assert_eq!(waiters(&t, w), 1, "registered on the pipe");
+    let d = t.dup(r).expect("dup");
+    t.close(r).expect("close");
+    assert_eq!(
+        waiters(&t, w),
+        1,
+        "a dup keeps the file, and its registration"
+    );
+    t.close(d).expect("close the dup");
+    assert_eq!(waiters(&t, w), 0, "the last close took it off the pipe");
+    let mut out = [EpollEvent::default(); 2];
+    assert_eq!(t.epoll_wait(ep, &mut out, Some(Duration::ZERO)), Ok(0));
+}

@@ -241,8 +241,13 @@ fn item_events(item: &EpItem) -> Option<PollEvents> {
 
 /// Drops `item` from its file's list of epoll registrations.
 fn unlink_from_file(item: &Arc<EpItem>) {
-    if let Some(file) = item.file.upgrade() {
-        file.epoll_links
+    if let Some(links) = item
+        .file
+        .upgrade()
+        .as_ref()
+        .and_then(|f| f.epoll_links.get())
+    {
+        links
             .lock()
             .retain(|w| !std::ptr::eq(w.as_ptr(), Arc::as_ptr(item)));
     }
@@ -271,8 +276,10 @@ fn depth_above(ep: &Epoll, depth: usize) -> usize {
     let Some(file) = ep.file.get().and_then(Weak::upgrade) else {
         return 0;
     };
-    let parents: Vec<Arc<Epoll>> = file
-        .epoll_links
+    let Some(links) = file.epoll_links.get() else {
+        return 0;
+    };
+    let parents: Vec<Arc<Epoll>> = links
         .lock()
         .iter()
         .filter_map(Weak::upgrade)
@@ -360,7 +367,10 @@ impl Epoll {
                 });
                 st.items.insert(key, item.clone());
                 drop(st);
-                file.epoll_links.lock().push(Arc::downgrade(&item));
+                file.epoll_links
+                    .get_or_init(Box::default)
+                    .lock()
+                    .push(Arc::downgrade(&item));
                 let revents = {
                     let mut sources = item.sources.lock();
                     let mut pt = PollTable::new(

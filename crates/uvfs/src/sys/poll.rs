@@ -276,11 +276,16 @@ impl Task {
     ) -> Result<usize> {
         // Linux 6.18 looks the fd up first (`do_epoll_wait()`: `EBADF` before the count's
         // `EINVAL`; older kernels checked the count first).
-        let f = self.epoll_fget(epfd)?;
+        // Borrowed, not cloned: no reference count of the epoll's file or instance is
+        // written per call.
+        let f = self.fget(epfd)?;
+        if f.fmode().path_only {
+            return Err(Errno::EBADF);
+        }
         if events.is_empty() || events.len() > EP_MAX_EVENTS {
             return Err(Errno::EINVAL);
         }
-        let ep = epoll_of(&f).ok_or(Errno::EINVAL)?.clone();
+        let ep = epoll_of(&f).ok_or(Errno::EINVAL)?;
         ep.wait(events, timeout, self.interrupt.get().map(|i| &**i))
     }
 

@@ -55,12 +55,13 @@ fn check_anon_io(file: &FileDescription) -> Result<()> {
     Ok(())
 }
 
-/// Pipes and FIFOs have no offsets: `ESPIPE` for `pread` and `pwrite`, before the access
+/// Pipes, FIFOs and anonymous-inode files have no offsets ([`FileDescription::has_pread`]):
+/// `ESPIPE` for `pread` and `pwrite`, before the access
 /// mode (Linux: `ksys_pread64()` tests `FMODE_PREAD` before `vfs_read()`); an `O_PATH` fd
 /// is refused first (`fdget()`).
 #[inline]
 fn check_no_pread(file: &FileDescription) -> Result<()> {
-    if matches!(file.inode().file_type(), FileType::Fifo | FileType::Anon) {
+    if !file.has_pread() {
         if file.fmode().path_only {
             return Err(Errno::EBADF);
         }

@@ -167,7 +167,7 @@ impl Task {
     ) -> Result<usize> {
         let start = match &off_out {
             // Linux: an offset needs `FMODE_PWRITE`, which anonymous-inode files lack.
-            Some(_) if out.inode().file_type() == FileType::Anon => return Err(Errno::EINVAL),
+            Some(_) if !out.has_pread() => return Err(Errno::EINVAL),
             Some(o) => **o,
             None => *out.pos.lock() as i64,
         };
@@ -200,7 +200,7 @@ impl Task {
     ) -> Result<usize> {
         let start = match &off_in {
             // Linux: an offset needs `FMODE_PREAD`, which anonymous-inode files lack.
-            Some(_) if file.inode().file_type() == FileType::Anon => return Err(Errno::EINVAL),
+            Some(_) if !file.has_pread() => return Err(Errno::EINVAL),
             Some(o) => **o,
             None => *file.pos.lock() as i64,
         };
@@ -301,9 +301,8 @@ impl Task {
         let ipipe = pipe_of(&fin).is_some();
         let start = match &offset {
             Some(o) => {
-                // Linux: pipes, FIFOs and anonymous-inode files (eventfd, epoll) lack
-                // `FMODE_PREAD`.
-                if matches!(fin.inode().file_type(), FileType::Fifo | FileType::Anon) {
+                // Linux: `FMODE_PREAD` (pipes and anonymous-inode files lack it).
+                if !fin.has_pread() {
                     return Err(Errno::ESPIPE);
                 }
                 **o

@@ -50,7 +50,9 @@ pub struct FileDescription {
     /// The epoll registrations of this file, which go with its last close (Linux: `f_ep`,
     /// `eventpoll_release()`).
     /// Protects: the list. Order: a leaf (taken with no epoll's or pipe's lock held).
-    pub(crate) epoll_links: Mutex<Vec<std::sync::Weak<crate::fs::epoll::EpItem>>>,
+    /// Made by the first registration, so a file never watched keeps one null pointer.
+    pub(crate) epoll_links:
+        once_cell::race::OnceBox<Mutex<Vec<std::sync::Weak<crate::fs::epoll::EpItem>>>>,
 }
 
 impl FileDescription {
@@ -101,7 +103,7 @@ impl FileDescription {
             pos: Mutex::new(0),
             ops,
             kept_dir: None,
-            epoll_links: Mutex::new(Vec::new()),
+            epoll_links: once_cell::race::OnceBox::new(),
         };
         // Counted only if the mount and filesystem are still writable once counted (a
         // remount read-only that raced with this open either sees the count or is seen):
@@ -158,6 +160,14 @@ impl FileDescription {
         self.opener_cred
     }
 
+    /// Whether the file takes an offset (`pread`, `pwrite`, a `splice` or `sendfile` offset):
+    /// every file opened by path but a FIFO; no pipe and no anonymous-inode file (eventfd,
+    /// epoll) (Linux: `FMODE_PREAD`/`FMODE_PWRITE`, set by `do_dentry_open()` only).
+    #[inline]
+    pub(crate) fn has_pread(&self) -> bool {
+        !matches!(self.inode.file_type(), FileType::Fifo | FileType::Anon)
+    }
+
     /// The filesystem's operations for this open file.
     #[inline]
     pub fn ops(&self) -> &dyn FileOps {
@@ -172,8 +182,8 @@ impl Drop for FileDescription {
         // The description's OFD and `flock` locks go with it (Linux: `locks_remove_file()`
         // in `__fput()`); one load for a file never locked.
         super::locks::remove_file(self);
-        let links = std::mem::take(self.epoll_links.get_mut());
-        if !links.is_empty() {
+        if let Some(links) = self.epoll_links.get() {
+            let links = std::mem::take(&mut *links.lock());
             crate::fs::epoll::file_released(links);
         }
         self.ops.release(self);

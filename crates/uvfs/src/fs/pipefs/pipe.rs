@@ -342,18 +342,7 @@ impl Pipe {
                     hup_from = Some(st.w_counter);
                 }
                 if st.writers == 0 && !nonblock {
-                    let cur = st.w_counter;
-                    while cur == st.w_counter {
-                        if let Err(e) =
-                            wait_on(&self.state, &mut st, intr, &mut waiting, Side::Read)
-                        {
-                            st.readers -= 1;
-                            if st.readers == 0 {
-                                st.wake_all_hangup();
-                            }
-                            return Err(e);
-                        }
-                    }
+                    self.wait_for_partner(&mut st, intr, &mut waiting, true)?;
                 }
             }
             FifoEnd::Write => {
@@ -366,18 +355,7 @@ impl Pipe {
                     self.wake_partner(&st);
                 }
                 if st.readers == 0 {
-                    let cur = st.r_counter;
-                    while cur == st.r_counter {
-                        if let Err(e) =
-                            wait_on(&self.state, &mut st, intr, &mut waiting, Side::Read)
-                        {
-                            st.writers -= 1;
-                            if st.writers == 0 {
-                                st.wake_all_hangup();
-                            }
-                            return Err(e);
-                        }
-                    }
+                    self.wait_for_partner(&mut st, intr, &mut waiting, false)?;
                 }
             }
             FifoEnd::Both => {
@@ -391,6 +369,37 @@ impl Pipe {
             }
         }
         Ok(hup_from)
+    }
+
+    /// A FIFO opener's wait for the other side (Linux: `wait_for_partner()`): a reader
+    /// until the writers' open counter moves, a writer until the readers'. If the wait is
+    /// interrupted, the opener's own count is taken back, waking the other side if it was
+    /// the last.
+    fn wait_for_partner<'m, 'i>(
+        &'m self,
+        st: &mut MutexGuard<'m, PipeState>,
+        intr: Option<&'i Interrupt>,
+        waiting: &mut Option<(Arc<Parker>, WaitingOn<'i>)>,
+        reader: bool,
+    ) -> Result<()> {
+        let other = |s: &PipeState| if reader { s.w_counter } else { s.r_counter };
+        let cur = other(st);
+        while cur == other(st) {
+            if let Err(e) = wait_on(&self.state, st, intr, waiting, Side::Read) {
+                let left = if reader {
+                    st.readers -= 1;
+                    st.readers
+                } else {
+                    st.writers -= 1;
+                    st.writers
+                };
+                if left == 0 {
+                    st.wake_all_hangup();
+                }
+                return Err(e);
+            }
+        }
+        Ok(())
     }
 
     /// Wakes FIFO openers waiting for the other side (Linux: `wake_up_partner()`, which
