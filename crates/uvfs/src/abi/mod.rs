@@ -3,6 +3,7 @@
 pub mod dirent;
 pub mod errno;
 pub mod flags;
+pub mod inotify;
 pub mod limits;
 pub mod lock;
 pub mod mode;
@@ -13,6 +14,7 @@ pub mod statmount;
 pub use dirent::Dirent;
 pub use errno::{Errno, Result};
 pub use flags::*;
+pub use inotify::*;
 pub use limits::*;
 pub use lock::*;
 pub use mode::*;

@@ -8,6 +8,7 @@ mod fd;
 mod lock;
 mod mount;
 mod namespace;
+mod notify;
 mod open;
 mod pipe;
 mod poll;

@@ -16,6 +16,7 @@ pub(crate) mod locks;
 pub mod mount;
 pub mod name;
 pub(crate) mod namei;
+pub mod notify;
 pub mod ops;
 pub mod permission;
 pub mod poll;
