@@ -47,6 +47,7 @@ pub use dir::{DirEntry, ReadDir};
 pub use error::{errno, Error};
 pub use file::{File, OpenOptions};
 pub use handle::Fs;
+pub use inotify::InotifyLimits;
 pub use metadata::{FileType, Metadata, Permissions};
 
 pub(crate) use handle::bytes_of as path_bytes;

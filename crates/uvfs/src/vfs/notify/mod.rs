@@ -185,6 +185,8 @@ fn path_event(dentry: &Dentry, inode: &Inode, mask: u32, file: bool) {
 #[cold]
 #[inline(never)]
 fn path_event_slow(dentry: &Dentry, inode: &Inode, mask: u32, file: bool) {
+    #[cfg(test)]
+    tests::SLOW.with(|c| c.set(c.get() + 1));
     let unlinked = file && dentry.is_dead();
     if dentry.parent_watched() {
         if let Some(parent) = dentry.parent() {
@@ -220,6 +222,8 @@ fn path_event_slow(dentry: &Dentry, inode: &Inode, mask: u32, file: bool) {
 /// Hands `ev` to every mark of `inode` that asks for it; `to_parent` when `inode` is the
 /// subject's directory told about a child (Linux: `send_to_group()`'s mask tests).
 fn deliver(inode: &Inode, ev: &Event<'_>, to_parent: bool) {
+    #[cfg(test)]
+    tests::DELIVERIES.with(|c| c.set(c.get() + 1));
     let marks = mark::marks_of(inode);
     for m in marks.iter() {
         let mm = m.mask();
@@ -404,5 +408,95 @@ fn unmounted_slow(sb: &SuperBlock) {
     for inode in mark::watched_inodes_of(sb) {
         inode_event(&inode, IN_UNMOUNT);
         mark::remove_all(&inode);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::cell::Cell;
+
+    use crate::abi::{AtFlags, OpenFlags, AT_FDCWD, IN_CREATE, IN_MODIFY, IN_NONBLOCK};
+    use crate::{Cred, Task, Vfs};
+
+    thread_local! {
+        /// Entries into `path_event_slow` on this thread.
+        pub(super) static SLOW: Cell<u32> = const { Cell::new(0) };
+        /// Mark list walks (`deliver`) on this thread.
+        pub(super) static DELIVERIES: Cell<u32> = const { Cell::new(0) };
+    }
+
+    fn counts() -> (u32, u32) {
+        (SLOW.with(Cell::get), DELIVERIES.with(Cell::get))
+    }
+
+    /// Runs `n` one-byte writes to `fd` and returns how many entered the slow path and how
+    /// many mark lists they walked.
+    fn writes(t: &Task, fd: i32, n: u32) -> (u32, u32) {
+        let before = counts();
+        for _ in 0..n {
+            t.pwrite(fd, b"x", 0).unwrap();
+        }
+        let after = counts();
+        (after.0 - before.0, after.1 - before.1)
+    }
+
+    /// Each gate of the write hook, forced in turn: nothing watched (the superblock's count),
+    /// an unrelated inode watched (the dentry flag and the inode mask), the parent watching
+    /// (the slow path and its mark list), the parent's watch gone (one slow entry clears the
+    /// flag, then the gates hold again), the file itself watched, and vanilla mode (every
+    /// hook walks the empty lists).
+    #[test]
+    fn each_gate_of_the_write_hook_and_its_fallback() {
+        let vfs = Vfs::new();
+        let t = vfs.task(Cred::root());
+        t.mkdirat(AT_FDCWD, "/d", 0o755).unwrap();
+        t.mkdirat(AT_FDCWD, "/other", 0o755).unwrap();
+        let f = t
+            .openat(AT_FDCWD, "/d/f", OpenFlags::CREAT | OpenFlags::RDWR, 0o644)
+            .unwrap();
+        let ino = t.inotify_init1(IN_NONBLOCK).unwrap();
+        assert_eq!(writes(&t, f, 10), (0, 0), "nothing watched");
+
+        let other = t.inotify_add_watch(ino, "/other", IN_MODIFY).unwrap();
+        assert_eq!(writes(&t, f, 10), (0, 0), "an unrelated directory watched");
+
+        let d = t.inotify_add_watch(ino, "/d", IN_CREATE).unwrap();
+        assert_eq!(
+            writes(&t, f, 10),
+            (0, 0),
+            "the parent watched for no child event: its children are not flagged"
+        );
+        t.inotify_add_watch(ino, "/d", IN_MODIFY).unwrap();
+        assert_eq!(
+            writes(&t, f, 10),
+            (10, 10),
+            "the parent watches: each write delivers"
+        );
+
+        t.inotify_rm_watch(ino, d).unwrap();
+        assert_eq!(
+            writes(&t, f, 10),
+            (1, 0),
+            "the parent's watch gone: one slow entry clears the flag, nothing is delivered"
+        );
+
+        t.inotify_add_watch(ino, "/d/f", IN_MODIFY).unwrap();
+        assert_eq!(writes(&t, f, 10), (10, 10), "the file itself watched");
+
+        let g = t
+            .openat(AT_FDCWD, "/d/g", OpenFlags::CREAT | OpenFlags::RDWR, 0o644)
+            .unwrap();
+        super::set_vanilla_hooks(true);
+        let vanilla = writes(&t, g, 10);
+        super::set_vanilla_hooks(false);
+        assert_eq!(
+            vanilla,
+            (10, 10),
+            "vanilla: every write walks the empty list"
+        );
+        assert_eq!(writes(&t, g, 10), (0, 0));
+
+        t.inotify_rm_watch(ino, other).unwrap();
+        t.unlinkat(AT_FDCWD, "/d/g", AtFlags::empty()).unwrap();
     }
 }
