@@ -221,11 +221,17 @@ fn path_event_slow(dentry: &Dentry, inode: &Inode, path: Option<&VfsPath>, mask:
     if objects[Slot::Parent as usize].is_none() && marked & mask & ALL_EVENTS == 0 && !vanilla() {
         return;
     }
-    objects[Slot::Inode as usize] = Some(inode as *const Inode as usize);
-    if let Some(p) = path {
+    // Only objects with marks (a mask) are looked up; vanilla mode looks at them all.
+    let all = vanilla();
+    if inode.notify_mask() != 0 || all {
+        objects[Slot::Inode as usize] = Some(inode as *const Inode as usize);
+    }
+    if let Some(p) = path.filter(|p| p.mnt.notify_mask() != 0 || all) {
         objects[Slot::Mount as usize] = Some(&*p.mnt as *const Mount as usize);
     }
-    objects[Slot::Sb as usize] = Some(&**inode.sb() as *const SuperBlock as usize);
+    if inode.sb().notify_mask() != 0 || all {
+        objects[Slot::Sb as usize] = Some(&**inode.sb() as *const SuperBlock as usize);
+    }
     let name = objects[Slot::Parent as usize].map(|_| dentry.name());
     let ev = Event {
         mask,
@@ -275,9 +281,14 @@ fn inode_event(inode: &Inode, mask: u32) {
 }
 
 fn inode_objects(inode: &Inode) -> [Option<usize>; SLOTS] {
+    let all = vanilla();
     let mut objects = [None; SLOTS];
-    objects[Slot::Inode as usize] = Some(inode as *const Inode as usize);
-    objects[Slot::Sb as usize] = Some(&**inode.sb() as *const SuperBlock as usize);
+    if inode.notify_mask() != 0 || all {
+        objects[Slot::Inode as usize] = Some(inode as *const Inode as usize);
+    }
+    if inode.sb().notify_mask() != 0 || all {
+        objects[Slot::Sb as usize] = Some(&**inode.sb() as *const SuperBlock as usize);
+    }
     objects
 }
 
