@@ -105,6 +105,7 @@ pub(crate) enum Slot {
 pub(crate) const SLOTS: usize = 4;
 
 /// A group's marks on the objects of one event, by [`Slot`].
+#[derive(Default)]
 pub(crate) struct GroupMarks {
     pub(crate) by_slot: [Option<Arc<Mark>>; SLOTS],
 }
@@ -285,6 +286,7 @@ pub(crate) fn add_mark(obj: Object, dentry: Option<&Dentry>, new: NewMark) -> Ar
     let mut list = Vec::clone(&conn.marks.load());
     if list.is_empty() {
         obj.sb().notify_watched_add(1);
+        super::watched_anywhere_add(1);
         obj.set_marked(true);
     }
     list.push(mark.clone());
@@ -345,6 +347,7 @@ pub(crate) fn detach_locked(mark: &Arc<Mark>) -> bool {
                 map.remove(&key);
             }
             obj.sb().notify_watched_add(-1);
+            super::watched_anywhere_add(-1);
             obj.set_marked(false);
         }
         conn.marks.store(Arc::new(list));
@@ -435,14 +438,6 @@ pub(crate) fn deliver(objects: [Option<usize>; SLOTS], ev: &Event<'_>) {
 
 /// Groups one event gathers without allocating.
 const INLINE_GROUPS: usize = 4;
-
-impl Default for GroupMarks {
-    fn default() -> Self {
-        GroupMarks {
-            by_slot: [None, None, None, None],
-        }
-    }
-}
 
 /// The entry of `group` among those gathered so far, made if new.
 fn group_entry<'a>(
