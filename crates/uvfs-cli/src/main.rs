@@ -1,10 +1,12 @@
 //! `uvfs`: the command-line front of uvfs. `uvfs bench` runs the benchmark suite; `uvfs bench
-//! scale` its will-it-scale testcases alone; `uvfs bench memory` the bytes per empty file.
+//! scale` its will-it-scale testcases alone; `uvfs bench memory` the bytes per empty file;
+//! `uvfs import`/`export` move trees through tar; `uvfs watch` shows inotify's events.
 
 mod output;
 mod tree_cmd;
 mod userns;
 mod values;
+mod watch_cmd;
 
 use std::ffi::OsString;
 use std::io::Write;
@@ -68,6 +70,14 @@ enum Command {
     /// Extract a tar ARCHIVE through a uvfs tree into the host directory DIR: entries with
     /// `..` are refused, nothing existing is replaced.
     Export(tree_cmd::ExportArgs),
+    /// Show what uvfs's inotify reports: copy a host directory into a uvfs tree (--from),
+    /// watch PATHs of it, run the operations given after `--` (or in --ops FILE) and print
+    /// each event as `inotifywait -m` does: `PATH EVENT[,EVENT] [NAME]`.
+    ///
+    /// Operations, one per argument or line (TEXT: the rest of it): create PATH, write PATH
+    /// TEXT, append PATH TEXT, read PATH, chmod MODE PATH, mkdir PATH, rmdir PATH, remove
+    /// PATH, rename FROM TO, link FROM TO, symlink TARGET PATH.
+    Watch(watch_cmd::WatchArgs),
 }
 
 #[derive(Args)]
@@ -225,6 +235,7 @@ fn main() -> ExitCode {
         Command::Bench(a) => bench(a),
         Command::Import(a) => tree_cmd::import(a),
         Command::Export(a) => tree_cmd::export(a),
+        Command::Watch(a) => watch_cmd::watch(a),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -7,7 +7,8 @@ use std::path::{Path, PathBuf};
 use crate::abi::Errno;
 
 /// What went wrong in a `uvfs::fs` call: the operation, the path (two for `rename`, `copy`
-/// and links), and the errno the call returned.
+/// and links; none for the few calls that take none, such as [`Fs::watcher`](super::Fs::watcher)),
+/// and the errno the call returned.
 ///
 /// Every `uvfs::fs` call returns it inside a [`std::io::Error`] whose `kind()` is the errno's
 /// kind and whose message reads like `failed to open file "/a/b": No such file or directory
@@ -17,7 +18,8 @@ use crate::abi::Errno;
 #[derive(Debug)]
 pub struct Error {
     op: &'static str,
-    path: PathBuf,
+    /// `None` for an operation on no path.
+    path: Option<PathBuf>,
     to: Option<PathBuf>,
     os: io::Error,
     errno: Errno,
@@ -28,9 +30,10 @@ impl Error {
     pub fn op(&self) -> &'static str {
         self.op
     }
-    /// The path the operation was given (the source for two-path operations).
+    /// The path the operation was given (the source for two-path operations); empty for an
+    /// operation on no path.
     pub fn path(&self) -> &Path {
-        &self.path
+        self.path.as_deref().unwrap_or(Path::new(""))
     }
     /// The destination of `rename`, `copy`, `hard_link` and `symlink`.
     pub fn to(&self) -> Option<&Path> {
@@ -44,7 +47,10 @@ impl Error {
 
 impl fmt::Display for Error {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "failed to {} {:?}", self.op, self.path)?;
+        write!(f, "failed to {}", self.op)?;
+        if let Some(path) = &self.path {
+            write!(f, " {path:?}")?;
+        }
         if let Some(to) = &self.to {
             write!(f, " to {to:?}")?;
         }
@@ -76,16 +82,22 @@ pub fn errno(e: &io::Error) -> Option<Errno> {
 /// The `io::Error` of `op` on `path` failing with `errno`.
 #[cold]
 pub(crate) fn error(op: &'static str, path: &Path, errno: Errno) -> io::Error {
-    make(op, path.to_path_buf(), None, errno)
+    make(op, Some(path.to_path_buf()), None, errno)
+}
+
+/// The `io::Error` of `op`, which has no path, failing with `errno`.
+#[cold]
+pub(crate) fn error_no_path(op: &'static str, errno: Errno) -> io::Error {
+    make(op, None, None, errno)
 }
 
 /// The `io::Error` of a two-path `op` failing with `errno`.
 #[cold]
 pub(crate) fn error2(op: &'static str, from: &Path, to: &Path, errno: Errno) -> io::Error {
-    make(op, from.to_path_buf(), Some(to.to_path_buf()), errno)
+    make(op, Some(from.to_path_buf()), Some(to.to_path_buf()), errno)
 }
 
-fn make(op: &'static str, path: PathBuf, to: Option<PathBuf>, errno: Errno) -> io::Error {
+fn make(op: &'static str, path: Option<PathBuf>, to: Option<PathBuf>, errno: Errno) -> io::Error {
     let os = io::Error::from_raw_os_error(errno.raw());
     io::Error::new(
         os.kind(),

@@ -200,6 +200,12 @@ impl Fs {
         self.task_ref().cred()
     }
 
+    /// What this view's files share (for the other types of `uvfs::fs`).
+    #[inline]
+    pub(crate) fn inner(&self) -> &Arc<Inner> {
+        &self.inner
+    }
+
     #[inline]
     fn task_ref(&self) -> &Task {
         self.inner.task()

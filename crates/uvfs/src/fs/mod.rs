@@ -4,7 +4,8 @@
 //! directory, with `std::fs`'s functions as methods ([`Fs::read_to_string`],
 //! [`Fs::create_dir_all`], [`Fs::read_dir`], ...), [`File`] with `Read`, `Write` and
 //! `Seek`, [`OpenOptions`], [`Metadata`], [`Permissions`], and errors that name the
-//! operation and the path. It is a thin layer over the syscall-shaped calls of
+//! operation and the path; [`Fs::watcher`] watches paths with inotify and reads typed
+//! [`Event`]s. It is a thin layer over the syscall-shaped calls of
 //! [`Task`](crate::Task): every semantic is theirs, checked against Linux.
 //!
 //! ```
@@ -43,6 +44,7 @@ mod metadata;
 pub mod pipefs;
 pub(crate) mod pseudo;
 pub mod tmpfs;
+mod watch;
 
 pub use dir::{DirEntry, ReadDir};
 pub use error::{errno, Error};
@@ -51,5 +53,6 @@ pub use file::{File, OpenOptions};
 pub use handle::Fs;
 pub use inotify::InotifyLimits;
 pub use metadata::{FileType, Metadata, Permissions};
+pub use watch::{Event, EventMask, WatchDescriptor, WatchMask, Watcher};
 
 pub(crate) use handle::bytes_of as path_bytes;

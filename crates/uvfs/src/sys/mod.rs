@@ -20,6 +20,7 @@ mod xattr;
 
 pub use cred::CapSets;
 pub use mount::TmpfsType;
+pub(crate) use notify::InotifyRead;
 pub use poll::EP_MAX_EVENTS;
 pub use stat::{STATX_ATTR_MOUNT_ROOT, STATX_SUPPORTED_ATTRIBUTES};
 

@@ -1,24 +1,26 @@
 //! `inotify(7)`'s calls: `inotify_init1`, `inotify_add_watch`, `inotify_rm_watch`;
 //! `fanotify(7)`'s: `fanotify_init`, `fanotify_mark`.
 
+use std::sync::Arc;
+
 use super::EmptyPath;
 use crate::abi::*;
-use crate::fs::anon::anon_file;
+use crate::fs::anon::{anon_file, AnonIo};
 use crate::fs::fanotify::{fanotify_of, Fanotify, FanotifyFile, FanotifyLimits, FD_EVENTS};
 use crate::fs::inotify::{inotify_of, Inotify, InotifyFile, InotifyLimits};
 use crate::vfs::cred::Capabilities;
 use crate::vfs::namei::FollowLast;
+use crate::vfs::notify;
 use crate::vfs::notify::mark::Object;
 use crate::vfs::permission::inode_permission;
-use crate::vfs::VfsPath;
-use crate::vfs::{MountNamespace, Task};
+use crate::vfs::{FileDescription, MountNamespace, Task, VfsPath};
 
 /// # inotify
 ///
 /// [`inotify_init1`](Task::inotify_init1), [`inotify_add_watch`](Task::inotify_add_watch),
 /// [`inotify_rm_watch`](Task::inotify_rm_watch); events are read with [`Task::read`] in
 /// `struct inotify_event` form ([`crate::abi::InotifyEvent::parse_all`]), and
-/// [`Task::fionread`] gives the bytes queued. [`crate::fs::Fs::watch`] reads them typed.
+/// [`Task::fionread`] gives the bytes queued. [`crate::fs::Fs::watcher`] reads them typed.
 impl Task {
     /// `inotify_init1(2)`: a new inotify instance; `flags` is a set of `IN_NONBLOCK` and
     /// `IN_CLOEXEC`.
@@ -28,6 +30,13 @@ impl Task {
     /// ([`InotifyLimits::max_user_instances`]) or the fd limit; `ENOSYS` without the `notify`
     /// feature.
     pub fn inotify_init1(&self, flags: u32) -> Result<i32> {
+        let file = self.inotify_init1_file(flags)?;
+        self.files.install(file, flags & IN_CLOEXEC != 0, 0)
+    }
+
+    /// [`Task::inotify_init1`] without an fd: the instance's open file, for
+    /// `uvfs::fs::Watcher` (its last close ends the instance).
+    pub(crate) fn inotify_init1_file(&self, flags: u32) -> Result<Arc<FileDescription>> {
         if !crate::vfs::notify::COMPILED {
             return Err(Errno::ENOSYS);
         }
@@ -41,8 +50,7 @@ impl Task {
         } else {
             OpenFlags::empty()
         };
-        let file = anon_file(Box::new(InotifyFile { group }), status, self.cred_id.get())?;
-        self.files.install(file, flags & IN_CLOEXEC != 0, 0)
+        anon_file(Box::new(InotifyFile { group }), status, self.cred_id.get())
     }
 
     /// `inotify_add_watch(2)`: watches the file at `path` (relative to the working directory)
@@ -57,15 +65,23 @@ impl Task {
     /// errors, `EACCES` without read permission on the file.
     pub fn inotify_add_watch(&self, fd: i32, path: impl AsRef<[u8]>, mask: u32) -> Result<i32> {
         // Linux's order (`inotify_add_watch`): the mask, the fd, the flag pair, the fd's kind.
-        if mask & !IN_ALL_BITS != 0 || mask & IN_ALL_BITS == 0 {
-            return Err(Errno::EINVAL);
-        }
+        check_watch_mask(mask)?;
         let file = self.fget(fd)?;
+        self.inotify_add_watch_file(&file, path.as_ref(), mask)
+    }
+
+    /// [`Task::inotify_add_watch`] on an instance held without an fd.
+    pub(crate) fn inotify_add_watch_file(
+        &self,
+        file: &FileDescription,
+        path: &[u8],
+        mask: u32,
+    ) -> Result<i32> {
+        check_watch_mask(mask)?;
         if mask & IN_MASK_ADD != 0 && mask & IN_MASK_CREATE != 0 {
             return Err(Errno::EINVAL);
         }
-        let group = inotify_of(&file).ok_or(Errno::EINVAL)?.group.clone();
-        let path = path.as_ref();
+        let group = inotify_of(file).ok_or(Errno::EINVAL)?.group.clone();
         let follow = if mask & IN_DONT_FOLLOW != 0 {
             FollowLast::No
         } else {
@@ -95,9 +111,49 @@ impl Task {
     /// `EBADF`, `EINVAL` (`fd` not an inotify instance, or `wd` not one of its watches).
     pub fn inotify_rm_watch(&self, fd: i32, wd: i32) -> Result<()> {
         let file = self.fget(fd)?;
-        let group = inotify_of(&file).ok_or(Errno::EINVAL)?.group.clone();
+        self.inotify_rm_watch_file(&file, wd)
+    }
+
+    /// [`Task::inotify_rm_watch`] on an instance held without an fd.
+    pub(crate) fn inotify_rm_watch_file(&self, file: &FileDescription, wd: i32) -> Result<()> {
+        let group = inotify_of(file).ok_or(Errno::EINVAL)?.group.clone();
         group.rm_watch(wd)
     }
+
+    /// A read of the instance `file` held without an fd, waiting for an event or not as
+    /// `how` says whatever the file's `O_NONBLOCK` (as [`Task::read`] otherwise: whole
+    /// events, `EINVAL` for a buffer too small for the first, `EINTR` when interrupted).
+    pub(crate) fn inotify_read_file(
+        &self,
+        file: &FileDescription,
+        buf: &mut [u8],
+        how: InotifyRead,
+    ) -> Result<usize> {
+        let io = inotify_of(file).ok_or(Errno::EINVAL)?;
+        let nonblock = matches!(how, InotifyRead::NoWait);
+        let n = io.read(buf, nonblock, self.interrupt.get().map(|i| &**i))?;
+        if n > 0 {
+            notify::access(file);
+        }
+        Ok(n)
+    }
+}
+
+/// Whether [`Task::inotify_read_file`] waits for an event when none is queued.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum InotifyRead {
+    /// Until one comes (or the task is interrupted).
+    Wait,
+    /// No: `EAGAIN`.
+    NoWait,
+}
+
+/// `EINVAL` for a watch mask with no bit or an unknown one (checked before anything else).
+fn check_watch_mask(mask: u32) -> Result<()> {
+    if mask & !IN_ALL_BITS != 0 || mask & IN_ALL_BITS == 0 {
+        return Err(Errno::EINVAL);
+    }
+    Ok(())
 }
 
 /// Every `fanotify_mark` flag Linux knows (`FANOTIFY_MARK_FLAGS`).
