@@ -14,6 +14,11 @@
 //! tree's; `gvisor/find.go`); the driver checks every walk's entry count itself and exits with
 //! the counts if one is short.
 //!
+//! For `write1-watch` the driver runs `write1` with `--watch SCENARIO`: it places the scenario's
+//! watch with gVisor's own inotify and checks it by the events one write makes before `ready`
+//! (`gvisor/watch.go`); gVisor has no fanotify, so the column skips `mount`. The driver process
+//! is handled by [`super::served`], shared with the `uvfs-nonotify` column.
+//!
 //! `uvfs bench memory` starts the same driver in its `--workload memory` mode
 //! (`gvisor/memory.go`, `memory/runner.rs`).
 //!

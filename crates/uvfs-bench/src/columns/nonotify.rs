@@ -102,7 +102,8 @@ fn start_session(binary: &Path, p: &Params) -> anyhow::Result<Session> {
         "--params",
         &serde_json::to_string(p)?,
     ]);
-    let mut s = Session::start(cmd, format!("{NONOTIFY} child ({})", p.label()))?;
+    let label = format!("{NONOTIFY} child {} ({})", binary.display(), p.label());
+    let mut s = Session::start(cmd, label)?;
     let line = s.read_line().context("uvfs-nonotify child setup")?;
     let ready: Ready = serde_json::from_str(&line)
         .with_context(|| format!("uvfs-nonotify child setup: unexpected line {line:?}"))?;
