@@ -37,6 +37,7 @@ mod error;
 pub(crate) mod eventfd;
 mod file;
 mod handle;
+pub(crate) mod inotify;
 mod metadata;
 pub mod pipefs;
 pub(crate) mod pseudo;
