@@ -13,9 +13,10 @@
 //! fs/notify/inotify/inotify_fsnotify.c), so an undrained queue keeps one event however many
 //! writes match.
 
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Condvar, Mutex};
 use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
 
 use anyhow::{anyhow, bail, ensure, Context};
 use serde::{Deserialize, Serialize};
@@ -198,10 +199,25 @@ pub struct WatchState {
     pub drained_events: u64,
 }
 
+/// The count of events a drainer has read, and its changes.
+#[derive(Default)]
+struct Drained {
+    /// Protects: the count. Order: leaf.
+    count: Mutex<u64>,
+    /// Signalled after each read that added events.
+    grew: Condvar,
+}
+
+impl Drained {
+    fn lock(&self) -> std::sync::MutexGuard<'_, u64> {
+        self.count.lock().unwrap_or_else(|p| p.into_inner())
+    }
+}
+
 /// The thread that drains a [`Watch::SelfDrained`] queue.
 struct Drainer {
     stop: Arc<AtomicBool>,
-    events: Arc<AtomicU64>,
+    events: Arc<Drained>,
     handle: JoinHandle<anyhow::Result<()>>,
 }
 
@@ -322,11 +338,32 @@ impl<S: NotifySys> Watcher<S> {
                 Some(fd) => sys.queued(fd)?,
                 None => 0,
             },
-            drained_events: self
-                .drainer
-                .as_ref()
-                .map_or(0, |d| d.events.load(Ordering::Relaxed)),
+            drained_events: self.drainer.as_ref().map_or(0, |d| *d.events.lock()),
         })
+    }
+
+    /// Waits until the draining thread has read at least `events` events or `timeout` has
+    /// passed, and returns the count it has read (0 without a drainer). The drainer reads on
+    /// its own thread, which may not have run yet when a short run of writes ends.
+    pub fn wait_drained(&self, events: u64, timeout: Duration) -> u64 {
+        let Some(d) = &self.drainer else {
+            return 0;
+        };
+        let deadline = Instant::now() + timeout;
+        let mut count = d.events.lock();
+        while *count < events {
+            let left = deadline.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                break;
+            }
+            count = d
+                .events
+                .grew
+                .wait_timeout(count, left)
+                .unwrap_or_else(|p| p.into_inner())
+                .0;
+        }
+        *count
     }
 
     /// Stops the draining thread (waking it with one more write), and closes the instance.
@@ -360,7 +397,7 @@ impl<S: NotifySys> Watcher<S> {
 /// an event of another kind is its error.
 fn start_drainer<S: NotifySys>(t: S::Thread, fd: Arc<S::Fd>, wd: i32) -> anyhow::Result<Drainer> {
     let stop = Arc::new(AtomicBool::new(false));
-    let events = Arc::new(AtomicU64::new(0));
+    let events = Arc::new(Drained::default());
     let (stop2, events2) = (Arc::clone(&stop), Arc::clone(&events));
     let handle = std::thread::Builder::new()
         .name("inotify-drainer".into())
@@ -368,12 +405,12 @@ fn start_drainer<S: NotifySys>(t: S::Thread, fd: Arc<S::Fd>, wd: i32) -> anyhow:
             let mut buf = vec![0u8; EVENT_BUF_BYTES];
             while !stop2.load(Ordering::Relaxed) {
                 let n = S::read(&t, &fd, &mut buf)?;
-                for e in InotifyEvent::parse_all(&buf[..n]) {
-                    if e.wd != wd || e.mask != IN_MODIFY {
-                        bail!("the drainer read {e:?}, not an IN_MODIFY of watch {wd}");
-                    }
-                    events2.fetch_add(1, Ordering::Relaxed);
+                let read = InotifyEvent::parse_all(&buf[..n]);
+                if let Some(e) = read.iter().find(|e| e.wd != wd || e.mask != IN_MODIFY) {
+                    bail!("the drainer read {e:?}, not an IN_MODIFY of watch {wd}");
                 }
+                *events2.lock() += read.len() as u64;
+                events2.grew.notify_all();
             }
             Ok(())
         })

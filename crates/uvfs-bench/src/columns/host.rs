@@ -60,6 +60,14 @@ impl Host {
         }
     }
 
+    /// Waits until the draining thread of the current configuration's watch has read at
+    /// least `events` events or `timeout` has passed; the count it has read (0 without one).
+    pub fn wait_drained(&self, events: u64, timeout: std::time::Duration) -> u64 {
+        self.watch
+            .as_ref()
+            .map_or(0, |(_, w)| w.wait_drained(events, timeout))
+    }
+
     /// Removes the watch of a `write1-watch` configuration, if any.
     fn remove_watch(&mut self) -> anyhow::Result<()> {
         match self.watch.take() {
@@ -215,6 +223,13 @@ impl Column for Host {
 
     fn supports(&self, p: &Params) -> Support {
         match self.tmpfs.support() {
+            // A mount mark on the plain directory's file system would see every other
+            // process's writes there.
+            Support::Yes
+                if p.watch == Watch::Mount && self.tmpfs.backing() == Backing::PlainDir =>
+            {
+                Support::No("skipped: no private tmpfs to mark".into())
+            }
             Support::Yes if p.watch == Watch::Mount => fanotify_support(),
             s => s,
         }

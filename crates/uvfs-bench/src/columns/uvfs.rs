@@ -95,6 +95,14 @@ impl Uvfs {
         }
     }
 
+    /// Waits until the draining thread of the current configuration's watch has read at
+    /// least `events` events or `timeout` has passed; the count it has read (0 without one).
+    pub fn wait_drained(&self, events: u64, timeout: std::time::Duration) -> u64 {
+        self.watch
+            .as_ref()
+            .map_or(0, |(_, w)| w.wait_drained(events, timeout))
+    }
+
     /// Removes the watch of a `write1-watch` configuration, if any.
     fn remove_watch(&mut self) -> anyhow::Result<()> {
         match self.watch.take() {
