@@ -34,6 +34,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"gvisor.dev/gvisor/pkg/abi/linux"
@@ -45,6 +46,7 @@ import (
 	ktime "gvisor.dev/gvisor/pkg/sentry/ktime"
 	"gvisor.dev/gvisor/pkg/sentry/limits"
 	"gvisor.dev/gvisor/pkg/sentry/pgalloc"
+	"gvisor.dev/gvisor/pkg/sentry/uniqueid"
 	"gvisor.dev/gvisor/pkg/sentry/vfs"
 	"gvisor.dev/gvisor/pkg/usermem"
 )
@@ -63,6 +65,8 @@ type config struct {
 	shared   bool
 	// tree is each walker's tree (find).
 	tree memorySize
+	// watch is the watch scenario of write1 (watch.go): "none" for plain write1.
+	watch string
 }
 
 // wallClock is the realtime clock tmpfs stamps inodes with: the host's
@@ -91,6 +95,10 @@ type sentry struct {
 	// goroutines share it like the threads of a process share theirs.
 	limits *limits.LimitSet
 	clock  wallClock
+	// lastID is the last system-wide unique id handed out (an inotify instance's).
+	lastID atomic.Uint64
+	// watch is the placed watch of write1's scenario, if any.
+	watch *watcher
 }
 
 // taskContext is what one goroutine passes to the VFS: the values a Sentry
@@ -113,6 +121,8 @@ func (c *taskContext) Value(key any) any {
 		return ktime.Clock(c.s.clock)
 	case limits.CtxLimits:
 		return c.s.limits
+	case uniqueid.CtxGlobalUniqueID:
+		return c.s.lastID.Add(1)
 	case vfs.CtxMountNamespace:
 		if c.s.mntns == nil {
 			return nil
@@ -307,6 +317,22 @@ func setup(s *sentry, c config) ([]*worker, error) {
 		switch c.workload {
 		case "write1", "read1":
 			w.path = objectName("f", c, i)
+			if c.workload == "write1" && c.watch != "none" {
+				// The watch scenarios' layout (watch.go).
+				w.path = writtenFile
+				err := once(w.path, func() error {
+					if err := s.mkdir(ctx, watchDir); err != nil {
+						return err
+					}
+					if err := s.createFile(ctx, unrelatedFile, fileSizeBytes); err != nil {
+						return err
+					}
+					return s.createFile(ctx, w.path, fileSizeBytes)
+				})
+				if err != nil {
+					return nil, err
+				}
+			}
 			if err := once(w.path, func() error { return s.createFile(ctx, w.path, fileSizeBytes) }); err != nil {
 				return nil, err
 			}
@@ -366,6 +392,16 @@ func setup(s *sentry, c config) ([]*worker, error) {
 			return nil, fmt.Errorf("unknown workload %q", c.workload)
 		}
 		workers[i] = w
+	}
+	if c.watch != "none" {
+		if c.workload != "write1" {
+			return nil, fmt.Errorf("--watch %s is for write1 only", c.watch)
+		}
+		wt, err := placeWatch(s, c.watch)
+		if err != nil {
+			return nil, fmt.Errorf("placing the %s watch: %w", c.watch, err)
+		}
+		s.watch = wt
 	}
 	return workers, nil
 }
@@ -448,6 +484,7 @@ func run() error {
 	flag.Uint64Var(&ops, "ops", 100000, "operations per goroutine and round (find: walks)")
 	flag.Uint64Var(&rounds, "rounds", 1, "rounds to run")
 	flag.BoolVar(&serveMode, "serve", false, "read operation counts from stdin, one round per line")
+	flag.StringVar(&c.watch, "watch", "none", "write1's watch scenario: none, unrelated, parent-other, parent, self or self-undrained")
 	var size memorySize
 	flag.Uint64Var(&size.files, "files", 1000000, "empty files to create (memory; find: per walker)")
 	flag.Uint64Var(&size.dirs, "dirs", 1000, "directories to create them in (memory, find)")

@@ -69,7 +69,9 @@ pub const FILE_MODE: u32 = S_IFREG | FILE_PERMISSIONS;
 pub const DIR_MODE: u32 = S_IFDIR | DIR_PERMISSIONS;
 
 /// One walker's tree: `files` empty files in `dirs` directories under a root.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, PartialOrd, Ord)]
+#[derive(
+    Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, serde::Deserialize, PartialOrd, Ord,
+)]
 pub struct Tree {
     /// Empty files.
     pub files: u64,

@@ -16,3 +16,4 @@ pub mod runner;
 pub mod scale;
 pub mod stats;
 pub mod svg;
+pub mod watch;

@@ -1,15 +1,19 @@
 //! What a benchmark run measures: workloads and their parameters.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::find::{Tree, WALKERS};
+use crate::watch::Watch;
 
 /// A workload of the suite.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, PartialOrd, Ord)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize, PartialOrd, Ord)]
 #[serde(rename_all = "kebab-case")]
 pub enum Workload {
     /// 1-byte pwrite at offset 0 of one tmpfs file, in a loop (the 2015 fsnotify thread).
     Write1,
+    /// `write1` under each watch scenario of seed 001 ([`Watch`]): nothing watched, an
+    /// unrelated file, the parent directory, the file itself, the mount.
+    Write1Watch,
     /// 1-byte pread at offset 0 of one tmpfs file.
     Read1,
     /// open, read 32 bytes, close of one small file (the kernfs thread's shape).
@@ -34,8 +38,9 @@ pub enum Workload {
 
 impl Workload {
     /// Every workload, in suite order.
-    pub const ALL: [Workload; 9] = [
+    pub const ALL: [Workload; 10] = [
         Workload::Write1,
+        Workload::Write1Watch,
         Workload::Read1,
         Workload::OpenReadClose,
         Workload::StatWalk,
@@ -50,6 +55,7 @@ impl Workload {
     pub fn name(self) -> &'static str {
         match self {
             Workload::Write1 => "write1",
+            Workload::Write1Watch => "write1-watch",
             Workload::Read1 => "read1",
             Workload::OpenReadClose => "open-read-close",
             Workload::StatWalk => "stat-walk",
@@ -76,7 +82,7 @@ impl Workload {
 }
 
 /// The size of one `messaging` run (perf's `-g` and `-l`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, PartialOrd, Ord)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize, PartialOrd, Ord)]
 pub struct Messaging {
     /// Groups of 20 senders and 20 receivers.
     pub groups: usize,
@@ -96,7 +102,7 @@ pub const MESSAGING_GROUPS: [usize; 4] = [1, 2, 4, 8];
 pub const BULK_WRITE_BYTES: usize = 64 * 1024;
 
 /// Whether threads share the object they work on.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, PartialOrd, Ord)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize, PartialOrd, Ord)]
 #[serde(rename_all = "kebab-case")]
 pub enum Sharing {
     /// All threads use the same file (or directory).
@@ -106,7 +112,7 @@ pub enum Sharing {
 }
 
 /// One measured configuration.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, PartialOrd, Ord)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize, PartialOrd, Ord)]
 pub struct Params {
     /// The workload.
     pub workload: Workload,
@@ -120,6 +126,8 @@ pub struct Params {
     pub tree: Option<Tree>,
     /// Groups and loops (`messaging`); `None` otherwise.
     pub messaging: Option<Messaging>,
+    /// What is watched while the workload runs (`write1-watch`); [`Watch::None`] otherwise.
+    pub watch: Watch,
 }
 
 impl Params {
@@ -138,6 +146,9 @@ impl Params {
         }
         if let Some(m) = self.messaging {
             return format!("groups={}", m.groups);
+        }
+        if self.workload == Workload::Write1Watch {
+            return format!("watch={}", self.watch.name());
         }
         if matches!(self.workload, Workload::PipePingpong | Workload::PipeBulk) {
             return "2 threads".to_string();
@@ -188,12 +199,13 @@ pub const DEPTHS: [usize; 5] = [1, 2, 4, 8, 16];
 
 /// The parameter grid of `workload` for the given thread counts; `find` walks `find_tree`
 /// with [`WALKERS`] walkers, a tree each; `messaging` runs each of `messaging`'s group counts
-/// with its loops.
+/// with its loops; `write1-watch` each scenario of `watches`, in order.
 pub fn grid(
     workload: Workload,
     threads: &[usize],
     find_tree: Tree,
     messaging: &MessagingGrid,
+    watches: &[Watch],
 ) -> Vec<Params> {
     let one = |t, depth, sharing| Params {
         workload,
@@ -202,10 +214,19 @@ pub fn grid(
         sharing,
         tree: None,
         messaging: None,
+        watch: Watch::None,
     };
     let mut v = Vec::new();
     match workload {
         Workload::Write1 | Workload::Read1 => v.push(one(1, 1, Sharing::Shared)),
+        Workload::Write1Watch => {
+            for &watch in watches {
+                v.push(Params {
+                    watch,
+                    ..one(1, 1, Sharing::Shared)
+                });
+            }
+        }
         Workload::StatWalk => {
             for d in DEPTHS {
                 v.push(one(1, d, Sharing::Shared));

@@ -98,14 +98,18 @@ impl Gate {
         }
     }
 
-    /// Waits for `n` arrivals, then opens.
-    fn open_when(&self, n: usize) {
+    /// Waits for `n` arrivals, then opens; the time of the opening, read under the lock so
+    /// that no thread can have passed the gate before it (a clock read after the opening raced
+    /// with the threads: a main thread descheduled there would start the clock late).
+    fn open_when(&self, n: usize) -> Instant {
         let mut g = self.lock();
         while g.0 < n {
             g = self.changed.wait(g).unwrap_or_else(|p| p.into_inner());
         }
+        let start = Instant::now();
         g.1 = Some(true);
         self.changed.notify_all();
+        start
     }
 
     fn abort(&self) {
@@ -143,8 +147,7 @@ fn gate_and_time<C: Send, R: Send>(
                 }
             }
         }
-        gate.open_when(n);
-        let start = Instant::now();
+        let start = gate.open_when(n);
         let mut results = Vec::with_capacity(n);
         let mut first_err = None;
         for h in handles {

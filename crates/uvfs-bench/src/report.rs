@@ -6,6 +6,7 @@ use comfy_table::presets::UTF8_FULL_CONDENSED;
 use comfy_table::{Cell, CellAlignment, Table};
 
 use crate::column::is_host;
+use crate::columns::nonotify::NONOTIFY;
 use crate::machine::LineSample;
 use crate::params::{Workload, BULK_WRITE_BYTES, MESSAGE_BYTES, MESSAGING_FDS};
 use crate::runner::{ConfigResult, RunResult};
@@ -54,6 +55,9 @@ pub fn workload_table(names: &[&'static str], configs: &[ConfigResult]) -> Table
             }
             t.add_row(row);
         }
+        if let Some(row) = uvfs_vs_row(cr) {
+            t.add_row(row);
+        }
         if let Some(h) = host {
             let mut row = vec![Cell::new(format!("host/x {}", cr.params.label()))];
             for c in &cr.columns {
@@ -67,6 +71,42 @@ pub fn workload_table(names: &[&'static str], configs: &[ConfigResult]) -> Table
         }
     }
     t
+}
+
+/// `+1.23% *`: the time difference of `a` from `b`, `*` where their 95% confidence intervals
+/// do not overlap.
+fn pct_marked(a: &Summary, b: &Summary) -> String {
+    format!(
+        "{:+.2}%{}",
+        a.pct_vs(b),
+        if a.differs_from(b) { " *" } else { "  " }
+    )
+}
+
+/// The row "uvfs vs x" of the workloads the notification columns run (`write1`,
+/// `write1-watch`, `read1`): uvfs's time difference from each other uvfs column's, marked
+/// as [`pct_marked`]. Against `uvfs-nonotify` it is what the unwatched hooks cost.
+fn uvfs_vs_row(cr: &ConfigResult) -> Option<Vec<Cell>> {
+    if !matches!(
+        cr.params.workload,
+        Workload::Write1 | Workload::Write1Watch | Workload::Read1
+    ) {
+        return None;
+    }
+    let uvfs = cr
+        .columns
+        .iter()
+        .find(|c| c.column == "uvfs")
+        .and_then(|c| c.summary.as_ref())?;
+    let mut row = vec![Cell::new(format!("uvfs vs x {}", cr.params.label()))];
+    for c in &cr.columns {
+        let text = match &c.summary {
+            Some(s) if c.column.starts_with("uvfs-") => pct_marked(uvfs, s),
+            _ => "-".to_string(),
+        };
+        row.push(Cell::new(text).set_alignment(CellAlignment::Right));
+    }
+    Some(row)
 }
 
 /// Entries per second summed over the walkers (walkers × 10⁹ / mean ns per entry per
@@ -105,13 +145,24 @@ pub fn aggregate_table(names: &[&'static str], configs: &[ConfigResult]) -> Tabl
 /// The seed-style table of `messaging`: per group count, each column's mean time of a run in
 /// seconds (with its difference from the host's, `*` where the 95% intervals do not overlap),
 /// then uvfs-vanilla's difference from uvfs, marked the same way: the seed's experiment, the
-/// pre-2025 timestamp work on anonymous pipes against none.
+/// pre-2025 timestamp work on anonymous pipes against none. With those columns in the run,
+/// uvfs-vanilla-notify's difference from uvfs (the pre-2015 notification hooks, seed 000) and
+/// uvfs's from uvfs-nonotify (what the unwatched hooks cost).
 pub fn messaging_table(names: &[&'static str], configs: &[ConfigResult]) -> Table {
     let mut t = Table::new();
     t.load_preset(UTF8_FULL_CONDENSED);
     let mut h = vec!["seconds".to_string()];
     h.extend(names.iter().map(|s| s.to_string()));
     h.push("vanilla vs uvfs".to_string());
+    // (heading, the column compared, whether uvfs is the first term)
+    let extra: Vec<(&str, &str, bool)> = [
+        ("vanilla-notify vs uvfs", "uvfs-vanilla-notify", false),
+        ("uvfs vs nonotify", NONOTIFY, true),
+    ]
+    .into_iter()
+    .filter(|(_, name, _)| names.contains(name))
+    .collect();
+    h.extend(extra.iter().map(|(heading, _, _)| heading.to_string()));
     t.set_header(h);
     let secs = |s: &Summary| s.amean / 1e9;
     for cr in configs {
@@ -146,14 +197,18 @@ pub fn messaging_table(names: &[&'static str], configs: &[ConfigResult]) -> Tabl
             row.push(Cell::new(text).set_alignment(CellAlignment::Right));
         }
         let diff = match (summary_of("uvfs-vanilla"), summary_of("uvfs")) {
-            (Some(v), Some(u)) => format!(
-                "{:+.2}%{}",
-                v.pct_vs(u),
-                if v.differs_from(u) { " *" } else { "  " }
-            ),
+            (Some(v), Some(u)) => pct_marked(v, u),
             _ => "-".to_string(),
         };
         row.push(Cell::new(diff).set_alignment(CellAlignment::Right));
+        for &(_, name, uvfs_first) in &extra {
+            let diff = match (summary_of(name), summary_of("uvfs")) {
+                (Some(x), Some(u)) if uvfs_first => pct_marked(u, x),
+                (Some(x), Some(u)) => pct_marked(x, u),
+                _ => "-".to_string(),
+            };
+            row.push(Cell::new(diff).set_alignment(CellAlignment::Right));
+        }
         t.add_row(row);
     }
     t
@@ -215,7 +270,7 @@ pub fn print(r: &RunResult) {
                     "perf bench sched messaging --pipe, thread mode: per group {MESSAGING_FDS} senders each writing {loops} x {MESSAGE_BYTES}-byte messages to each of {MESSAGING_FDS} receivers; seconds from the start to the last receiver done (Amean <groups>)"
                 );
                 println!("{}", messaging_table(&r.column_names, configs));
-                println!("* in \"vanilla vs uvfs\": the 95% confidence intervals of uvfs-vanilla and uvfs do not overlap");
+                println!("* in \"... vs ...\": the 95% confidence intervals of the two columns do not overlap");
             }
             Workload::PipePingpong => {
                 println!("a 1-byte round trip between two threads over two pipes; ns/op is ns per round trip");
@@ -225,6 +280,15 @@ pub fn print(r: &RunResult) {
                 println!("64 KiB writes streamed from one thread to another through one pipe; ns/op is ns per 64 KiB");
                 println!("{}", workload_table(&r.column_names, configs));
                 println!("{}", bulk_line(&r.column_names, configs));
+            }
+            Workload::Write1Watch => {
+                println!("write1 (1-byte pwrite at offset 0 of w/f) with a watch placed and checked first: none; unrelated (u watched for IN_MODIFY); parent-other (w watched for IN_ACCESS: the parent-watched flag set, no event); parent (w watched for IN_MODIFY); self (w/f watched for IN_MODIFY, a thread draining the queue); self-undrained (no reader: identical events merge); mount (a fanotify FAN_MODIFY mount mark)");
+                println!("{}", workload_table(&r.column_names, configs));
+                println!("uvfs vs x: uvfs's time difference from that column's (* where the 95% intervals do not overlap)");
+            }
+            Workload::Write1 | Workload::Read1 => {
+                println!("{}", workload_table(&r.column_names, configs));
+                println!("uvfs vs x: uvfs's time difference from that column's (* where the 95% intervals do not overlap)");
             }
             _ => println!("{}", workload_table(&r.column_names, configs)),
         }

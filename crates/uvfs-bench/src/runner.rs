@@ -13,6 +13,7 @@ use crate::find::Tree;
 use crate::machine::{cache_line_round_trip, LineSample, Machine};
 use crate::params::{grid, MessagingGrid, Params, Workload};
 use crate::stats::Summary;
+use crate::watch::Watch;
 
 /// What to run.
 #[derive(Clone, Debug)]
@@ -27,6 +28,8 @@ pub struct Options {
     pub threads: Vec<usize>,
     /// Group counts and loops of `messaging`.
     pub messaging: MessagingGrid,
+    /// The watch scenarios of `write1-watch`, in order.
+    pub watches: Vec<Watch>,
 }
 
 impl Options {
@@ -149,6 +152,7 @@ pub fn run(
                 &opts.threads,
                 Tree::default_for(opts.quick),
                 &opts.messaging,
+                &opts.watches,
             )
         })
         .collect();

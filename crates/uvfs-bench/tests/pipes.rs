@@ -27,6 +27,7 @@ fn params(w: Workload) -> Vec<Params> {
             groups: vec![1, 2],
             loops: 3,
         },
+        &[],
     )
 }
 

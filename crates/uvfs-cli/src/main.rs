@@ -21,6 +21,7 @@ use indicatif::{ProgressBar, ProgressDrawTarget};
 use uvfs_bench::column::Column;
 use uvfs_bench::columns::gvisor::Gvisor;
 use uvfs_bench::columns::host::Host;
+use uvfs_bench::columns::nonotify::{self, NoNotify};
 use uvfs_bench::columns::uvfs::{Design, Uvfs};
 use uvfs_bench::columns::vfs_crate::VfsCrate;
 use uvfs_bench::memory::probe::probe_main;
@@ -35,11 +36,14 @@ use uvfs_bench::scale::runner::{run_scale, ScaleOptions, ScaleResult};
 use uvfs_bench::scale::testcase::Testcase;
 use uvfs_bench::scale::uvfs::UvfsScale;
 use uvfs_bench::scale::{parse_copies, Mode, ScaleColumn, DEFAULT_COPIES};
+use uvfs_bench::watch::Watch;
 use uvfs_bench::{report, svg};
 
 use output::{check_svg_dir, BadValue, JsonFile};
 use userns::HostPrivilege;
-use values::{ColumnArg, ModeArg, ProbeColumnArg, ScaleColumnArg, TestcaseArg, WorkloadArg};
+use values::{
+    ColumnArg, ModeArg, ProbeColumnArg, ScaleColumnArg, TestcaseArg, WatchArg, WorkloadArg,
+};
 
 #[derive(Parser)]
 #[command(
@@ -111,6 +115,9 @@ struct BenchArgs {
     /// receiver (default 100, perf's; 10 with --quick; 10000 for perf's long run).
     #[arg(long, value_name = "N", value_parser = values::loops, allow_negative_numbers = true)]
     loops: Option<u64>,
+    /// Watch scenarios of `write1-watch`, comma-separated (default: all).
+    #[arg(long, value_enum, value_name = "SCENARIO,...", value_delimiter = ',')]
+    watch: Option<Vec<WatchArg>>,
     /// Write every sample as JSON lines to FILE (missing directories are created).
     #[arg(long, value_name = "FILE")]
     json: Option<PathBuf>,
@@ -131,6 +138,17 @@ enum BenchGroup {
     /// One column of `uvfs bench memory`, in this process: prints one JSON line.
     #[command(hide = true)]
     MemoryProbe(MemoryProbeArgs),
+    /// The uvfs column of one configuration, in this process, for the `uvfs-nonotify` column
+    /// of the suite: a ready line, then one round per operation count on stdin.
+    #[command(hide = true)]
+    ServeUvfs(ServeUvfsArgs),
+}
+
+#[derive(Args)]
+struct ServeUvfsArgs {
+    /// The configuration, as the suite's JSON writes it.
+    #[arg(long)]
+    params: String,
 }
 
 #[derive(Args)]
@@ -232,6 +250,10 @@ fn main() -> ExitCode {
             group: Some(BenchGroup::MemoryProbe(p)),
             ..
         }) => probe(p),
+        Command::Bench(BenchArgs {
+            group: Some(BenchGroup::ServeUvfs(s)),
+            ..
+        }) => serve_uvfs(&s),
         Command::Bench(a) => bench(a),
         Command::Import(a) => tree_cmd::import(a),
         Command::Export(a) => tree_cmd::export(a),
@@ -330,6 +352,11 @@ fn prepare_host(host_runs: bool) {
             "host column: no private tmpfs without root ({why}): it runs in a plain directory, as \"host (not tmpfs)\""
         );
     }
+}
+
+fn serve_uvfs(s: &ServeUvfsArgs) -> anyhow::Result<()> {
+    let p = serde_json::from_str(&s.params).context("--params")?;
+    nonotify::serve(&p, std::io::stdin().lock(), std::io::stdout().lock())
 }
 
 fn probe(p: MemoryProbeArgs) -> anyhow::Result<()> {
@@ -511,6 +538,10 @@ fn bench_columns(chosen: &[ColumnArg], mut gvisor: Option<Gvisor>) -> Vec<Box<dy
                 ColumnArg::Host => Box::new(Host::new()),
                 ColumnArg::Uvfs => Box::new(Uvfs::new(Design::Current)),
                 ColumnArg::UvfsVanilla => Box::new(Uvfs::new(Design::Vanilla)),
+                ColumnArg::UvfsVanillaNotify => Box::new(Uvfs::new(Design::VanillaNotify)),
+                ColumnArg::UvfsNonotify => {
+                    Box::new(NoNotify::find(std::env::current_exe().ok().as_deref()))
+                }
                 ColumnArg::VfsCrate => Box::new(VfsCrate::new()),
                 ColumnArg::Gvisor => Box::new(gvisor.take()?),
             })
@@ -532,6 +563,17 @@ fn bench(a: BenchArgs) -> anyhow::Result<()> {
     }
     if workloads.is_empty() {
         workloads = Workload::ALL.to_vec();
+    }
+    if let Some(w) = &a.watch {
+        if !workloads.contains(&Workload::Write1Watch) {
+            let names: Vec<&str> = w.iter().map(|x| x.0.name()).collect();
+            return Err(bad_value(
+                "--watch <SCENARIO,...>",
+                names.join(","),
+                "picks the scenarios of the write1-watch workload, which is not run".into(),
+            )
+            .into());
+        }
     }
     let columns = values::selected(a.columns.as_deref(), &ColumnArg::ALL);
     let scale_cols: Vec<ScaleColumnArg> = columns.iter().filter_map(|c| c.scale()).collect();
@@ -558,6 +600,18 @@ fn bench(a: BenchArgs) -> anyhow::Result<()> {
         iterations: a.iterations.unwrap_or(if a.quick { 2 } else { 10 }),
         threads,
         messaging,
+        watches: a.watch.as_ref().map_or_else(
+            || Watch::ALL.to_vec(),
+            |w| {
+                let mut v: Vec<Watch> = Vec::new();
+                for x in w {
+                    if !v.contains(&x.0) {
+                        v.push(x.0);
+                    }
+                }
+                v
+            },
+        ),
     };
     let mut json = json_file(a.json.as_deref())?;
     if let Some(dir) = &a.svg {

@@ -10,6 +10,7 @@ use uvfs_bench::params::Workload;
 use uvfs_bench::scale::board::MAX_COPIES;
 use uvfs_bench::scale::testcase::{NotYet, Testcase, NOT_YET};
 use uvfs_bench::scale::Mode;
+use uvfs_bench::watch::Watch;
 
 /// The fewest samples per configuration: one sample has no variance, so no confidence
 /// interval and no significance mark.
@@ -116,6 +117,22 @@ impl ValueEnum for WorkloadArg {
     }
 }
 
+/// A watch scenario of `write1-watch` (`--watch`), by its name in the tables.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct WatchArg(pub Watch);
+
+const WATCH_ARGS: [WatchArg; Watch::ALL.len()] = wrapped!(Watch::ALL, WatchArg, Watch::ALL.len());
+
+impl ValueEnum for WatchArg {
+    fn value_variants<'a>() -> &'a [Self] {
+        &WATCH_ARGS
+    }
+
+    fn to_possible_value(&self) -> Option<PossibleValue> {
+        Some(PossibleValue::new(self.0.name()))
+    }
+}
+
 /// A testcase of `uvfs bench scale`: one it runs, or one of will-it-scale's that waits for
 /// calls uvfs lacks (hidden from the list; refused with what it needs).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -183,8 +200,12 @@ pub enum ColumnArg {
     Host,
     /// uvfs.
     Uvfs,
+    /// uvfs built without notification (scripts/build-nonotify.sh), in a child process.
+    UvfsNonotify,
     /// uvfs with the design its optimisations replaced.
     UvfsVanilla,
+    /// uvfs with the notification hooks of before 2015 (write1, messaging).
+    UvfsVanillaNotify,
     /// The `vfs` crate's MemoryFS.
     VfsCrate,
     /// gVisor's Sentry VFS (needs `go`).
@@ -193,10 +214,12 @@ pub enum ColumnArg {
 
 impl ColumnArg {
     /// Every column, in table order.
-    pub const ALL: [ColumnArg; 5] = [
+    pub const ALL: [ColumnArg; 7] = [
         ColumnArg::Host,
         ColumnArg::Uvfs,
+        ColumnArg::UvfsNonotify,
         ColumnArg::UvfsVanilla,
+        ColumnArg::UvfsVanillaNotify,
         ColumnArg::VfsCrate,
         ColumnArg::Gvisor,
     ];
@@ -288,6 +311,7 @@ mod tests {
             names(&w),
             [
                 "write1",
+                "write1-watch",
                 "read1",
                 "open-read-close",
                 "stat-walk",
@@ -304,7 +328,31 @@ mod tests {
             .collect();
         assert_eq!(
             names(&c),
-            ["host", "uvfs", "uvfs-vanilla", "vfs-crate", "gvisor"]
+            [
+                "host",
+                "uvfs",
+                "uvfs-nonotify",
+                "uvfs-vanilla",
+                "uvfs-vanilla-notify",
+                "vfs-crate",
+                "gvisor"
+            ]
+        );
+        let w: Vec<_> = WATCH_ARGS
+            .iter()
+            .filter_map(ValueEnum::to_possible_value)
+            .collect();
+        assert_eq!(
+            names(&w),
+            [
+                "none",
+                "unrelated",
+                "parent-other",
+                "parent",
+                "self",
+                "self-undrained",
+                "mount"
+            ]
         );
         let hidden = TESTCASE_ARGS
             .iter()

@@ -120,7 +120,8 @@ fn bench_refuses_bad_counts() {
 
 #[test]
 fn bench_refuses_unknown_names_and_lists_the_valid_ones() {
-    let workloads = "takes write1, read1, open-read-close, stat-walk, create-unlink, find";
+    let workloads =
+        "takes write1, write1-watch, read1, open-read-close, stat-walk, create-unlink, find";
     refused(&["bench", "write9"], "[WORKLOADS]...", workloads);
     refused(
         &["bench", "--quick", "write9"],
@@ -129,7 +130,8 @@ fn bench_refuses_unknown_names_and_lists_the_valid_ones() {
     );
     refused(&["bench", "write1,nope"], "[WORKLOADS]...", workloads);
     refused(&["bench", "-1"], "[WORKLOADS]...", workloads);
-    let columns = "takes host, uvfs, uvfs-vanilla, vfs-crate, gvisor";
+    let columns =
+        "takes host, uvfs, uvfs-nonotify, uvfs-vanilla, uvfs-vanilla-notify, vfs-crate, gvisor";
     for bad in ["hots", "uvfs,gVisor", "", "0"] {
         refused(
             &["bench", "--quick", "--columns", bad, "write1"],
@@ -143,6 +145,23 @@ fn bench_refuses_unknown_names_and_lists_the_valid_ones() {
         "did you mean 'host'?",
     );
     refused(&["bench", "--columns"], "--columns <COLUMN,...>", columns);
+    let watches = "takes none, unrelated, parent-other, parent, self, self-undrained, mount";
+    refused(
+        &["bench", "--quick", "--watch", "parnet", "write1-watch"],
+        "--watch <SCENARIO,...>",
+        watches,
+    );
+    refused(
+        &["bench", "--watch", "parnet"],
+        "--watch <SCENARIO,...>",
+        "did you mean 'parent'?",
+    );
+    // A scenario without the workload that has scenarios.
+    refused(
+        &["bench", "--quick", "--watch", "parent", "write1"],
+        "--watch <SCENARIO,...>",
+        "picks the scenarios of the write1-watch workload",
+    );
 }
 
 #[test]

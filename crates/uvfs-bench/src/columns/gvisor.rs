@@ -14,22 +14,25 @@
 //! tree's; `gvisor/find.go`); the driver checks every walk's entry count itself and exits with
 //! the counts if one is short.
 //!
+//! For `write1-watch` the driver runs `write1` with `--watch SCENARIO`: it places the scenario's
+//! watch with gVisor's own inotify and checks it by the events one write makes before `ready`
+//! (`gvisor/watch.go`); gVisor has no fanotify, so the column skips `mount`. The driver process
+//! is handled by [`super::served`], shared with the `uvfs-nonotify` column.
+//!
 //! `uvfs bench memory` starts the same driver in its `--workload memory` mode
 //! (`gvisor/memory.go`, `memory/runner.rs`).
 //!
 //! Without `go` the column reports "skipped: go not installed" for every configuration; if the
 //! build fails, "skipped: driver build failed: ...".
 
-use std::io::{BufRead, BufReader, Read, Write};
 use std::path::{Path, PathBuf};
-use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
-use std::sync::{Arc, Mutex};
-use std::thread::JoinHandle;
+use std::process::Command;
+use std::sync::Mutex;
 use std::time::{Duration, SystemTime};
 
 use anyhow::{anyhow, bail, Context};
-use serde::Deserialize;
 
+use super::served::Session;
 use crate::column::{Column, Support};
 
 /// Why the gVisor column skips the pipe workloads. Its package could make the pipes in
@@ -39,7 +42,11 @@ use crate::column::{Column, Support};
 /// queue), which the driver does not have: it would need a wait loop of its own for each
 /// blocked call, and the `messaging` harness in Go.
 pub const GVISOR_PIPES_SKIPPED: &str = "skipped: the driver has no pipe workloads yet (gVisor's pipes block through the sentry's task waiter, which the driver would have to provide)";
-use crate::params::{Params, Sharing};
+use crate::params::{Params, Sharing, Workload};
+use crate::watch::Watch;
+
+/// Why the gVisor column skips the `mount` scenario of `write1-watch`.
+pub const GVISOR_MOUNT_SKIPPED: &str = "skipped: gVisor has no fanotify";
 
 /// The Go module that provides the VFS, as named in the driver's `go.mod`.
 const GVISOR_MODULE: &str = "gvisor.dev/gvisor";
@@ -47,15 +54,12 @@ const GVISOR_MODULE: &str = "gvisor.dev/gvisor";
 /// File name of the driver binary under `target/uvfs-gvisor-driver/`.
 const DRIVER_NAME: &str = "uvfs-gvisor-driver";
 
-/// How much of the driver's stderr is kept for error messages.
-const STDERR_TAIL_BYTES: usize = 16 * 1024;
-
 /// gVisor's Sentry VFS and tmpfs, driven in process by a Go program.
 pub struct Gvisor {
     /// The built driver, or why the column is skipped.
     driver: Result<PathBuf, String>,
-    /// The driver process serving the current configuration.
-    session: Option<Session>,
+    /// The driver process serving the current configuration, and that configuration.
+    session: Option<(Params, Session)>,
 }
 
 impl Gvisor {
@@ -105,12 +109,13 @@ impl Column for Gvisor {
     }
 
     fn helper_pid(&self) -> Option<u32> {
-        self.session.as_ref().map(|s| s.child.id())
+        self.session.as_ref().map(|(_, s)| s.pid())
     }
 
     fn supports(&self, p: &Params) -> Support {
         match &self.driver {
             Ok(_) if p.workload.uses_pipes() => Support::No(GVISOR_PIPES_SKIPPED.into()),
+            Ok(_) if p.watch == Watch::Mount => Support::No(GVISOR_MOUNT_SKIPPED.into()),
             Ok(_) => Support::Yes,
             Err(why) => Support::No(why.clone()),
         }
@@ -118,20 +123,21 @@ impl Column for Gvisor {
 
     fn setup(&mut self, p: &Params) -> anyhow::Result<()> {
         self.session = None;
-        let session = Session::start(self.driver()?, p)?;
-        self.session = Some(session);
+        let session = start_session(self.driver()?, p)?;
+        self.session = Some((*p, session));
         Ok(())
     }
 
     fn run(&mut self, p: &Params, ops: u64) -> anyhow::Result<Duration> {
-        if self.session.as_ref().is_none_or(|s| s.params != *p) {
+        if self.session.as_ref().is_none_or(|(sp, _)| sp != p) {
             self.setup(p)?;
         }
-        let session = self
+        let count = driver_count(p, ops)?;
+        let (_, session) = self
             .session
             .as_mut()
             .expect("setup either succeeded or returned early");
-        let result = session.round(ops);
+        let result = session.round(count);
         if result.is_err() {
             // A driver that failed once is not trusted for the next iteration.
             self.session = None;
@@ -149,142 +155,56 @@ impl Column for Gvisor {
     }
 }
 
-/// One `{"elapsed_ns": N}` line of the driver.
-#[derive(Deserialize)]
-struct Round {
-    elapsed_ns: u64,
+/// Starts the driver for `p` and waits until its VFS and files are set up.
+fn start_session(driver: &Path, p: &Params) -> anyhow::Result<Session> {
+    let sharing = match p.sharing {
+        Sharing::Shared => "shared",
+        Sharing::PerThread => "per-thread",
+    };
+    let tree_args = match p.tree {
+        Some(t) => vec![
+            "--files".to_string(),
+            t.files.to_string(),
+            "--dirs".to_string(),
+            t.dirs.to_string(),
+        ],
+        None => Vec::new(),
+    };
+    // `write1-watch` is the driver's `write1` with a watch placed first.
+    let workload = match p.workload {
+        Workload::Write1Watch => Workload::Write1,
+        w => w,
+    };
+    let mut cmd = Command::new(driver);
+    cmd.args([
+        "--workload",
+        workload.name(),
+        "--sharing",
+        sharing,
+        "--serve",
+    ])
+    .args([
+        "--threads",
+        &p.threads.to_string(),
+        "--depth",
+        &p.depth.to_string(),
+        "--watch",
+        p.watch.name(),
+    ])
+    .args(tree_args);
+    let mut s = Session::start(cmd, format!("gVisor driver ({})", p.label()))?;
+    let line = s.read_line().context("gVisor driver setup")?;
+    if line.trim() != r#"{"ready": true}"# {
+        bail!("gVisor driver setup: unexpected line {line:?}");
+    }
+    Ok(s)
 }
 
-/// A driver process serving one configuration.
-struct Session {
-    params: Params,
-    child: Child,
-    stdin: ChildStdin,
-    stdout: BufReader<ChildStdout>,
-    /// The last [`STDERR_TAIL_BYTES`] of the driver's stderr, filled by `drain`.
-    stderr: Arc<Mutex<Vec<u8>>>,
-    drain: Option<JoinHandle<()>>,
-}
-
-impl Session {
-    /// Starts the driver for `p` and waits until its VFS and files are set up.
-    fn start(driver: &Path, p: &Params) -> anyhow::Result<Session> {
-        let sharing = match p.sharing {
-            Sharing::Shared => "shared",
-            Sharing::PerThread => "per-thread",
-        };
-        let tree_args = match p.tree {
-            Some(t) => vec![
-                "--files".to_string(),
-                t.files.to_string(),
-                "--dirs".to_string(),
-                t.dirs.to_string(),
-            ],
-            None => Vec::new(),
-        };
-        let mut child = Command::new(driver)
-            .args([
-                "--workload",
-                p.workload.name(),
-                "--sharing",
-                sharing,
-                "--serve",
-            ])
-            .args([
-                "--threads",
-                &p.threads.to_string(),
-                "--depth",
-                &p.depth.to_string(),
-            ])
-            .args(tree_args)
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .with_context(|| format!("starting {}", driver.display()))?;
-        let stdin = child.stdin.take().expect("stdin was piped");
-        let stdout = BufReader::new(child.stdout.take().expect("stdout was piped"));
-        let mut err_pipe = child.stderr.take().expect("stderr was piped");
-        let stderr = Arc::new(Mutex::new(Vec::new()));
-        // The driver may log warnings at any time; drain them so it never blocks on a full pipe.
-        let tail = Arc::clone(&stderr);
-        let drain = std::thread::spawn(move || {
-            let mut buf = [0u8; 4096];
-            while let Ok(n @ 1..) = err_pipe.read(&mut buf) {
-                let mut t = tail.lock().unwrap_or_else(|e| e.into_inner());
-                t.extend_from_slice(&buf[..n]);
-                let excess = t.len().saturating_sub(STDERR_TAIL_BYTES);
-                t.drain(..excess);
-            }
-        });
-        let mut s = Session {
-            params: *p,
-            child,
-            stdin,
-            stdout,
-            stderr,
-            drain: Some(drain),
-        };
-        let line = s.read_line().context("gVisor driver setup")?;
-        if line.trim() != r#"{"ready": true}"# {
-            bail!("gVisor driver setup: unexpected line {line:?}");
-        }
-        Ok(s)
-    }
-
-    /// Runs `ops` operations per thread and returns the driver's measured wall time.
-    fn round(&mut self, ops: u64) -> anyhow::Result<Duration> {
-        // The driver counts `find` in whole walks.
-        let count = match self.params.tree {
-            Some(tree) => tree.walks(ops)?,
-            None => ops,
-        };
-        writeln!(self.stdin, "{count}")
-            .and_then(|()| self.stdin.flush())
-            .map_err(|e| self.failure(&format!("writing to the driver: {e}")))?;
-        let line = self.read_line()?;
-        let round: Round = serde_json::from_str(&line)
-            .with_context(|| format!("gVisor driver printed {line:?}"))?;
-        Ok(Duration::from_nanos(round.elapsed_ns))
-    }
-
-    /// The driver's next stdout line; its exit (with its stderr) is the error if there is none.
-    fn read_line(&mut self) -> anyhow::Result<String> {
-        let mut line = String::new();
-        match self.stdout.read_line(&mut line) {
-            Ok(0) => Err(self.failure("the driver exited")),
-            Ok(_) => Ok(line),
-            Err(e) => Err(self.failure(&format!("reading from the driver: {e}"))),
-        }
-    }
-
-    /// An error for a driver that stopped answering: `what`, its exit status and its stderr.
-    fn failure(&mut self, what: &str) -> anyhow::Error {
-        let status = match self.child.wait() {
-            Ok(s) => s.to_string(),
-            Err(e) => format!("unknown status ({e})"),
-        };
-        if let Some(drain) = self.drain.take() {
-            // The driver has exited, so its stderr is at EOF and the drain thread ends.
-            let _ = drain.join();
-        }
-        let tail = self.stderr.lock().unwrap_or_else(|e| e.into_inner());
-        anyhow!(
-            "gVisor driver ({}): {what}, {status}: {}",
-            self.params.label(),
-            String::from_utf8_lossy(&tail).trim()
-        )
-    }
-}
-
-impl Drop for Session {
-    fn drop(&mut self) {
-        // The driver keeps no state worth a clean exit; killing never hangs on a stuck one.
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-        if let Some(drain) = self.drain.take() {
-            let _ = drain.join();
-        }
+/// The count a driver round takes for `ops` operations: whole walks for `find`.
+fn driver_count(p: &Params, ops: u64) -> anyhow::Result<u64> {
+    match p.tree {
+        Some(tree) => tree.walks(ops),
+        None => Ok(ops),
     }
 }
 
@@ -307,7 +227,7 @@ fn source_dir() -> PathBuf {
 }
 
 /// The workspace's `target/` (or `CARGO_TARGET_DIR`), where the driver binary goes.
-fn target_dir() -> PathBuf {
+pub(crate) fn target_dir() -> PathBuf {
     match std::env::var_os("CARGO_TARGET_DIR") {
         Some(dir) => PathBuf::from(dir),
         None => Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target"),
@@ -398,7 +318,6 @@ fn build_driver(go: &Path, binary: &Path, status: &mut dyn FnMut(&str)) -> Resul
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::params::Workload;
 
     fn params(workload: Workload, depth: usize) -> Params {
         Params {
@@ -408,6 +327,7 @@ mod tests {
             sharing: Sharing::Shared,
             tree: None,
             messaging: None,
+            watch: Watch::None,
         }
     }
 
@@ -511,10 +431,9 @@ mod tests {
             eprintln!("skipped: no driver ({:?})", g.driver);
             return;
         };
-        let mut s = Session::start(driver, &params(Workload::Write1, 1)).expect("driver setup");
+        let mut s = start_session(driver, &params(Workload::Write1, 1)).expect("driver setup");
         // A count the driver cannot parse makes it exit with a message.
-        writeln!(s.stdin, "not-a-number").expect("write to driver");
-        s.stdin.flush().expect("flush");
+        s.write_line("not-a-number").expect("write to driver");
         let e = s.read_line().expect_err("driver must exit");
         assert!(format!("{e}").contains("bad operation count"), "{e}");
     }

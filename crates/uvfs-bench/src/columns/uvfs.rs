@@ -8,6 +8,7 @@ use uvfs::vfs::WalkMode;
 use uvfs::{Cred, Task, Vfs};
 
 use super::host::{timed_threads, READ_BYTES, SMALL_FILE_BYTES};
+use super::uvfs_notify::{UvfsNotify, VanillaHooks, UVFS_MOUNT_SKIPPED};
 use crate::column::{Column, Support};
 use crate::find::{
     dirent64_names, EntryKind, Tree, TreePath, WalkCount, DIR_PERMISSIONS, FILE_PERMISSIONS,
@@ -15,6 +16,7 @@ use crate::find::{
 };
 use crate::params::{walk_components, Params, Sharing, Workload};
 use crate::pipes::{self, PipeSys};
+use crate::watch::{Watch, WatchState, Watcher, UNRELATED_FILE, WATCH_DIR, WRITTEN_FILE};
 
 /// Which uvfs design a column runs.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -23,9 +25,32 @@ pub enum Design {
     Current,
     /// The design the fast path replaced: the locked walk with a reference per component for
     /// path workloads (Linux ref-walk), and the locked, reference-counted fd lookup of a shared
-    /// table for `write1`/`read1` (Linux `fdget()` on a shared table).
+    /// table for `write1`/`read1` (Linux `fdget()` on a shared table), the notification
+    /// hooks of before 2015 for `write1-watch` ([`uvfs::vfs::notify::set_vanilla_hooks`]:
+    /// every hook enters the mark read side and walks the empty mark lists), and pipes that
+    /// stamp times as before 2025 for the pipe workloads.
     Vanilla,
+    /// uvfs with the notification hooks of before 2015 and nothing else changed, for `write1`
+    /// and `messaging` (seeds 001 and 000), where [`Design::Vanilla`] is another design.
+    VanillaNotify,
 }
+
+impl Design {
+    /// Whether a run of `p` in this design has the vanilla notification hooks on.
+    pub fn vanilla_hooks(self, p: &Params) -> bool {
+        match self {
+            Design::Current => false,
+            Design::Vanilla => p.workload == Workload::Write1Watch,
+            Design::VanillaNotify => true,
+        }
+    }
+}
+
+/// Why `uvfs-vanilla-notify` skips a workload.
+const VANILLA_NOTIFY_ONLY: &str = "skipped: run on write1 and messaging only";
+
+/// Why `uvfs-vanilla-notify` skips `write1-watch`.
+const VANILLA_NOTIFY_IS_VANILLA: &str = "skipped: uvfs-vanilla has these hooks here";
 
 /// uvfs called in process, one task per thread.
 pub struct Uvfs {
@@ -38,6 +63,8 @@ pub struct Uvfs {
     sibling: Option<Task>,
     fd: i32,
     names: Vec<String>,
+    /// The watch of a `write1-watch` configuration, and the calls it was placed with.
+    watch: Option<(UvfsNotify, Watcher<UvfsNotify>)>,
 }
 
 impl Uvfs {
@@ -52,6 +79,35 @@ impl Uvfs {
             sibling: None,
             fd: -1,
             names: Vec::new(),
+            watch: None,
+        }
+    }
+
+    /// What the watch of the current `write1-watch` configuration has seen so far (nothing
+    /// without one).
+    ///
+    /// # Errors
+    /// `fionread` failed.
+    pub fn watch_state(&self) -> anyhow::Result<WatchState> {
+        match &self.watch {
+            Some((sys, w)) => w.state(sys),
+            None => Ok(WatchState::default()),
+        }
+    }
+
+    /// Waits until the draining thread of the current configuration's watch has read at
+    /// least `events` events or `timeout` has passed; the count it has read (0 without one).
+    pub fn wait_drained(&self, events: u64, timeout: std::time::Duration) -> u64 {
+        self.watch
+            .as_ref()
+            .map_or(0, |(_, w)| w.wait_drained(events, timeout))
+    }
+
+    /// Removes the watch of a `write1-watch` configuration, if any.
+    fn remove_watch(&mut self) -> anyhow::Result<()> {
+        match self.watch.take() {
+            Some((sys, mut w)) => w.remove(&sys),
+            None => Ok(()),
         }
     }
 
@@ -235,20 +291,34 @@ impl Column for Uvfs {
         match self.design {
             Design::Current => "uvfs",
             Design::Vanilla => "uvfs-vanilla",
+            Design::VanillaNotify => "uvfs-vanilla-notify",
         }
     }
 
     fn supports(&self, p: &Params) -> Support {
+        if p.watch == Watch::Mount {
+            return Support::No(UVFS_MOUNT_SKIPPED.into());
+        }
+        if !uvfs::vfs::notify::COMPILED && (p.watch != Watch::None || self.design.vanilla_hooks(p))
+        {
+            return Support::No("skipped: built without notification".into());
+        }
         match (self.design, p.workload) {
             (Design::Vanilla, Workload::CreateUnlink) => {
                 Support::No("no vanilla design for this workload yet".into())
             }
+            (Design::VanillaNotify, Workload::Write1 | Workload::Messaging) => Support::Yes,
+            (Design::VanillaNotify, Workload::Write1Watch) => {
+                Support::No(VANILLA_NOTIFY_IS_VANILLA.into())
+            }
+            (Design::VanillaNotify, _) => Support::No(VANILLA_NOTIFY_ONLY.into()),
             _ => Support::Yes,
         }
     }
 
     fn setup(&mut self, p: &Params) -> anyhow::Result<()> {
         // A fresh namespace per configuration, so every one starts from an empty tmpfs.
+        self.remove_watch()?;
         self.vfs = Vfs::new();
         self.task = self.task_for_design();
         self.sibling = None;
@@ -268,6 +338,16 @@ impl Column for Uvfs {
                 if self.design == Design::Vanilla {
                     self.sibling = Some(t.clone_thread());
                 }
+            }
+            Workload::Write1Watch => {
+                t.mkdirat(AT_FDCWD, format!("/{WATCH_DIR}"), 0o755)
+                    .map_err(errno)?;
+                let u = mk(&format!("/{UNRELATED_FILE}"))?;
+                t.close(u).map_err(errno)?;
+                self.fd = mk(&format!("/{WRITTEN_FILE}"))?;
+                let sys = UvfsNotify::new(t.clone_thread());
+                let w = Watcher::place(&sys, p.watch)?;
+                self.watch = Some((sys, w));
             }
             Workload::OpenReadClose => {
                 let n = if p.sharing == Sharing::PerThread {
@@ -324,6 +404,8 @@ impl Column for Uvfs {
     }
 
     fn run(&mut self, p: &Params, ops: u64) -> anyhow::Result<Duration> {
+        // The vanilla hooks for this run only, off again when it returns.
+        let _hooks = self.design.vanilla_hooks(p).then(VanillaHooks::on);
         if p.workload == Workload::Find {
             return self.run_find(p, ops);
         }
@@ -353,7 +435,7 @@ impl Column for Uvfs {
             let t = take(i);
             let r = (|| -> anyhow::Result<()> {
                 match p.workload {
-                    Workload::Write1 => {
+                    Workload::Write1 | Workload::Write1Watch => {
                         for _ in 0..ops {
                             t.pwrite(fd, b"x", 0).map_err(errno)?;
                         }
@@ -417,6 +499,9 @@ impl Column for Uvfs {
     }
 
     fn teardown(&mut self) {
+        if let Err(e) = self.remove_watch() {
+            eprintln!("{}: removing the watch: {e:#}", self.name());
+        }
         self.sibling = None;
         self.names.clear();
     }
@@ -427,7 +512,10 @@ impl Column for Uvfs {
                 "uvfs: in process, no syscall boundary or user copies; threads are tasks sharing one fd table, as the host's threads do (find: each walker its own task, Task::fork); pipe workloads: anonymous pipes do no timestamp work (Linux since 2025)"
             }
             Design::Vanilla => {
-                "uvfs-vanilla: uvfs with the replaced design — locked walk with a reference per component (ref-walk); write1/read1 through a shared fd table; pipe workloads with anonymous pipes stamping atime on reads and mtime/ctime on writes as Linux did before 2025 (strictatime, as on pipe_mnt)"
+                "uvfs-vanilla: uvfs with the replaced design — locked walk with a reference per component (ref-walk); write1/read1 through a shared fd table; write1-watch with the notification hooks of Linux before 2015 (every hook enters the mark read side and walks the empty mark lists); pipe workloads with anonymous pipes stamping atime on reads and mtime/ctime on writes as Linux did before 2025 (strictatime, as on pipe_mnt)"
+            }
+            Design::VanillaNotify => {
+                "uvfs-vanilla-notify: uvfs with only the notification hooks of Linux before 2015 (every hook enters the mark read side and walks the empty mark lists), on write1 and messaging"
             }
         }
     }
@@ -445,6 +533,7 @@ mod tests {
             sharing: Sharing::PerThread,
             tree: Some(Tree::default_for(true)),
             messaging: None,
+            watch: Watch::None,
         }
     }
 

@@ -182,6 +182,9 @@ fn vfs_find(fs: &MemoryFS, tree: &Tree, walker: usize) -> anyhow::Result<()> {
     count.check(tree, 1, walker)
 }
 
+/// Why the vfs crate skips `write1-watch`.
+const VFS_CRATE_NO_WATCHES: &str = "skipped: the vfs crate has no notification";
+
 /// Builds the file system and the per-thread objects `p` needs.
 fn build(p: &Params) -> anyhow::Result<(Arc<MemoryFS>, Plan)> {
     ensure!(p.threads >= 1, "threads must be at least 1");
@@ -258,6 +261,7 @@ fn build(p: &Params) -> anyhow::Result<(Arc<MemoryFS>, Plan)> {
         Workload::Messaging | Workload::PipePingpong | Workload::PipeBulk => {
             bail!("vfs-crate: the vfs crate has no pipes")
         }
+        Workload::Write1Watch => bail!("{VFS_CRATE_NO_WATCHES}"),
     };
     Ok((fs, plan))
 }
@@ -325,6 +329,9 @@ impl Column for VfsCrate {
     fn supports(&self, p: &Params) -> Support {
         if p.workload.uses_pipes() {
             return Support::No("skipped: the vfs crate has no pipes".into());
+        }
+        if p.workload == Workload::Write1Watch {
+            return Support::No(VFS_CRATE_NO_WATCHES.into());
         }
         Support::Yes
     }
@@ -437,11 +444,16 @@ mod tests {
                             sharing,
                             tree: (workload == Workload::Find).then(|| Tree::default_for(true)),
                             messaging: None,
+                            watch: crate::watch::Watch::None,
                         };
                         if workload.uses_pipes() {
                             assert!(
                                 matches!(col.supports(&p), Support::No(w) if w.contains("no pipes"))
                             );
+                            continue;
+                        }
+                        if workload == Workload::Write1Watch {
+                            assert_eq!(col.supports(&p), Support::No(VFS_CRATE_NO_WATCHES.into()));
                             continue;
                         }
                         assert_eq!(col.supports(&p), Support::Yes);
@@ -471,6 +483,7 @@ mod tests {
             sharing: Sharing::Shared,
             tree: None,
             messaging: None,
+            watch: crate::watch::Watch::None,
         };
         let mut col = VfsCrate::new();
         col.setup(&p).unwrap();
@@ -494,6 +507,7 @@ mod tests {
             sharing: Sharing::PerThread,
             tree: None,
             messaging: None,
+            watch: crate::watch::Watch::None,
         };
         let mut col = VfsCrate::new();
         col.setup(&p).unwrap();
@@ -515,6 +529,7 @@ mod tests {
             sharing: Sharing::PerThread,
             tree: Some(tree),
             messaging: None,
+            watch: crate::watch::Watch::None,
         };
         let mut col = VfsCrate::new();
         col.setup(&p).unwrap();
@@ -539,6 +554,7 @@ mod tests {
             sharing: Sharing::Shared,
             tree: None,
             messaging: None,
+            watch: crate::watch::Watch::None,
         };
         assert!(VfsCrate::new().run(&p, 1).is_err());
     }
