@@ -65,6 +65,9 @@ fn anon_io(file: &FileDescription) -> Option<&dyn AnonIo> {
     if let Some(e) = any.downcast_ref::<super::eventfd::EventFd>() {
         return Some(e);
     }
+    if let Some(i) = any.downcast_ref::<super::inotify::InotifyFile>() {
+        return Some(i);
+    }
     None
 }
 

@@ -37,6 +37,7 @@ mod error;
 pub(crate) mod eventfd;
 mod file;
 mod handle;
+pub(crate) mod inotify;
 mod metadata;
 pub mod pipefs;
 pub(crate) mod pseudo;
@@ -46,6 +47,7 @@ pub use dir::{DirEntry, ReadDir};
 pub use error::{errno, Error};
 pub use file::{File, OpenOptions};
 pub use handle::Fs;
+pub use inotify::InotifyLimits;
 pub use metadata::{FileType, Metadata, Permissions};
 
 pub(crate) use handle::bytes_of as path_bytes;

@@ -12,12 +12,13 @@ use crate::abi::{
 };
 use crate::vfs::cred::{Capabilities, Cred};
 use crate::vfs::inode::{Inode, SetAttr, TimeSet};
-use crate::vfs::mount::{MntFlags, Mount};
+use crate::vfs::mount::MntFlags;
 use crate::vfs::namei::FollowLast;
+use crate::vfs::notify;
 use crate::vfs::permission::{
     inode_permission, owner_or_capable, should_drop_sgid, should_remove_suid,
 };
-use crate::vfs::{FileDescription, Task, VfsPath};
+use crate::vfs::{Dentry, FileDescription, Task, VfsPath};
 
 fn follow_of(flags: AtFlags) -> FollowLast {
     if flags.contains(AtFlags::SYMLINK_NOFOLLOW) {
@@ -77,7 +78,7 @@ impl Task {
             return Err(Errno::EINVAL);
         }
         let p = self.resolve(dirfd, path.as_ref(), flags)?;
-        self.chmod_common(&p.mnt, p.dentry.inode().ok_or(Errno::ENOENT)?, mode)
+        self.chmod_common(&p, mode)
     }
 
     /// `fchmod(2)`.
@@ -94,11 +95,12 @@ impl Task {
         if file.fmode().path_only {
             return Err(Errno::EBADF);
         }
-        self.chmod_common(&file.path().mnt, file.inode(), mode)
+        self.chmod_common(file.path(), mode)
     }
 
-    fn chmod_common(&self, mnt: &Mount, inode: &Arc<Inode>, mode: u32) -> Result<()> {
-        if mnt.is_rdonly() {
+    fn chmod_common(&self, path: &VfsPath, mode: u32) -> Result<()> {
+        let inode = path.dentry.inode().ok_or(Errno::ENOENT)?;
+        if path.mnt.is_rdonly() {
             return Err(Errno::EROFS);
         }
         let _g = inode.lock.write();
@@ -116,14 +118,14 @@ impl Task {
         {
             perm &= !S_ISGID;
         }
-        inode.ops().setattr(
-            inode,
-            &SetAttr {
-                perm: Some(perm),
-                ctime: true,
-                ..SetAttr::default()
-            },
-        )
+        let attr = SetAttr {
+            perm: Some(perm),
+            ctime: true,
+            ..SetAttr::default()
+        };
+        inode.ops().setattr(inode, &attr)?;
+        notify::change(&path.dentry, inode, &attr);
+        Ok(())
     }
 
     /// `fchownat(2)`: `None` leaves that id unchanged (`-1`).
@@ -143,7 +145,7 @@ impl Task {
             return Err(Errno::EINVAL);
         }
         let p = self.resolve(dirfd, path.as_ref(), flags)?;
-        self.chown_common(&p.mnt, p.dentry.inode().ok_or(Errno::ENOENT)?, uid, gid)
+        self.chown_common(&p, uid, gid)
     }
 
     /// `fchown(2)`.
@@ -155,17 +157,12 @@ impl Task {
         if file.fmode().path_only {
             return Err(Errno::EBADF);
         }
-        self.chown_common(&file.path().mnt, file.inode(), uid, gid)
+        self.chown_common(file.path(), uid, gid)
     }
 
-    fn chown_common(
-        &self,
-        mnt: &Mount,
-        inode: &Arc<Inode>,
-        uid: Option<u32>,
-        gid: Option<u32>,
-    ) -> Result<()> {
-        if mnt.is_rdonly() {
+    fn chown_common(&self, path: &VfsPath, uid: Option<u32>, gid: Option<u32>) -> Result<()> {
+        let inode = path.dentry.inode().ok_or(Errno::ENOENT)?;
+        if path.mnt.is_rdonly() {
             return Err(Errno::EROFS);
         }
         let _g = inode.lock.write();
@@ -220,7 +217,9 @@ impl Task {
                 attr.perm = Some(perm);
             }
         }
-        inode.ops().setattr(inode, &attr)
+        inode.ops().setattr(inode, &attr)?;
+        notify::change(&path.dentry, inode, &attr);
+        Ok(())
     }
 
     /// `utimensat(2)`: `path == None` acts on `dirfd` itself (`futimens`); `times == None`
@@ -244,14 +243,12 @@ impl Task {
                 return Ok(());
             }
         }
-        let (mnt, inode) = match path {
+        let vp = match path {
             Some(p) => {
                 if !(flags - (AtFlags::SYMLINK_NOFOLLOW | AtFlags::EMPTY_PATH)).is_empty() {
                     return Err(Errno::EINVAL);
                 }
-                let vp = self.resolve(dirfd, p, flags)?;
-                let i = vp.dentry.inode().ok_or(Errno::ENOENT)?.clone();
-                (vp.mnt, i)
+                self.resolve(dirfd, p, flags)?
             }
             None if dirfd == crate::abi::AT_FDCWD => return Err(Errno::EFAULT),
             None => {
@@ -262,15 +259,16 @@ impl Task {
                 if file.fmode().path_only {
                     return Err(Errno::EBADF);
                 }
-                (file.path().mnt.clone(), file.inode().clone())
+                file.path().clone()
             }
         };
+        let inode = vp.dentry.inode().ok_or(Errno::ENOENT)?.clone();
         if let Some(t) = &times {
             if !nsec_valid(&t[0]) || !nsec_valid(&t[1]) {
                 return Err(Errno::EINVAL);
             }
         }
-        if mnt.is_rdonly() {
+        if vp.mnt.is_rdonly() {
             return Err(Errno::EROFS);
         }
         let times = times.filter(|t| !(t[0].nsec == UTIME_NOW && t[1].nsec == UTIME_NOW));
@@ -310,7 +308,9 @@ impl Task {
                 }
             }
         };
-        inode.ops().setattr(&inode, &attr)
+        inode.ops().setattr(&inode, &attr)?;
+        notify::change(&vp.dentry, &inode, &attr);
+        Ok(())
     }
 
     /// `faccessat2(2)`: checks `mode` (`R_OK|W_OK|X_OK`, or empty for existence) with the real
@@ -398,7 +398,7 @@ impl Task {
         if p.mnt.is_rdonly() {
             return Err(Errno::EROFS);
         }
-        do_truncate(&cred, inode, length, false)
+        do_truncate(&cred, &p.dentry, inode, length, false)
     }
 
     /// `ftruncate(2)`.
@@ -426,7 +426,7 @@ impl Task {
             return Err(Errno::EINVAL);
         }
         let cred = self.cred.borrow();
-        do_truncate(&cred, file.inode(), length, true)
+        do_truncate(&cred, &file.path().dentry, file.inode(), length, true)
     }
 }
 
@@ -436,7 +436,13 @@ impl Task {
 /// `ftruncate(2)` stamps mtime and ctime even at the same size; `truncate(2)` asks for no
 /// stamp, and the filesystem decides (Linux: `vfs_truncate()` passes no
 /// `ATTR_MTIME|ATTR_CTIME`; tmpfs stamps when the size changes or pages are truncated).
-fn do_truncate(cred: &Cred, inode: &Arc<Inode>, length: i64, by_fd: bool) -> Result<()> {
+fn do_truncate(
+    cred: &Cred,
+    dentry: &Dentry,
+    inode: &Arc<Inode>,
+    length: i64,
+    by_fd: bool,
+) -> Result<()> {
     let _g = inode.lock.write();
     let mut attr = SetAttr {
         size: Some(length as u64),
@@ -445,5 +451,7 @@ fn do_truncate(cred: &Cred, inode: &Arc<Inode>, length: i64, by_fd: bool) -> Res
         ..SetAttr::default()
     };
     kill_privs_on_truncate(cred, inode, &mut attr);
-    inode.ops().setattr(inode, &attr)
+    inode.ops().setattr(inode, &attr)?;
+    notify::change(dentry, inode, &attr);
+    Ok(())
 }

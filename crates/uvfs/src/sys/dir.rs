@@ -84,7 +84,9 @@ impl Task {
         drop(dir_lock);
         drop(pos);
         // The directory was read even if the buffer could not take an entry (Linux:
-        // `iterate_dir()` calls `file_accessed()` whatever the filldir callback said).
+        // `iterate_dir()` calls `fsnotify_access()` and `file_accessed()` whatever the filldir
+        // callback said).
+        crate::vfs::notify::access(file);
         touch_atime(file);
         Ok(())
     }

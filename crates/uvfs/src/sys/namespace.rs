@@ -18,6 +18,7 @@ use crate::vfs::cred::{Capabilities, Cred};
 use crate::vfs::inode::Inode;
 use crate::vfs::mount::MountRef;
 use crate::vfs::namei::{FollowLast, LastKind};
+use crate::vfs::notify;
 use crate::vfs::permission::{
     inode_permission, may_create, may_delete, owner_or_capable, VictimKind,
 };
@@ -109,6 +110,7 @@ impl Task {
                 may_create(cred, dir, parent.dentry.is_dead())?;
                 let mode = (mode & (0o777 | S_ISVTX) & !umask) | FileType::Directory.mode_bits();
                 let inode = dir.ops().mkdir(dir, name, &new_inode(cred, dir, mode, 0))?;
+                notify::create(dir, name, &inode);
                 parent.dentry.d_instantiate_shared(name, inode);
                 Ok(())
             },
@@ -158,6 +160,7 @@ impl Task {
                 } else {
                     dir.ops().mknod(dir, name, &new)?
                 };
+                notify::create(dir, name, &inode);
                 parent.dentry.d_instantiate_shared(name, inode);
                 Ok(())
             },
@@ -188,6 +191,7 @@ impl Task {
                     target,
                     &new_inode(cred, dir, 0o777 | FileType::Symlink.mode_bits(), 0),
                 )?;
+                notify::create(dir, name, &inode);
                 parent.dentry.d_instantiate_shared(name, inode);
                 Ok(())
             },
@@ -263,6 +267,7 @@ impl Task {
                 }
                 dir.ops().link(dir, name, &inode)?;
                 inode.set_linkable(false);
+                notify::link(dir, name, &inode);
                 parent.dentry.d_instantiate_shared(name, inode.clone());
                 Ok(())
             },
@@ -328,6 +333,7 @@ impl Task {
         }
         p.path.dentry.d_delete(&p.name, &child);
         victim.ops().keep_parent(&victim, &dir);
+        notify::delete(&dir, &p.name, &victim);
         Ok(())
     }
 
@@ -505,6 +511,11 @@ impl Task {
         )?;
         if exchange {
             od.d_exchange(&op.name, &old_child, &nd, &np.name, &new_child);
+            // Two moves, each with its cookie (Linux: `vfs_rename()`'s two `fsnotify_move()`s).
+            notify::rename(&odir, &op.name, &ndir, &np.name, &src, None);
+            if let Some(t) = &tgt {
+                notify::rename(&ndir, &np.name, &odir, &op.name, t, None);
+            }
         } else {
             od.d_move(&op.name, &old_child, &nd, &np.name);
             if let Some(w) = made {
@@ -512,6 +523,12 @@ impl Task {
             }
             if let Some(t) = &tgt {
                 t.ops().keep_parent(t, &ndir);
+            }
+            notify::rename(&odir, &op.name, &ndir, &np.name, &src, tgt.as_deref());
+            // The replaced inode goes at the rename's end (Linux: the final `dput()` of the
+            // target's dentry in `do_renameat2()`).
+            if let Some(t) = &tgt {
+                notify::name_gone(t);
             }
         }
         Ok(())

@@ -12,6 +12,7 @@ use crate::vfs::file::FileDescription;
 use crate::vfs::inode::{Inode, SetAttr, TimeSet};
 use crate::vfs::mount::MntFlags;
 use crate::vfs::namei::{Last, LastKind, Pos, Walker};
+use crate::vfs::notify;
 use crate::vfs::permission::{
     inode_permission, may_create, may_create_in_sticky, owner_or_capable, DirAttrs,
 };
@@ -273,6 +274,7 @@ impl Task {
                 if req.flags.contains(OpenFlags::DIRECT) {
                     return Err(Errno::EINVAL);
                 }
+                file.open_done();
             }
             Ok(file)
         })
@@ -399,6 +401,7 @@ fn open_last<'w>(
                     dinode
                         .ops()
                         .create(&dinode, &name, &new_inode(w.cred, &dinode, mode, 0))?;
+                notify::create(&dinode, &last.name, &inode);
                 let d = dir.d_instantiate_shared(&name, inode);
                 return Ok(Opened {
                     path: VfsPath {
@@ -545,16 +548,27 @@ fn finish_open(
     if req.flags.contains(OpenFlags::DIRECT) && !matches!(ft, FileType::Regular | FileType::Fifo) {
         return Err(Errno::EINVAL);
     }
+    // A FIFO's open finishes after its rendezvous ([`Task::open_description`]); the truncate
+    // comes after the open (Linux: `handle_truncate()` after `vfs_open()`).
+    if ft != FileType::Fifo {
+        file.open_done();
+    }
     if truncate && ft == FileType::Regular {
         let _g = inode.lock.write();
-        let mut attr = SetAttr {
-            size: Some(0),
-            mtime: Some(TimeSet::Now),
-            ctime: true,
-            ..SetAttr::default()
-        };
+        let mut attr = open_truncate_attr();
         super::attr::kill_privs_on_truncate(cred, inode, &mut attr);
         inode.ops().setattr(inode, &attr)?;
+        notify::change(&file.path().dentry, inode, &attr);
     }
     Ok(file)
+}
+
+/// What `O_TRUNC` changes (Linux: `do_truncate()`'s `ATTR_SIZE | ATTR_MTIME | ATTR_CTIME`).
+fn open_truncate_attr() -> SetAttr {
+    SetAttr {
+        size: Some(0),
+        mtime: Some(TimeSet::Now),
+        ctime: true,
+        ..SetAttr::default()
+    }
 }

@@ -77,6 +77,11 @@ impl Task {
             // An epoll file has an `ioctl` of its own (`ep_eventpoll_ioctl()`), which refuses
             // commands it does not know with `EINVAL`.
             FileType::Anon if crate::fs::epoll::epoll_of(&file).is_some() => Err(Errno::EINVAL),
+            // inotify: the bytes of the queued events (Linux: `inotify_ioctl()`).
+            FileType::Anon => match crate::fs::inotify::inotify_of(&file) {
+                Some(i) => Ok(i.queued_bytes() as i32),
+                None => Err(Errno::ENOTTY),
+            },
             _ => Err(Errno::ENOTTY),
         }
     }

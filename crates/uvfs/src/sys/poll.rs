@@ -304,6 +304,9 @@ impl Task {
         if let Some(ep) = epoll_of(&f) {
             return Ok(ep.waiters());
         }
+        if let Some(i) = crate::fs::inotify::inotify_of(&f) {
+            return Ok(i.group.waiters());
+        }
         match f.ops().as_any().and_then(|a| a.downcast_ref::<EventFd>()) {
             Some(e) => Ok(e.waiters()),
             None => Err(Errno::EINVAL),

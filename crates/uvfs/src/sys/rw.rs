@@ -9,7 +9,8 @@ use crate::abi::{
     S_ISGID, S_ISUID,
 };
 use crate::vfs::atime::touch_atime;
-use crate::vfs::inode::{Inode, SetAttr};
+use crate::vfs::inode::SetAttr;
+use crate::vfs::notify;
 use crate::vfs::ops::WritePos;
 use crate::vfs::permission::should_remove_suid;
 use crate::vfs::{FileDescription, Task};
@@ -119,7 +120,7 @@ fn write_remove_privs_slow(
         if start >= MAX_LFS_FILESIZE as u64 {
             return Err(Errno::EFBIG);
         }
-        clear_setid(inode, kill)?;
+        clear_setid(file, kill)?;
     }
     file.ops().write(file, buf, at)
 }
@@ -139,7 +140,7 @@ fn fallocate_remove_privs(
     let _g = inode.lock.write();
     file.ops().fallocate(file, mode, offset, len)?;
     let kill = should_remove_suid(&task.cred.borrow(), inode);
-    clear_setid(inode, kill)
+    clear_setid(file, kill)
 }
 
 /// Clears the set-id bits `kill` (from [`should_remove_suid`]) with the inode lock held. No
@@ -147,15 +148,18 @@ fn fallocate_remove_privs(
 /// (Linux: `__remove_privs()` asks `notify_change()` for `ATTR_KILL_S*ID` without
 /// `ATTR_CTIME`, and `file_modified()` then calls `file_update_time()`), so a clock tick
 /// between the two never leaves a ctime after the mtime.
-fn clear_setid(inode: &Inode, kill: u32) -> Result<()> {
+fn clear_setid(file: &FileDescription, kill: u32) -> Result<()> {
     if kill == 0 {
         return Ok(());
     }
+    let inode = file.inode();
     let attr = SetAttr {
         perm: Some(inode.mode() & !kill & S_IALLUGO),
         ..SetAttr::default()
     };
-    inode.ops().setattr(inode, &attr)
+    inode.ops().setattr(inode, &attr)?;
+    notify::change(&file.path().dentry, inode, &attr);
+    Ok(())
 }
 
 /// # Files: read and write
@@ -174,6 +178,15 @@ impl Task {
     /// [`Task::read`] of an open file held without an fd (`uvfs::fs::File`).
     #[inline]
     pub(crate) fn read_file(&self, file: &FileDescription, buf: &mut [u8]) -> Result<usize> {
+        let n = self.read_file_inner(file, buf)?;
+        if n > 0 {
+            notify::access(file);
+        }
+        Ok(n)
+    }
+
+    #[inline(always)]
+    fn read_file_inner(&self, file: &FileDescription, buf: &mut [u8]) -> Result<usize> {
         check_readable(file)?;
         // Pipes and FIFOs have no position and may block (Linux: `FMODE_STREAM` files).
         match file.inode().file_type() {
@@ -229,6 +242,9 @@ impl Task {
         let len = buf.len().min(MAX_RW_COUNT);
         let n = file.ops().read(file, &mut buf[..len], pos)?;
         touch_atime(file);
+        if n > 0 {
+            notify::access(file);
+        }
         Ok(n)
     }
 
@@ -244,6 +260,15 @@ impl Task {
     /// [`Task::write`] to an open file held without an fd.
     #[inline]
     pub(crate) fn write_file(&self, file: &FileDescription, buf: &[u8]) -> Result<usize> {
+        let n = self.write_file_inner(file, buf)?;
+        if n > 0 {
+            notify::modify(file);
+        }
+        Ok(n)
+    }
+
+    #[inline(always)]
+    fn write_file_inner(&self, file: &FileDescription, buf: &[u8]) -> Result<usize> {
         check_writable(file)?;
         match file.inode().file_type() {
             FileType::Fifo => {
@@ -307,7 +332,11 @@ impl Task {
             WritePos::At(pos)
         };
         let len = buf.len().min(MAX_RW_COUNT);
-        write_remove_privs(self, file, &buf[..len], at).map(|(n, _)| n)
+        let (n, _) = write_remove_privs(self, file, &buf[..len], at)?;
+        if n > 0 {
+            notify::modify(file);
+        }
+        Ok(n)
     }
 
     /// `readv(2)`.
@@ -557,9 +586,13 @@ impl Task {
             return Err(Errno::EOPNOTSUPP);
         }
         if file.inode().mode() & (S_ISUID | S_ISGID) != 0 {
-            return fallocate_remove_privs(self, &file, mode, offset as u64, len as u64);
+            fallocate_remove_privs(self, &file, mode, offset as u64, len as u64)?;
+        } else {
+            file.ops()
+                .fallocate(&file, mode, offset as u64, len as u64)?;
         }
-        file.ops().fallocate(&file, mode, offset as u64, len as u64)
+        notify::modify(&file);
+        Ok(())
     }
 }
 

@@ -21,6 +21,7 @@ use crate::abi::{Errno, FileType, OpenFlags, Result, SpliceFlags, PAGE_SIZE};
 use crate::fs::pipefs::{self, pipe::Pipe};
 use crate::vfs::atime::touch_atime;
 use crate::vfs::locks::{Interrupt, Wait};
+use crate::vfs::notify;
 use crate::vfs::ops::WritePos;
 use crate::vfs::{FileDescription, Task};
 
@@ -134,7 +135,7 @@ impl Task {
         }
         let nonblock = flags.contains(SpliceFlags::NONBLOCK);
         let intr = self.interrupt.get().map(|i| &**i);
-        match (ipipe, opipe) {
+        let n = match (ipipe, opipe) {
             (Some(i), Some(o)) => {
                 if Arc::ptr_eq(i, o) {
                     return Err(Errno::EINVAL);
@@ -151,7 +152,13 @@ impl Task {
                 self.splice_file_to_pipe(&fin, o, off_in, len, wait_of(nb, intr))
             }
             (None, None) => Err(Errno::EINVAL),
+        }?;
+        // Linux: `do_splice()` ends with the output's modify, then the input's access.
+        if n > 0 {
+            notify::modify(&fout);
+            notify::access(&fin);
         }
+        Ok(n)
     }
 
     /// The pipe-to-file half of [`Task::splice`] (Linux: the `ipipe` branch of
@@ -268,7 +275,12 @@ impl Task {
         let nb = flags.contains(SpliceFlags::NONBLOCK)
             || (fin.flags() | fout.flags()).contains(OpenFlags::NONBLOCK);
         let intr = self.interrupt.get().map(|i| &**i);
-        i.tee(o, len, wait_of(nb, intr), &self.sigpipe)
+        let n = i.tee(o, len, wait_of(nb, intr), &self.sigpipe)?;
+        if n > 0 {
+            notify::access(&fin);
+            notify::modify(&fout);
+        }
+        Ok(n)
     }
 
     /// `sendfile(2)`: copies up to `count` bytes from the file `in_fd`, at `*offset` (which
@@ -344,6 +356,9 @@ impl Task {
                 Some(o) => *o = pos as i64,
                 None => *fin.pos.lock() = pos,
             }
+            // Linux: `do_sendfile()`'s events, after the copy's own (`sendfile_direct`).
+            notify::access(&fin);
+            notify::modify(&fout);
         }
         Ok(n)
     }
@@ -405,6 +420,11 @@ impl Task {
             }
         }
         touch_atime(fin);
+        // The output's writes are notified as they go (Linux: `vfs_iter_write()` in
+        // `iter_file_splice_write()`); one stands for them all, as the queue merges them.
+        if bytes > 0 {
+            notify::modify(fout);
+        }
         match err {
             Some(e) if bytes == 0 => Err(e),
             _ => Ok((bytes, pos, out_pos)),

@@ -12,6 +12,7 @@ use crate::vfs::cred::{Capabilities, Cred};
 use crate::vfs::inode::Inode;
 use crate::vfs::mount::MountRef;
 use crate::vfs::namei::FollowLast;
+use crate::vfs::notify;
 use crate::vfs::permission::{inode_permission, owner_or_capable};
 use crate::vfs::Task;
 
@@ -85,12 +86,15 @@ fn cap_xattr_write(cred: &Cred, inode: &Inode, name: &[u8]) -> Result<()> {
     Ok(())
 }
 
+/// What an xattr call acts on: the mount, the dentry and its inode.
+type Target = (MountRef, Arc<crate::vfs::Dentry>, Arc<Inode>);
+
 /// # Extended attributes
 ///
 /// `setxattr`, `getxattr`, `listxattr`, `removexattr`, each with its `l` (no follow) and
 /// `f` (fd) form.
 impl Task {
-    fn xattr_target(&self, path: &[u8], follow: Follow) -> Result<(MountRef, Arc<Inode>)> {
+    fn xattr_target(&self, path: &[u8], follow: Follow) -> Result<Target> {
         let f = if follow == Follow::Yes {
             FollowLast::Yes
         } else {
@@ -103,25 +107,27 @@ impl Task {
             ResolveFlags::empty(),
             |w, s| {
                 let pos = w.lookup(s, path, f)?;
-                Ok((
-                    pos.mnt.arc().clone(),
-                    pos.inode().ok_or(Errno::ENOENT)?.clone(),
-                ))
+                let inode = pos.inode().ok_or(Errno::ENOENT)?.clone();
+                Ok((pos.mnt.arc().clone(), pos.dentry.arc().clone(), inode))
             },
         )
     }
 
-    fn xattr_fd(&self, fd: i32) -> Result<(MountRef, Arc<Inode>)> {
+    fn xattr_fd(&self, fd: i32) -> Result<Target> {
         let file = self.files.get(fd)?;
         if file.fmode().path_only {
             return Err(Errno::EBADF);
         }
-        Ok((file.path().mnt.clone(), file.inode().clone()))
+        Ok((
+            file.path().mnt.clone(),
+            file.path().dentry.clone(),
+            file.inode().clone(),
+        ))
     }
 
     fn do_setxattr(
         &self,
-        t: Result<(MountRef, Arc<Inode>)>,
+        t: Result<Target>,
         name: &[u8],
         value: &[u8],
         flags: XattrFlags,
@@ -133,7 +139,7 @@ impl Task {
         if value.len() > XATTR_SIZE_MAX {
             return Err(Errno::E2BIG);
         }
-        let (mnt, inode) = t?;
+        let (mnt, dentry, inode) = t?;
         if mnt.is_rdonly() {
             return Err(Errno::EROFS);
         }
@@ -142,17 +148,14 @@ impl Task {
         xattr_permission(&cred, &inode, name, Access::WRITE)?;
         cap_xattr_write(&cred, &inode, name)?;
         known_prefix(name)?;
-        inode.ops().setxattr(&inode, name, value, flags)
+        inode.ops().setxattr(&inode, name, value, flags)?;
+        notify::xattr(&dentry, &inode);
+        Ok(())
     }
 
-    fn do_getxattr(
-        &self,
-        t: Result<(MountRef, Arc<Inode>)>,
-        name: &[u8],
-        buf: &mut [u8],
-    ) -> Result<usize> {
+    fn do_getxattr(&self, t: Result<Target>, name: &[u8], buf: &mut [u8]) -> Result<usize> {
         check_name(name)?;
-        let (_, inode) = t?;
+        let (_, _, inode) = t?;
         xattr_permission(&self.cred.borrow(), &inode, name, Access::READ)?;
         known_prefix(name)?;
         let v = inode.ops().getxattr(&inode, name)?;
@@ -166,8 +169,8 @@ impl Task {
         Ok(v.len())
     }
 
-    fn do_listxattr(&self, t: Result<(MountRef, Arc<Inode>)>, buf: &mut [u8]) -> Result<usize> {
-        let (_, inode) = t?;
+    fn do_listxattr(&self, t: Result<Target>, buf: &mut [u8]) -> Result<usize> {
+        let (_, _, inode) = t?;
         let trusted = self.cred.borrow().capable(Capabilities::SYS_ADMIN);
         let mut out = Vec::new();
         for n in inode.ops().listxattr(&inode)? {
@@ -191,9 +194,9 @@ impl Task {
         Ok(out.len())
     }
 
-    fn do_removexattr(&self, t: Result<(MountRef, Arc<Inode>)>, name: &[u8]) -> Result<()> {
+    fn do_removexattr(&self, t: Result<Target>, name: &[u8]) -> Result<()> {
         check_name(name)?;
-        let (mnt, inode) = t?;
+        let (mnt, dentry, inode) = t?;
         if mnt.is_rdonly() {
             return Err(Errno::EROFS);
         }
@@ -202,7 +205,9 @@ impl Task {
         xattr_permission(&cred, &inode, name, Access::WRITE)?;
         cap_xattr_write(&cred, &inode, name)?;
         known_prefix(name)?;
-        inode.ops().removexattr(&inode, name)
+        inode.ops().removexattr(&inode, name)?;
+        notify::xattr(&dentry, &inode);
+        Ok(())
     }
 
     /// `setxattr(2)`.

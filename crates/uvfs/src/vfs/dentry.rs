@@ -18,6 +18,13 @@ use crate::sync::rcu::Guard;
 /// Dentry flag: unlinked, removed, or replaced; lookups in it find nothing.
 /// In `Dentry::state`: set once the dentry is dead; the bits below count its mounts.
 const DEAD: u32 = 1 << 31;
+/// Dentry flag: the parent's inode may watch its children's events (Linux:
+/// `DCACHE_FSNOTIFY_PARENT_WATCHED`). Set eagerly (when the parent starts watching, and when
+/// the dentry is made or moved under a watching parent), cleared lazily by the first event
+/// that finds the parent no longer interested.
+const PARENT_WATCHED: u32 = 1 << 30;
+/// The mount count's bits in `Dentry::state`.
+const MOUNTS: u32 = PARENT_WATCHED - 1;
 
 /// Name and parent of a dentry, changed by rename.
 struct Links {
@@ -107,7 +114,37 @@ impl Dentry {
     /// True if something is mounted here (in some mount).
     #[inline]
     pub fn is_mountpoint(&self) -> bool {
-        self.state().load(Ordering::Acquire) & !DEAD != 0
+        self.state().load(Ordering::Acquire) & MOUNTS != 0
+    }
+
+    /// True if the parent's inode may watch this dentry's events: one relaxed load.
+    #[inline]
+    pub(crate) fn parent_watched(&self) -> bool {
+        self.state().load(Ordering::Relaxed) & PARENT_WATCHED != 0
+    }
+
+    pub(crate) fn clear_parent_watched(&self) {
+        self.state().fetch_and(!PARENT_WATCHED, Ordering::Relaxed);
+    }
+
+    /// Flags this dentry if `parent`'s inode watches its children, unflags it if not.
+    fn update_parent_watched(&self, parent: &Dentry) {
+        let watched = parent
+            .inode()
+            .is_some_and(|i| crate::vfs::notify::mark::watches_children(i.notify_mask()));
+        if watched {
+            self.state().fetch_or(PARENT_WATCHED, Ordering::Relaxed);
+        } else if self.parent_watched() {
+            self.clear_parent_watched();
+        }
+    }
+
+    /// Flags every cached child: this directory's inode started watching its children
+    /// (Linux: `fsnotify_set_children_dentry_flags()`).
+    pub(crate) fn set_children_parent_watched(&self) {
+        for c in self.children.writer().children() {
+            c.state().fetch_or(PARENT_WATCHED, Ordering::Relaxed);
+        }
     }
 
     pub(crate) fn add_mount(&self) {
@@ -173,6 +210,7 @@ impl Dentry {
         if negative && (w.negatives() >= super::dcache::MAX_NEGATIVE_CHILDREN || self.is_dead()) {
             return d;
         }
+        d.update_parent_watched(self);
         w.insert(hl, shared, d.clone());
         d
     }
@@ -210,6 +248,7 @@ impl Dentry {
             Some(Arc::downgrade(self)),
             Some(inode),
         ));
+        d.update_parent_watched(self);
         w.insert(hl, shared, d.clone());
         d
     }
@@ -277,6 +316,7 @@ impl Dentry {
             l.name = name.clone();
             l.parent = Some(Arc::downgrade(new_parent));
         }
+        child.update_parent_watched(new_parent);
         new_parent
             .children
             .writer()
@@ -310,6 +350,8 @@ impl Dentry {
             lb.name = Name::new(a_name);
             lb.parent = Some(Arc::downgrade(self));
         }
+        a.update_parent_watched(b_parent);
+        b.update_parent_watched(self);
         b_parent.children.writer().insert(b_hl, a.name(), a.clone());
         self.children.writer().insert(a_hl, b.name(), b.clone());
     }

@@ -36,6 +36,9 @@ pub struct FileDescription {
     fmode: FMode,
     /// This file is counted in its mount's and superblock's writers.
     counted_writer: bool,
+    /// The open finished (Linux: `FMODE_OPENED` as `__fput()` sees it): its last close is
+    /// notified. Files whose open failed late (a FIFO's rendezvous) are released silently.
+    opened: std::sync::atomic::AtomicBool,
     /// Identity of the opener's credentials (`Task::cred_id`; Linux: `f_cred`).
     opener_cred: u64,
     flags: AtomicU32,
@@ -98,6 +101,7 @@ impl FileDescription {
                 path_only,
             },
             counted_writer: false,
+            opened: std::sync::atomic::AtomicBool::new(false),
             opener_cred,
             flags: AtomicU32::new(kept),
             pos: Mutex::new(0),
@@ -168,6 +172,19 @@ impl FileDescription {
         !matches!(self.inode.file_type(), FileType::Fifo | FileType::Anon)
     }
 
+    /// Records that the open finished, and tells fsnotify (Linux: `fsnotify_open()` after
+    /// `do_dentry_open()`). Files made without an open (pipes, anonymous files) never are.
+    pub(crate) fn open_done(&self) {
+        self.opened.store(true, Ordering::Relaxed);
+        super::notify::open(self);
+    }
+
+    /// Whether the open finished ([`FileDescription::open_done`]).
+    #[inline]
+    pub(crate) fn open_finished(&self) -> bool {
+        self.opened.load(Ordering::Relaxed)
+    }
+
     /// The filesystem's operations for this open file.
     #[inline]
     pub fn ops(&self) -> &dyn FileOps {
@@ -177,6 +194,8 @@ impl FileDescription {
 
 impl Drop for FileDescription {
     fn drop(&mut self) {
+        // Linux: `fsnotify_close()` first in `__fput()`.
+        super::notify::close(self);
         // The last close puts the file's path (Linux: `__fput()` → `mntput()`).
         self.path.mnt.touch();
         // The description's OFD and `flock` locks go with it (Linux: `locks_remove_file()`

@@ -20,6 +20,11 @@ const LINKABLE: u32 = 2;
 /// Inode flag: the inode has a lock context in the side table of `vfs::locks` (Linux: a
 /// non-null `i_flctx`). Set once, under that table's lock, before the first lock is taken.
 const HAS_LOCK_CONTEXT: u32 = 4;
+/// Inode flag: the inode has fsnotify marks in the side table of `vfs::notify::mark`. Changed
+/// under `MARK_LOCK`.
+const HAS_MARKS: u32 = 8;
+/// Inode flag: `IN_DELETE_SELF` was sent (once per inode).
+const REMOVED_NOTIFIED: u32 = 16;
 
 /// The three changeable timestamps, seconds then nanoseconds (36 bytes where three
 /// second/nanosecond pairs of words take 48), with btime's nanoseconds in the last 4 bytes;
@@ -149,6 +154,10 @@ pub struct Inode {
     btime_sec: i64,
     blocks: AtomicU64,
     rdev: u32,
+    /// The events the inode's fsnotify marks ask for, or-ed (Linux: `i_fsnotify_mask`), in
+    /// what was the allocation's padding: read by the notification hooks only once the
+    /// superblock has a watched inode, written only when marks change.
+    notify_mask: AtomicU32,
 }
 
 // With its `Arc` header an inode fills one 160-byte allocator class (issue 7, compact
@@ -194,6 +203,7 @@ impl Inode {
             lock: RwLock::new(()),
             ops,
             fs_holds: AtomicU32::new(0),
+            notify_mask: AtomicU32::new(0),
         })
     }
 
@@ -423,6 +433,37 @@ impl Inode {
         if !self.has_lock_context() {
             self.flags.fetch_or(HAS_LOCK_CONTEXT, Ordering::Relaxed);
         }
+    }
+
+    /// The events this inode's fsnotify marks ask for (0 when unwatched): one relaxed load.
+    #[inline]
+    pub(crate) fn notify_mask(&self) -> u32 {
+        self.notify_mask.load(Ordering::Relaxed)
+    }
+
+    /// Sets the aggregated mark mask (under `notify::mark::MARK_LOCK`).
+    pub(crate) fn set_notify_mask(&self, mask: u32) {
+        self.notify_mask.store(mask, Ordering::Relaxed);
+    }
+
+    /// True if the inode has fsnotify marks.
+    #[inline]
+    pub(crate) fn has_marks(&self) -> bool {
+        self.flags.load(Ordering::Relaxed) & HAS_MARKS != 0
+    }
+
+    /// Records whether the inode has fsnotify marks (under `notify::mark::MARK_LOCK`).
+    pub(crate) fn set_has_marks(&self, on: bool) {
+        if on {
+            self.flags.fetch_or(HAS_MARKS, Ordering::Relaxed);
+        } else {
+            self.flags.fetch_and(!HAS_MARKS, Ordering::Relaxed);
+        }
+    }
+
+    /// Claims the one `IN_DELETE_SELF` of the inode: true the first time.
+    pub(crate) fn take_removed(&self) -> bool {
+        self.flags.fetch_or(REMOVED_NOTIFIED, Ordering::AcqRel) & REMOVED_NOTIFIED == 0
     }
 
     /// The access time, read without a snapshot (a racing update may tear sec/nsec).

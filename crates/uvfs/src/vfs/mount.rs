@@ -78,6 +78,7 @@ impl Drop for Mount {
     /// freed by its last reference (an inode's).
     fn drop(&mut self) {
         if self.sb.mount_gone() {
+            super::notify::unmounted(&self.sb);
             self.sb.kill();
         }
     }
@@ -292,6 +293,8 @@ pub struct MountNamespace {
     /// Protects: the registered filesystem types, by name (Linux: `file_systems_lock`).
     /// Order: innermost; a mount clones the type out and calls it after.
     filesystems: RwLock<HashMap<Box<str>, Arc<dyn FileSystemType>>>,
+    /// inotify's limits and per-user counts for the tasks of this namespace.
+    pub(crate) inotify_users: Arc<crate::fs::inotify::InotifyUsers>,
 }
 
 impl MountNamespace {
@@ -304,6 +307,7 @@ impl MountNamespace {
             table: ArcSwap::from_pointee(MountTable::default()),
             lock: Mutex::new(()),
             filesystems: RwLock::new(HashMap::new()),
+            inotify_users: Arc::default(),
         })
     }
 

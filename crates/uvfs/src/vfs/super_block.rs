@@ -57,7 +57,14 @@ pub struct SuperBlock {
     /// Order: first of every namespace lock; before any inode lock.
     pub(crate) rename_lock: Mutex<()>,
     ops: Box<dyn SuperOps>,
+    /// Inodes of this filesystem with fsnotify marks (Linux: `fsnotify_sb_info`'s
+    /// `watched_objects`), alone in its cache line: every notification hook reads it, and only
+    /// adding an inode's first mark or removing its last writes it.
+    notify_watched: NotifyWatched,
 }
+
+#[repr(align(64))]
+struct NotifyWatched(std::sync::atomic::AtomicIsize);
 
 impl SuperBlock {
     /// Creates a superblock with a fresh anonymous device number (major 0, as Linux's
@@ -75,6 +82,7 @@ impl SuperBlock {
             write_hold: std::sync::atomic::AtomicBool::new(false),
             rename_lock: Mutex::new(()),
             ops,
+            notify_watched: NotifyWatched(std::sync::atomic::AtomicIsize::new(0)),
         })
     }
 
@@ -99,6 +107,19 @@ impl SuperBlock {
             c.set((self.dev, start + 1, start + INO_BATCH));
             start
         })
+    }
+
+    /// True if an inode of this filesystem has fsnotify marks: the notification hooks' first
+    /// test, one relaxed load.
+    #[inline(always)]
+    pub(crate) fn notify_watched(&self) -> bool {
+        self.notify_watched.0.load(Ordering::Relaxed) != 0
+    }
+
+    /// Counts inodes that got their first mark or lost their last (under
+    /// `notify::mark::MARK_LOCK`).
+    pub(crate) fn notify_watched_add(&self, n: isize) {
+        self.notify_watched.0.fetch_add(n, Ordering::Relaxed);
     }
 
     /// The filesystem's operations.

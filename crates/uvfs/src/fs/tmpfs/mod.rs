@@ -502,6 +502,11 @@ impl Node {
         };
         self.maybe_release(inode);
         drop(pins);
+        // The last holder of an unlinked inode went (Linux: the final `dput()` runs
+        // `dentry_unlink_inode()`, which sends `IN_DELETE_SELF`).
+        if last && inode.nlink() == 0 {
+            crate::vfs::notify::inode_removed(inode);
+        }
     }
 
     /// Allocates and initialises a new inode of this instance (Linux: `shmem_get_inode()`).

@@ -1,18 +1,502 @@
-//! fsnotify: the notification core under inotify (and fanotify). Linux: fs/notify/.
+//! fsnotify: the notification core under inotify. Linux: fs/notify/fsnotify.c,
+//! include/linux/fsnotify.h.
+//!
+//! Every read, write, open, close, attribute change and namespace change calls a hook here.
+//! A hook's first instructions decide, with plain loads, that nothing can be watching, and
+//! return; only then does it look at marks ([`mark`]).
+//!
+//! # Fast path
+//! With nothing watched on the filesystem, a hook is one relaxed load of the superblock's
+//! count of watched inodes (Linux: `fsnotify_sb_has_watchers()`), after, for the file
+//! hooks, a test of the file's `O_PATH` bit (Linux: `FMODE_NONOTIFY`, decided at open), and
+//! one relaxed load of the benchmarks' vanilla switch. With something watched but not this
+//! file, its parent or its name's directory, it adds loads of the dentry's parent-watched
+//! flag and the inode's interest mask (Linux: `__fsnotify_parent()`'s early return) and
+//! returns. No atomic read-modify-write, fence, lock, allocation or reference is taken on
+//! either path; the parent is not touched unless the child's flag says it watches. Falls
+//! back to the marks ([`mark::marks_of`]: a shard lock of the mark table and a snapshot of
+//! the inode's marks) only when a mask says an event will be generated, or in vanilla mode.
+//! Without the `notify` cargo feature the hooks are empty.
 
-use crate::sync::atomic::{AtomicBool, Ordering};
+pub(crate) mod mark;
+
+use crate::abi::{
+    IN_ACCESS, IN_ALL_EVENTS, IN_ATTRIB, IN_CLOSE_NOWRITE, IN_CLOSE_WRITE, IN_CREATE, IN_DELETE,
+    IN_DELETE_SELF, IN_ISDIR, IN_MODIFY, IN_MOVED_FROM, IN_MOVED_TO, IN_MOVE_SELF, IN_OPEN,
+    IN_UNMOUNT,
+};
+use crate::sync::atomic::{AtomicBool, AtomicU32, Ordering};
+use crate::vfs::{Dentry, FileDescription, Inode, SetAttr, SuperBlock};
 
 /// Whether notification is compiled in (the `notify` cargo feature, on by default). Without
 /// it every hook is empty and `inotify_init1` fails with `ENOSYS`, as Linux built without
 /// `CONFIG_INOTIFY_USER`.
 pub const COMPILED: bool = cfg!(feature = "notify");
 
+/// A mark's interest in its directory's children's events (Linux: `FS_EVENT_ON_CHILD`; every
+/// inotify watch on a directory has it).
+pub(crate) const FS_EVENT_ON_CHILD: u32 = 0x0800_0000;
+/// Events a directory may get about its children (Linux: `FS_EVENTS_POSS_ON_CHILD`).
+pub(crate) const FS_EVENTS_POSS_ON_CHILD: u32 =
+    IN_ACCESS | IN_MODIFY | IN_ATTRIB | IN_CLOSE_WRITE | IN_CLOSE_NOWRITE | IN_OPEN;
+/// Every event bit a mark can match.
+const ALL_EVENTS: u32 = IN_ALL_EVENTS | IN_UNMOUNT;
+
 static VANILLA: AtomicBool = AtomicBool::new(false);
 
 /// Benchmarks only: makes every hook enter the mark read side and walk the (empty) mark
 /// lists even when nothing is watched, as Linux did before 2015, for the `uvfs-vanilla`
-/// column of `uvfs bench write1`. Never on by default.
+/// columns of `uvfs bench`. Never on by default.
 #[doc(hidden)]
 pub fn set_vanilla_hooks(on: bool) {
     VANILLA.store(on, Ordering::Relaxed);
+}
+
+#[inline(always)]
+fn vanilla() -> bool {
+    VANILLA.load(Ordering::Relaxed)
+}
+
+/// The source of rename cookies (Linux: `fsnotify_get_cookie()`).
+static COOKIE: AtomicU32 = AtomicU32::new(0);
+
+/// An event on its way to a group.
+pub(crate) struct Event<'a> {
+    /// Event bits (`IN_*`), with `IN_ISDIR` when the subject is a directory.
+    pub(crate) mask: u32,
+    /// The subject's name, for a directory's mark told about a child or an entry.
+    pub(crate) name: Option<&'a [u8]>,
+    /// Pairs `IN_MOVED_FROM` with `IN_MOVED_TO`.
+    pub(crate) cookie: u32,
+    /// The event is about an open file whose name is gone (`IN_EXCL_UNLINK` marks skip it).
+    pub(crate) unlinked: bool,
+}
+
+/// Whether anything on `inode`'s filesystem is watched (or vanilla mode is on).
+#[inline(always)]
+fn sb_watched(inode: &Inode) -> bool {
+    inode.sb().notify_watched() || vanilla()
+}
+
+// ---- file hooks (Linux: fsnotify_access/modify/open/close) ----
+
+/// A read of `file` returned data (Linux: `fsnotify_access()`).
+#[inline(always)]
+pub(crate) fn access(file: &FileDescription) {
+    file_event(file, IN_ACCESS);
+}
+
+/// A write to `file` changed it (Linux: `fsnotify_modify()`).
+#[inline(always)]
+pub(crate) fn modify(file: &FileDescription) {
+    file_event(file, IN_MODIFY);
+}
+
+/// `file` was opened (Linux: `fsnotify_open()`).
+#[inline(always)]
+pub(crate) fn open(file: &FileDescription) {
+    file_event(file, IN_OPEN);
+}
+
+/// `file`'s last reference went (Linux: `fsnotify_close()`); nothing for a file whose open
+/// did not finish.
+#[inline(always)]
+pub(crate) fn close(file: &FileDescription) {
+    if !file.open_finished() {
+        return;
+    }
+    let mask = if file.fmode().write {
+        IN_CLOSE_WRITE
+    } else {
+        IN_CLOSE_NOWRITE
+    };
+    file_event(file, mask);
+}
+
+#[inline(always)]
+fn file_event(file: &FileDescription, mask: u32) {
+    if !COMPILED || file.fmode().path_only {
+        return;
+    }
+    let inode = file.inode();
+    if !sb_watched(inode) {
+        return;
+    }
+    path_event(&file.path().dentry, inode, mask, true);
+}
+
+// ---- dentry hooks (Linux: fsnotify_change, fsnotify_xattr) ----
+
+/// `attr` was applied to the inode of `dentry` (Linux: `fsnotify_change()`).
+#[inline]
+pub(crate) fn change(dentry: &Dentry, inode: &Inode, attr: &SetAttr) {
+    if !COMPILED || !sb_watched(inode) {
+        return;
+    }
+    let mask = change_mask(attr);
+    if mask != 0 {
+        path_event(dentry, inode, mask, false);
+    }
+}
+
+/// The events an attribute change makes (Linux: `fsnotify_change()`'s table).
+fn change_mask(attr: &SetAttr) -> u32 {
+    let mut mask = 0;
+    if attr.uid.is_some() || attr.gid.is_some() || attr.perm.is_some() {
+        mask |= IN_ATTRIB;
+    }
+    if attr.size.is_some() {
+        mask |= IN_MODIFY;
+    }
+    match (attr.atime.is_some(), attr.mtime.is_some()) {
+        (true, true) => mask |= IN_ATTRIB,
+        (true, false) => mask |= IN_ACCESS,
+        (false, true) => mask |= IN_MODIFY,
+        (false, false) => {}
+    }
+    mask
+}
+
+/// An extended attribute of the inode of `dentry` was set or removed (Linux:
+/// `fsnotify_xattr()`).
+#[inline]
+pub(crate) fn xattr(dentry: &Dentry, inode: &Inode) {
+    if COMPILED && sb_watched(inode) {
+        path_event(dentry, inode, IN_ATTRIB, false);
+    }
+}
+
+/// An event about `inode`, reached through `dentry`: told to the inode's marks, and with the
+/// name to its parent's marks when the parent watches its children (Linux:
+/// `fsnotify_parent()`, `__fsnotify_parent()`).
+#[inline(always)]
+fn path_event(dentry: &Dentry, inode: &Inode, mask: u32, file: bool) {
+    let mask = if inode.is_dir() {
+        mask | IN_ISDIR
+    } else {
+        mask
+    };
+    if !dentry.parent_watched() && inode.notify_mask() & mask & ALL_EVENTS == 0 && !vanilla() {
+        return;
+    }
+    path_event_slow(dentry, inode, mask, file);
+}
+
+#[cold]
+#[inline(never)]
+fn path_event_slow(dentry: &Dentry, inode: &Inode, mask: u32, file: bool) {
+    #[cfg(test)]
+    tests::SLOW.with(|c| c.set(c.get() + 1));
+    let unlinked = file && dentry.is_dead();
+    if dentry.parent_watched() {
+        if let Some(parent) = dentry.parent() {
+            if let Some(dir) = parent.inode() {
+                let dir_mask = dir.notify_mask();
+                if !mark::watches_children(dir_mask) {
+                    // Set eagerly, cleared lazily (Linux: `fsnotify_clear_child_dentry_flag()`).
+                    dentry.clear_parent_watched();
+                } else if dir_mask & mask & ALL_EVENTS != 0 {
+                    let name = dentry.name();
+                    let ev = Event {
+                        mask,
+                        name: Some(&name),
+                        cookie: 0,
+                        unlinked,
+                    };
+                    deliver(dir, &ev, true);
+                }
+            }
+        }
+    }
+    if inode.notify_mask() & mask & ALL_EVENTS != 0 || vanilla() {
+        let ev = Event {
+            mask,
+            name: None,
+            cookie: 0,
+            unlinked,
+        };
+        deliver(inode, &ev, false);
+    }
+}
+
+/// Hands `ev` to every mark of `inode` that asks for it; `to_parent` when `inode` is the
+/// subject's directory told about a child (Linux: `send_to_group()`'s mask tests).
+fn deliver(inode: &Inode, ev: &Event<'_>, to_parent: bool) {
+    #[cfg(test)]
+    tests::DELIVERIES.with(|c| c.set(c.get() + 1));
+    let marks = mark::marks_of(inode);
+    for m in marks.iter() {
+        let mm = m.mask();
+        if to_parent && mm & FS_EVENT_ON_CHILD == 0 {
+            continue;
+        }
+        if mm & ev.mask & ALL_EVENTS == 0 {
+            continue;
+        }
+        if ev.unlinked && m.flags() & mark::MARK_EXCL_UNLINK != 0 {
+            continue;
+        }
+        m.group.handle_event(m, ev);
+    }
+}
+
+// ---- inode hooks (Linux: fsnotify_inode, fsnotify_link_count, fsnotify_inoderemove) ----
+
+/// An event about `inode` told only to its own marks (Linux: `fsnotify_inode()`).
+#[inline]
+fn inode_event(inode: &Inode, mask: u32) {
+    if !COMPILED || !sb_watched(inode) {
+        return;
+    }
+    let mask = if inode.is_dir() {
+        mask | IN_ISDIR
+    } else {
+        mask
+    };
+    if inode.notify_mask() & mask & ALL_EVENTS != 0 || vanilla() {
+        let ev = Event {
+            mask,
+            name: None,
+            cookie: 0,
+            unlinked: false,
+        };
+        deliver(inode, &ev, false);
+    }
+}
+
+/// `inode`'s link count changed (link, unlink, a rename over it) (Linux:
+/// `fsnotify_link_count()`).
+#[inline]
+pub(crate) fn link_count(inode: &Inode) {
+    inode_event(inode, IN_ATTRIB);
+}
+
+/// `inode`'s last link is gone and nothing holds it any more: `IN_DELETE_SELF`, then every
+/// mark goes (`IN_IGNORED`) (Linux: `fsnotify_inoderemove()` from `dentry_unlink_inode()`).
+/// Once per inode, however many of the callers (the unlink, the last close) see it.
+#[inline]
+pub(crate) fn inode_removed(inode: &Inode) {
+    if !COMPILED || !sb_watched(inode) {
+        return;
+    }
+    inode_removed_slow(inode);
+}
+
+#[cold]
+#[inline(never)]
+fn inode_removed_slow(inode: &Inode) {
+    if !inode.has_marks() || !inode.take_removed() {
+        return;
+    }
+    inode_event(inode, IN_DELETE_SELF);
+    mark::remove_all(inode);
+}
+
+/// After an unlink, rmdir or rename over it: `inode` lost a name; if it has no link left
+/// and its filesystem says nothing holds it, it is removed now (else at its last holder's
+/// end, which the filesystem reports with [`inode_removed`]).
+#[inline]
+pub(crate) fn name_gone(inode: &Inode) {
+    if COMPILED
+        && sb_watched(inode)
+        && inode.nlink() == 0
+        && inode.fs_holds().load(Ordering::Acquire) == 0
+    {
+        inode_removed_slow(inode);
+    }
+}
+
+/// `inode` was moved (Linux: `fsnotify_inode(source, FS_MOVE_SELF)`).
+#[inline]
+fn move_self(inode: &Inode) {
+    inode_event(inode, IN_MOVE_SELF);
+}
+
+// ---- directory entry hooks (Linux: fsnotify_create, fsnotify_delete, fsnotify_move) ----
+
+/// An entry event told to `dir`'s marks with the entry's name.
+#[inline]
+fn dirent_event(dir: &Inode, mask: u32, name: &[u8], cookie: u32) {
+    if !COMPILED || !sb_watched(dir) {
+        return;
+    }
+    if dir.notify_mask() & mask & ALL_EVENTS != 0 || vanilla() {
+        let ev = Event {
+            mask,
+            name: Some(name),
+            cookie,
+            unlinked: false,
+        };
+        deliver(dir, &ev, false);
+    }
+}
+
+fn isdir(child: &Inode) -> u32 {
+    if child.is_dir() {
+        IN_ISDIR
+    } else {
+        0
+    }
+}
+
+/// `child` was made as `name` in `dir` (create, mkdir, mknod, symlink) (Linux:
+/// `fsnotify_create()`, `fsnotify_mkdir()`).
+#[inline]
+pub(crate) fn create(dir: &Inode, name: &[u8], child: &Inode) {
+    dirent_event(dir, IN_CREATE | isdir(child), name, 0);
+}
+
+/// `inode` got the new name `name` in `dir` (Linux: `fsnotify_link()`: the link count
+/// change, then the entry).
+#[inline]
+pub(crate) fn link(dir: &Inode, name: &[u8], inode: &Inode) {
+    link_count(inode);
+    dirent_event(dir, IN_CREATE | isdir(inode), name, 0);
+}
+
+/// `name` (`child`) was unlinked or removed from `dir` (Linux: `vfs_unlink()`'s
+/// `fsnotify_link_count()` for a file, then `d_delete_notify()`: the inode's removal if it was
+/// its last use, then `fsnotify_delete()`).
+#[inline]
+pub(crate) fn delete(dir: &Inode, name: &[u8], child: &Inode) {
+    if !child.is_dir() {
+        link_count(child);
+    }
+    name_gone(child);
+    dirent_event(dir, IN_DELETE | isdir(child), name, 0);
+}
+
+/// A rename (Linux: `fsnotify_move()`): `source` moved from `old_name` in `old_dir` to
+/// `new_name` in `new_dir`, replacing `target` (not for `RENAME_EXCHANGE`, which is two
+/// moves with no target).
+#[inline]
+pub(crate) fn rename(
+    old_dir: &Inode,
+    old_name: &[u8],
+    new_dir: &Inode,
+    new_name: &[u8],
+    source: &Inode,
+    target: Option<&Inode>,
+) {
+    if !COMPILED || !(sb_watched(old_dir) || sb_watched(new_dir)) {
+        return;
+    }
+    let cookie = COOKIE.fetch_add(1, Ordering::Relaxed).wrapping_add(1);
+    let d = isdir(source);
+    dirent_event(old_dir, IN_MOVED_FROM | d, old_name, cookie);
+    dirent_event(new_dir, IN_MOVED_TO | d, new_name, cookie);
+    if let Some(t) = target {
+        link_count(t);
+    }
+    move_self(source);
+}
+
+// ---- unmount ----
+
+/// `sb`'s last mount went (Linux: `fsnotify_unmount_inodes()` from
+/// `generic_shutdown_super()`): every watched inode gets `IN_UNMOUNT`, then loses its marks.
+#[inline]
+pub(crate) fn unmounted(sb: &SuperBlock) {
+    if COMPILED && sb.notify_watched() {
+        unmounted_slow(sb);
+    }
+}
+
+#[cold]
+#[inline(never)]
+fn unmounted_slow(sb: &SuperBlock) {
+    for inode in mark::watched_inodes_of(sb) {
+        inode_event(&inode, IN_UNMOUNT);
+        mark::remove_all(&inode);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::cell::Cell;
+
+    use crate::abi::{AtFlags, OpenFlags, AT_FDCWD, IN_CREATE, IN_MODIFY, IN_NONBLOCK};
+    use crate::{Cred, Task, Vfs};
+
+    thread_local! {
+        /// Entries into `path_event_slow` on this thread.
+        pub(super) static SLOW: Cell<u32> = const { Cell::new(0) };
+        /// Mark list walks (`deliver`) on this thread.
+        pub(super) static DELIVERIES: Cell<u32> = const { Cell::new(0) };
+    }
+
+    fn counts() -> (u32, u32) {
+        (SLOW.with(Cell::get), DELIVERIES.with(Cell::get))
+    }
+
+    /// Runs `n` one-byte writes to `fd` and returns how many entered the slow path and how
+    /// many mark lists they walked.
+    fn writes(t: &Task, fd: i32, n: u32) -> (u32, u32) {
+        let before = counts();
+        for _ in 0..n {
+            t.pwrite(fd, b"x", 0).unwrap();
+        }
+        let after = counts();
+        (after.0 - before.0, after.1 - before.1)
+    }
+
+    /// Each gate of the write hook, forced in turn: nothing watched (the superblock's count),
+    /// an unrelated inode watched (the dentry flag and the inode mask), the parent watching
+    /// (the slow path and its mark list), the parent's watch gone (one slow entry clears the
+    /// flag, then the gates hold again), the file itself watched, and vanilla mode (every
+    /// hook walks the empty lists).
+    #[test]
+    fn each_gate_of_the_write_hook_and_its_fallback() {
+        let vfs = Vfs::new();
+        let t = vfs.task(Cred::root());
+        t.mkdirat(AT_FDCWD, "/d", 0o755).unwrap();
+        t.mkdirat(AT_FDCWD, "/other", 0o755).unwrap();
+        let f = t
+            .openat(AT_FDCWD, "/d/f", OpenFlags::CREAT | OpenFlags::RDWR, 0o644)
+            .unwrap();
+        let ino = t.inotify_init1(IN_NONBLOCK).unwrap();
+        assert_eq!(writes(&t, f, 10), (0, 0), "nothing watched");
+
+        let other = t.inotify_add_watch(ino, "/other", IN_MODIFY).unwrap();
+        assert_eq!(writes(&t, f, 10), (0, 0), "an unrelated directory watched");
+
+        let d = t.inotify_add_watch(ino, "/d", IN_CREATE).unwrap();
+        assert_eq!(
+            writes(&t, f, 10),
+            (0, 0),
+            "the parent watched for no child event: its children are not flagged"
+        );
+        t.inotify_add_watch(ino, "/d", IN_MODIFY).unwrap();
+        assert_eq!(
+            writes(&t, f, 10),
+            (10, 10),
+            "the parent watches: each write delivers"
+        );
+
+        t.inotify_rm_watch(ino, d).unwrap();
+        assert_eq!(
+            writes(&t, f, 10),
+            (1, 0),
+            "the parent's watch gone: one slow entry clears the flag, nothing is delivered"
+        );
+
+        t.inotify_add_watch(ino, "/d/f", IN_MODIFY).unwrap();
+        assert_eq!(writes(&t, f, 10), (10, 10), "the file itself watched");
+
+        let g = t
+            .openat(AT_FDCWD, "/d/g", OpenFlags::CREAT | OpenFlags::RDWR, 0o644)
+            .unwrap();
+        super::set_vanilla_hooks(true);
+        let vanilla = writes(&t, g, 10);
+        super::set_vanilla_hooks(false);
+        assert_eq!(
+            vanilla,
+            (10, 10),
+            "vanilla: every write walks the empty list"
+        );
+        assert_eq!(writes(&t, g, 10), (0, 0));
+
+        t.inotify_rm_watch(ino, other).unwrap();
+        t.unlinkat(AT_FDCWD, "/d/g", AtFlags::empty()).unwrap();
+    }
 }
