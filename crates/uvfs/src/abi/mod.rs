@@ -2,6 +2,7 @@
 
 pub mod dirent;
 pub mod errno;
+pub mod fanotify;
 pub mod flags;
 pub mod inotify;
 pub mod limits;
@@ -13,6 +14,7 @@ pub mod statmount;
 
 pub use dirent::Dirent;
 pub use errno::{Errno, Result};
+pub use fanotify::*;
 pub use flags::*;
 pub use inotify::*;
 pub use limits::*;

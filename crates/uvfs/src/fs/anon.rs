@@ -71,15 +71,20 @@ fn anon_io(file: &FileDescription) -> Option<&dyn AnonIo> {
     None
 }
 
-/// Whether the anonymous file can be read and written at all (an eventfd; not an epoll).
+/// Whether the anonymous file can be read and written at all (an eventfd, an inotify or
+/// fanotify group; not an epoll).
 pub(crate) fn has_io(file: &FileDescription) -> bool {
-    anon_io(file).is_some()
+    anon_io(file).is_some() || super::fanotify::fanotify_of(file).is_some()
 }
 
 /// `read` of an anonymous file for `task` (epoll files cannot be read: `EINVAL`).
 pub(crate) fn read(task: &Task, file: &FileDescription, buf: &mut [u8]) -> Result<usize> {
-    let io = anon_io(file).ok_or(Errno::EINVAL)?;
     let nonblock = file.flags().contains(OpenFlags::NONBLOCK);
+    // A fanotify read opens files into the reader's fd table.
+    if let Some(f) = super::fanotify::fanotify_of(file) {
+        return f.read(task, buf, nonblock);
+    }
+    let io = anon_io(file).ok_or(Errno::EINVAL)?;
     io.read(buf, nonblock, task.interrupt.get().map(|i| &**i))
 }
 

@@ -18,7 +18,7 @@ use crate::abi::{
 };
 use crate::sync::lock::Mutex;
 use crate::vfs::locks::Interrupt;
-use crate::vfs::notify::mark::{self, Group, Mark};
+use crate::vfs::notify::mark::{self, Group, GroupMarks, Mark, NewMark, Object, Slot};
 use crate::vfs::notify::Event;
 use crate::vfs::ops::FileOps;
 use crate::vfs::poll::{park_on, PollTable, WaitList, WaitSource, Waker};
@@ -211,8 +211,9 @@ impl Inotify {
             flags |= mark::MARK_EXCL_UNLINK;
         }
         let group: Arc<dyn Group> = self.clone();
+        let obj = Object::Inode(inode.clone());
         let _g = mark::MARK_LOCK.lock();
-        if let Some(m) = mark::find_mark(inode, &group) {
+        if let Some(m) = mark::find_mark(&obj, &group) {
             if mask & IN_MASK_CREATE != 0 {
                 return Err(Errno::EEXIST);
             }
@@ -220,7 +221,7 @@ impl Inotify {
                 events |= m.mask();
                 flags |= m.flags();
             }
-            mark::update_mark(&m, dentry, events, flags);
+            mark::update_mark(&m, Some(dentry), events, 0, flags);
             return Ok(m.id);
         }
         self.users.charge_watch(self.uid)?;
@@ -232,7 +233,17 @@ impl Inotify {
         }
         let wd = next_wd(&st);
         st.last_wd = wd;
-        let m = mark::add_mark(dentry, inode, group, wd, events, flags);
+        let m = mark::add_mark(
+            obj,
+            Some(dentry),
+            NewMark {
+                group,
+                id: wd,
+                mask: events,
+                ignore_mask: 0,
+                flags,
+            },
+        );
         st.marks.insert(wd, m);
         Ok(wd)
     }
@@ -263,8 +274,13 @@ fn next_wd(st: &State) -> i32 {
     }
 }
 
-impl Group for Inotify {
-    fn handle_event(&self, mark: &Arc<Mark>, ev: &Event<'_>) {
+impl Inotify {
+    /// Queues `ev` for `mark`, with the name or without (Linux:
+    /// `inotify_handle_inode_event()`).
+    fn queue_for(&self, mark: &Arc<Mark>, ev: &Event<'_>, name: Option<&[u8]>) {
+        if ev.unlinked && mark.flags() & mark::MARK_EXCL_UNLINK != 0 {
+            return;
+        }
         let mut st = self.state.lock();
         if st.shutdown || !mark.is_attached() {
             return;
@@ -273,12 +289,30 @@ impl Group for Inotify {
             wd: mark.id,
             mask: ev.mask & (IN_ALL_EVENTS | IN_ISDIR | IN_UNMOUNT),
             cookie: ev.cookie,
-            name: ev.name.map(<[u8]>::to_vec).unwrap_or_default(),
+            name: name.map(<[u8]>::to_vec).unwrap_or_default(),
         };
         self.push(&mut st, e);
         drop(st);
         if mark.flags() & mark::MARK_ONESHOT != 0 {
             mark::remove_mark(mark);
+        }
+    }
+}
+
+impl Group for Inotify {
+    /// The parent's mark first, with the child's name, then the subject's own mark (Linux:
+    /// `fsnotify_handle_event()`).
+    fn handle_event(&self, marks: &GroupMarks, ev: &Event<'_>) {
+        let events = ev.mask & (IN_ALL_EVENTS | IN_UNMOUNT);
+        if let Some(m) = marks.get(Slot::Parent) {
+            if m.mask() & crate::vfs::notify::FS_EVENT_ON_CHILD != 0 && m.mask() & events != 0 {
+                self.queue_for(m, ev, ev.name);
+            }
+        }
+        if let Some(m) = marks.get(Slot::Inode) {
+            if m.mask() & events != 0 {
+                self.queue_for(m, ev, if ev.dirent { ev.name } else { None });
+            }
         }
     }
 

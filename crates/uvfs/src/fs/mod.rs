@@ -35,6 +35,7 @@ mod dir;
 pub(crate) mod epoll;
 mod error;
 pub(crate) mod eventfd;
+pub(crate) mod fanotify;
 mod file;
 mod handle;
 pub(crate) mod inotify;
@@ -45,6 +46,7 @@ pub mod tmpfs;
 
 pub use dir::{DirEntry, ReadDir};
 pub use error::{errno, Error};
+pub use fanotify::FanotifyLimits;
 pub use file::{File, OpenOptions};
 pub use handle::Fs;
 pub use inotify::InotifyLimits;

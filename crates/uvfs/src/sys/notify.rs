@@ -1,15 +1,16 @@
-//! `inotify(7)`'s calls: `inotify_init1`, `inotify_add_watch`, `inotify_rm_watch`.
+//! `inotify(7)`'s calls: `inotify_init1`, `inotify_add_watch`, `inotify_rm_watch`;
+//! `fanotify(7)`'s: `fanotify_init`, `fanotify_mark`.
 
 use super::EmptyPath;
-use crate::abi::Access;
-use crate::abi::{
-    Errno, OpenFlags, ResolveFlags, Result, AT_FDCWD, IN_ALL_BITS, IN_CLOEXEC, IN_DONT_FOLLOW,
-    IN_MASK_ADD, IN_MASK_CREATE, IN_NONBLOCK, IN_ONLYDIR,
-};
+use crate::abi::*;
 use crate::fs::anon::anon_file;
+use crate::fs::fanotify::{fanotify_of, Fanotify, FanotifyFile, FanotifyLimits, FD_EVENTS};
 use crate::fs::inotify::{inotify_of, Inotify, InotifyFile, InotifyLimits};
+use crate::vfs::cred::Capabilities;
 use crate::vfs::namei::FollowLast;
+use crate::vfs::notify::mark::Object;
 use crate::vfs::permission::inode_permission;
+use crate::vfs::VfsPath;
 use crate::vfs::{MountNamespace, Task};
 
 /// # inotify
@@ -99,7 +100,245 @@ impl Task {
     }
 }
 
+/// Every `fanotify_mark` flag Linux knows (`FANOTIFY_MARK_FLAGS`).
+const FAN_MARK_ALL: u32 = FAN_MARK_ADD
+    | FAN_MARK_REMOVE
+    | FAN_MARK_DONT_FOLLOW
+    | FAN_MARK_ONLYDIR
+    | FAN_MARK_MOUNT
+    | FAN_MARK_IGNORED_MASK
+    | FAN_MARK_IGNORED_SURV_MODIFY
+    | FAN_MARK_FLUSH
+    | FAN_MARK_FILESYSTEM
+    | FAN_MARK_EVICTABLE
+    | FAN_MARK_IGNORE;
+/// Every event bit `fanotify_mark` knows (Linux: `FANOTIFY_EVENTS`, the permission events
+/// and `FANOTIFY_EVENT_FLAGS`).
+const FAN_MASK_ALL: u64 = FAN_ACCESS
+    | FAN_MODIFY
+    | FAN_ATTRIB
+    | FAN_CLOSE
+    | FAN_OPEN
+    | FAN_MOVED_FROM
+    | FAN_MOVED_TO
+    | FAN_CREATE
+    | FAN_DELETE
+    | FAN_DELETE_SELF
+    | FAN_MOVE_SELF
+    | FAN_OPEN_EXEC
+    | FAN_FS_ERROR
+    | FAN_RENAME
+    | FAN_OPEN_PERM
+    | FAN_ACCESS_PERM
+    | FAN_OPEN_EXEC_PERM
+    | FAN_PRE_ACCESS
+    | FAN_ONDIR
+    | FAN_EVENT_ON_CHILD;
+/// The permission events (Linux: `FANOTIFY_PERM_EVENTS`).
+const FAN_PERM_EVENTS: u64 = FAN_OPEN_PERM | FAN_ACCESS_PERM | FAN_OPEN_EXEC_PERM | FAN_PRE_ACCESS;
+
+/// # fanotify
+///
+/// [`fanotify_init`](Task::fanotify_init) and [`fanotify_mark`](Task::fanotify_mark), for the
+/// notification class with fds in the events; events are read with [`Task::read`] as
+/// `struct fanotify_event_metadata` ([`crate::abi::FanotifyEvent::parse_all`]), each with an
+/// fd opened on its file in the reader's table.
+impl Task {
+    /// `fanotify_init(2)`: a new fanotify group of the notification class. `flags`: any of
+    /// `FAN_CLOEXEC`, `FAN_NONBLOCK`, `FAN_UNLIMITED_QUEUE`, `FAN_UNLIMITED_MARKS`,
+    /// `FAN_REPORT_TID`; `event_f_flags`: the flags of the files opened for events (an
+    /// access mode and any of `O_LARGEFILE`, `O_CLOEXEC`, `O_APPEND`, `O_DSYNC`, `O_NOATIME`,
+    /// `O_NONBLOCK`, `O_SYNC`).
+    ///
+    /// # Errors
+    /// `EINVAL` for unknown flags, the content and pre-content classes, file-id and pidfd
+    /// reporting and audit (which uvfs does not provide: docs/divergences.md), or bad
+    /// `event_f_flags`; `EPERM` without `CAP_SYS_ADMIN`; `EMFILE` past the user's group limit
+    /// or the fd limit; `ENOSYS` without the `notify` feature.
+    pub fn fanotify_init(&self, flags: u32, event_f_flags: u32) -> Result<i32> {
+        if !crate::vfs::notify::COMPILED {
+            return Err(Errno::ENOSYS);
+        }
+        // Linux's order (`fanotify_init`): the capability, then the flags.
+        if !self.cred.borrow().capable(Capabilities::SYS_ADMIN) {
+            return Err(Errno::EPERM);
+        }
+        let known =
+            FAN_CLOEXEC | FAN_NONBLOCK | FAN_UNLIMITED_QUEUE | FAN_UNLIMITED_MARKS | FAN_REPORT_TID;
+        if flags & !known != 0 {
+            return Err(Errno::EINVAL);
+        }
+        let allowed_f = OpenFlags::from_bits_retain(OpenFlags::ACCMODE)
+            | OpenFlags::LARGEFILE
+            | OpenFlags::CLOEXEC
+            | OpenFlags::APPEND
+            | OpenFlags::DSYNC
+            | OpenFlags::NOATIME
+            | OpenFlags::NONBLOCK
+            | OpenFlags::SYNC;
+        let f_flags = OpenFlags::from_bits_retain(event_f_flags);
+        if !(f_flags - allowed_f).is_empty() || f_flags.access() == AccessMode::Neither {
+            return Err(Errno::EINVAL);
+        }
+        let euid = self.cred.borrow().euid;
+        let group = Fanotify::new(
+            &self.ns.fanotify_users,
+            euid,
+            flags & FAN_UNLIMITED_QUEUE != 0,
+            flags & FAN_UNLIMITED_MARKS != 0,
+            f_flags,
+        )?;
+        let status = if flags & FAN_NONBLOCK != 0 {
+            OpenFlags::NONBLOCK
+        } else {
+            OpenFlags::empty()
+        };
+        let file = anon_file(Box::new(FanotifyFile { group }), status, self.cred_id.get())?;
+        self.files.install(file, flags & FAN_CLOEXEC != 0, 0)
+    }
+
+    /// `fanotify_mark(2)`: adds (`FAN_MARK_ADD`) or removes (`FAN_MARK_REMOVE`) the events of
+    /// `mask` to or from the group's mark on the inode at `path` (relative to `dirfd`; `None`:
+    /// the file `dirfd` itself), its mount (`FAN_MARK_MOUNT`) or its filesystem
+    /// (`FAN_MARK_FILESYSTEM`), or the mark's ignore mask (`FAN_MARK_IGNORED_MASK`, with
+    /// `FAN_MARK_IGNORED_SURV_MODIFY`); `FAN_MARK_FLUSH` removes every mark of one kind.
+    ///
+    /// # Errors
+    /// In Linux's order: `EINVAL` (unknown flags, no or two commands, an empty mask, unknown
+    /// bits, `FAN_MARK_IGNORE`, which uvfs does not provide), `EBADF`, `EINVAL` (`fd` not a
+    /// fanotify group; permission events; events without a file, which need file-id
+    /// reporting; `FAN_MARK_EVICTABLE` off an inode), then the path's errors, `ENOTDIR`
+    /// (`FAN_MARK_ONLYDIR`), `EACCES` (no read permission), `ENOENT` (removing from no
+    /// mark), `ENOSPC` (the user's mark limit).
+    pub fn fanotify_mark(
+        &self,
+        fd: i32,
+        flags: u32,
+        mask: u64,
+        dirfd: i32,
+        path: Option<&[u8]>,
+    ) -> Result<()> {
+        if flags & !FAN_MARK_ALL != 0 {
+            return Err(Errno::EINVAL);
+        }
+        let kind = flags & (FAN_MARK_MOUNT | FAN_MARK_FILESYSTEM);
+        if kind == FAN_MARK_MOUNT | FAN_MARK_FILESYSTEM {
+            // FAN_MARK_MNTNS: mount namespace marks need a FAN_REPORT_MNT group.
+            return Err(Errno::EINVAL);
+        }
+        let cmd = flags & (FAN_MARK_ADD | FAN_MARK_REMOVE | FAN_MARK_FLUSH);
+        match cmd {
+            FAN_MARK_ADD | FAN_MARK_REMOVE if mask == 0 => return Err(Errno::EINVAL),
+            FAN_MARK_ADD | FAN_MARK_REMOVE => {}
+            FAN_MARK_FLUSH => {
+                if flags & !(FAN_MARK_MOUNT | FAN_MARK_FILESYSTEM | FAN_MARK_FLUSH) != 0 {
+                    return Err(Errno::EINVAL);
+                }
+            }
+            _ => return Err(Errno::EINVAL),
+        }
+        if mask & !FAN_MASK_ALL != 0 {
+            return Err(Errno::EINVAL);
+        }
+        if flags & FAN_MARK_IGNORE != 0 {
+            return Err(Errno::EINVAL);
+        }
+        let ignore = flags & FAN_MARK_IGNORED_MASK != 0;
+        let mut mask = mask;
+        if ignore {
+            // Event flags mean nothing in a legacy ignore mask.
+            mask &= !(FAN_ONDIR | FAN_EVENT_ON_CHILD);
+        }
+        let file = self.fget(fd)?;
+        let group = fanotify_of(&file).ok_or(Errno::EINVAL)?.group.clone();
+        drop(file);
+        if !self.cred.borrow().capable(Capabilities::SYS_ADMIN) {
+            return Err(Errno::EPERM);
+        }
+        if mask & FAN_PERM_EVENTS != 0 {
+            return Err(Errno::EINVAL);
+        }
+        if flags & FAN_MARK_EVICTABLE != 0 && kind != FAN_MARK_INODE {
+            return Err(Errno::EINVAL);
+        }
+        if mask & !(FD_EVENTS | FAN_ONDIR | FAN_EVENT_ON_CHILD) != 0 {
+            return Err(Errno::EINVAL);
+        }
+        if cmd == FAN_MARK_FLUSH {
+            group.flush(match kind {
+                FAN_MARK_MOUNT => |o| matches!(o, Object::Mount(_)),
+                FAN_MARK_FILESYSTEM => |o| matches!(o, Object::Sb(_)),
+                _ => |o| matches!(o, Object::Inode(_)),
+            });
+            return Ok(());
+        }
+        let target = self.fanotify_path(dirfd, path, flags)?;
+        let inode = target.dentry.inode().ok_or(Errno::ENOENT)?.clone();
+        inode_permission(&self.cred.borrow(), &inode, Access::READ)?;
+        // FAN_EVENT_ON_CHILD only on a directory's inode mark.
+        if kind != FAN_MARK_INODE || !inode.is_dir() {
+            mask &= !FAN_EVENT_ON_CHILD;
+        }
+        let (obj, dentry) = match kind {
+            FAN_MARK_MOUNT => (Object::Mount(target.mnt.clone()), None),
+            FAN_MARK_FILESYSTEM => (Object::Sb(inode.sb().clone()), None),
+            _ => (Object::Inode(inode), Some(&*target.dentry)),
+        };
+        if cmd == FAN_MARK_ADD {
+            group.add_mark(
+                obj,
+                dentry,
+                mask as u32,
+                ignore,
+                flags & FAN_MARK_IGNORED_SURV_MODIFY != 0,
+            )
+        } else {
+            group.remove_mark(&obj, mask as u32, ignore)
+        }
+    }
+
+    /// The object of a `fanotify_mark`: `path` from `dirfd`, or the file `dirfd` (Linux:
+    /// `fanotify_find_path()`).
+    fn fanotify_path(&self, dirfd: i32, path: Option<&[u8]>, flags: u32) -> Result<VfsPath> {
+        let p = match path {
+            None => {
+                let file = self.fget(dirfd)?;
+                file.path().clone()
+            }
+            Some(path) => {
+                let follow = if flags & FAN_MARK_DONT_FOLLOW != 0 {
+                    FollowLast::No
+                } else {
+                    FollowLast::Yes
+                };
+                self.with_path(
+                    dirfd,
+                    path,
+                    EmptyPath::Reject,
+                    ResolveFlags::empty(),
+                    |w, s| Ok(w.lookup(s, path, follow)?.to_path()),
+                )?
+            }
+        };
+        if flags & FAN_MARK_ONLYDIR != 0 && !p.dentry.inode().is_some_and(|i| i.is_dir()) {
+            return Err(Errno::ENOTDIR);
+        }
+        Ok(p)
+    }
+}
+
 impl MountNamespace {
+    /// fanotify's limits for the tasks of this namespace.
+    pub fn fanotify_limits(&self) -> FanotifyLimits {
+        self.fanotify_users.limits()
+    }
+
+    /// Sets fanotify's limits (Linux: writing /proc/sys/fs/fanotify/); a group keeps the
+    /// queue limit it was made with.
+    pub fn set_fanotify_limits(&self, limits: FanotifyLimits) {
+        self.fanotify_users.set_limits(limits);
+    }
+
     /// inotify's limits for the tasks of this namespace.
     pub fn inotify_limits(&self) -> InotifyLimits {
         self.inotify_users.limits()

@@ -78,10 +78,16 @@ impl Task {
             // commands it does not know with `EINVAL`.
             FileType::Anon if crate::fs::epoll::epoll_of(&file).is_some() => Err(Errno::EINVAL),
             // inotify: the bytes of the queued events (Linux: `inotify_ioctl()`).
-            FileType::Anon => match crate::fs::inotify::inotify_of(&file) {
-                Some(i) => Ok(i.queued_bytes() as i32),
-                None => Err(Errno::ENOTTY),
-            },
+            FileType::Anon => {
+                if let Some(i) = crate::fs::inotify::inotify_of(&file) {
+                    Ok(i.queued_bytes() as i32)
+                } else if let Some(f) = crate::fs::fanotify::fanotify_of(&file) {
+                    // Linux: `fanotify_ioctl()`: the bytes of the queued events' metadata.
+                    Ok(f.queued_bytes() as i32)
+                } else {
+                    Err(Errno::ENOTTY)
+                }
+            }
             _ => Err(Errno::ENOTTY),
         }
     }

@@ -307,6 +307,9 @@ impl Task {
         if let Some(i) = crate::fs::inotify::inotify_of(&f) {
             return Ok(i.group.waiters());
         }
+        if let Some(i) = crate::fs::fanotify::fanotify_of(&f) {
+            return Ok(i.group.waiters());
+        }
         match f.ops().as_any().and_then(|a| a.downcast_ref::<EventFd>()) {
             Some(e) => Ok(e.waiters()),
             None => Err(Errno::EINVAL),

@@ -39,6 +39,8 @@ pub struct FileDescription {
     /// The open finished (Linux: `FMODE_OPENED` as `__fput()` sees it): its last close is
     /// notified. Files whose open failed late (a FIFO's rendezvous) are released silently.
     opened: std::sync::atomic::AtomicBool,
+    /// See [`FileDescription::nonotify`].
+    nonotify: bool,
     /// Identity of the opener's credentials (`Task::cred_id`; Linux: `f_cred`).
     opener_cred: u64,
     flags: AtomicU32,
@@ -102,6 +104,7 @@ impl FileDescription {
             },
             counted_writer: false,
             opened: std::sync::atomic::AtomicBool::new(false),
+            nonotify: path_only,
             opener_cred,
             flags: AtomicU32::new(kept),
             pos: Mutex::new(0),
@@ -177,6 +180,19 @@ impl FileDescription {
     pub(crate) fn open_done(&self) {
         self.opened.store(true, Ordering::Relaxed);
         super::notify::open(self);
+    }
+
+    /// No notification for this file (Linux: `FMODE_NONOTIFY`): `O_PATH` files and the
+    /// files fanotify opens for its readers.
+    #[inline]
+    pub(crate) fn nonotify(&self) -> bool {
+        self.nonotify
+    }
+
+    /// Makes a file no one else has seen yet silent ([`FileDescription::nonotify`]).
+    pub(crate) fn set_nonotify(self: &mut Arc<Self>) {
+        let file = Arc::get_mut(self).expect("a new file description is not shared yet");
+        file.nonotify = true;
     }
 
     /// Whether the open finished ([`FileDescription::open_done`]).

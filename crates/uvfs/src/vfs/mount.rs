@@ -68,6 +68,9 @@ pub struct Mount {
     attached: AtomicBool,
     /// Marked by a first `umount2(MNT_EXPIRE)`.
     expiry_mark: AtomicBool,
+    /// The events this mount's fsnotify marks ask for (Linux: `mnt_fsnotify_mask`); written
+    /// only when they change.
+    notify_mask: AtomicU32,
     /// Protects: where this mount is attached (parent mount and mountpoint dentry).
     /// Order: innermost.
     parent: Mutex<Option<Attachment>>,
@@ -126,6 +129,7 @@ impl Mount {
             write_hold: AtomicBool::new(false),
             attached: AtomicBool::new(true),
             expiry_mark: AtomicBool::new(false),
+            notify_mask: AtomicU32::new(0),
             parent: Mutex::new(None),
         })
     }
@@ -223,9 +227,21 @@ impl Mount {
         self.attached.load(Ordering::Relaxed)
     }
 
-    /// Takes the mount out of its namespace's tree (a lazy unmount).
+    /// Takes the mount out of its namespace's tree (a lazy unmount); its fsnotify marks go.
     pub(crate) fn set_detached(&self) {
         self.attached.store(false, Ordering::Relaxed);
+        super::notify::mount_detached(self);
+    }
+
+    /// The events this mount's fsnotify marks ask for: one relaxed load.
+    #[inline]
+    pub(crate) fn notify_mask(&self) -> u32 {
+        self.notify_mask.load(Ordering::Relaxed)
+    }
+
+    /// Sets the mount's marks' mask (under `notify::mark::MARK_LOCK`).
+    pub(crate) fn set_notify_mask(&self, mask: u32) {
+        self.notify_mask.store(mask, Ordering::Relaxed);
     }
 
     /// Files open for writing through this mount (exact when no file is being opened or
@@ -295,6 +311,8 @@ pub struct MountNamespace {
     filesystems: RwLock<HashMap<Box<str>, Arc<dyn FileSystemType>>>,
     /// inotify's limits and per-user counts for the tasks of this namespace.
     pub(crate) inotify_users: Arc<crate::fs::inotify::InotifyUsers>,
+    /// fanotify's limits and per-user counts for the tasks of this namespace.
+    pub(crate) fanotify_users: Arc<crate::fs::fanotify::FanotifyUsers>,
 }
 
 impl MountNamespace {
@@ -308,6 +326,7 @@ impl MountNamespace {
             lock: Mutex::new(()),
             filesystems: RwLock::new(HashMap::new()),
             inotify_users: Arc::default(),
+            fanotify_users: Arc::default(),
         })
     }
 
@@ -611,8 +630,10 @@ impl Drop for MountNamespace {
     /// The tree's mounts are let go: each is freed by its last reference (an open file, a
     /// cwd or a root may outlive the namespace).
     fn drop(&mut self) {
+        super::notify::mount_detached(&self.root);
         self.root.kill();
         for m in self.table.load().by_point.values() {
+            super::notify::mount_detached(m);
             m.kill();
         }
     }

@@ -57,14 +57,17 @@ pub struct SuperBlock {
     /// Order: first of every namespace lock; before any inode lock.
     pub(crate) rename_lock: Mutex<()>,
     ops: Box<dyn SuperOps>,
-    /// Inodes of this filesystem with fsnotify marks (Linux: `fsnotify_sb_info`'s
+    /// Objects of this filesystem with fsnotify marks (Linux: `fsnotify_sb_info`'s
     /// `watched_objects`), alone in its cache line: every notification hook reads it, and only
-    /// adding an inode's first mark or removing its last writes it.
+    /// adding an object's first mark or removing its last writes it.
     notify_watched: NotifyWatched,
 }
 
+/// The superblock's notification state, alone in its cache line: the count of marked
+/// objects (inodes, mounts, the superblock itself), which every hook reads first, and the
+/// superblock's own marks' mask (Linux: `s_fsnotify_mask`).
 #[repr(align(64))]
-struct NotifyWatched(std::sync::atomic::AtomicIsize);
+struct NotifyWatched(std::sync::atomic::AtomicIsize, AtomicU32);
 
 impl SuperBlock {
     /// Creates a superblock with a fresh anonymous device number (major 0, as Linux's
@@ -82,7 +85,10 @@ impl SuperBlock {
             write_hold: std::sync::atomic::AtomicBool::new(false),
             rename_lock: Mutex::new(()),
             ops,
-            notify_watched: NotifyWatched(std::sync::atomic::AtomicIsize::new(0)),
+            notify_watched: NotifyWatched(
+                std::sync::atomic::AtomicIsize::new(0),
+                AtomicU32::new(0),
+            ),
         })
     }
 
@@ -114,6 +120,17 @@ impl SuperBlock {
     #[inline(always)]
     pub(crate) fn notify_watched(&self) -> bool {
         self.notify_watched.0.load(Ordering::Relaxed) != 0
+    }
+
+    /// The events the superblock's own marks ask for (fanotify filesystem marks).
+    #[inline(always)]
+    pub(crate) fn notify_mask(&self) -> u32 {
+        self.notify_watched.1.load(Ordering::Relaxed)
+    }
+
+    /// Sets the superblock's marks' mask (under `notify::mark::MARK_LOCK`).
+    pub(crate) fn set_notify_mask(&self, mask: u32) {
+        self.notify_watched.1.store(mask, Ordering::Relaxed);
     }
 
     /// Counts inodes that got their first mark or lost their last (under

@@ -25,8 +25,12 @@ use crate::abi::{
     IN_DELETE_SELF, IN_ISDIR, IN_MODIFY, IN_MOVED_FROM, IN_MOVED_TO, IN_MOVE_SELF, IN_OPEN,
     IN_UNMOUNT,
 };
+use std::sync::Arc;
+
+use mark::{Slot, SLOTS};
+
 use crate::sync::atomic::{AtomicBool, AtomicU32, Ordering};
-use crate::vfs::{Dentry, FileDescription, Inode, SetAttr, SuperBlock};
+use crate::vfs::{Dentry, FileDescription, Inode, Mount, SetAttr, SuperBlock, VfsPath};
 
 /// Whether notification is compiled in (the `notify` cargo feature, on by default). Without
 /// it every hook is empty and `inotify_init1` fails with `ENOSYS`, as Linux built without
@@ -64,12 +68,18 @@ static COOKIE: AtomicU32 = AtomicU32::new(0);
 pub(crate) struct Event<'a> {
     /// Event bits (`IN_*`), with `IN_ISDIR` when the subject is a directory.
     pub(crate) mask: u32,
-    /// The subject's name, for a directory's mark told about a child or an entry.
+    /// The subject's name in its directory: for the parent's marks ([`mark::Slot::Parent`])
+    /// of a file event, and for the directory's marks of an entry event (`dirent`).
     pub(crate) name: Option<&'a [u8]>,
+    /// An entry event (create, delete, move): the name goes to the directory's own marks.
+    pub(crate) dirent: bool,
     /// Pairs `IN_MOVED_FROM` with `IN_MOVED_TO`.
     pub(crate) cookie: u32,
     /// The event is about an open file whose name is gone (`IN_EXCL_UNLINK` marks skip it).
     pub(crate) unlinked: bool,
+    /// Where the subject was reached, for an event about an open file (fanotify opens it
+    /// for the reader).
+    pub(crate) path: Option<&'a VfsPath>,
 }
 
 /// Whether anything on `inode`'s filesystem is watched (or vanilla mode is on).
@@ -115,14 +125,14 @@ pub(crate) fn close(file: &FileDescription) {
 
 #[inline(always)]
 fn file_event(file: &FileDescription, mask: u32) {
-    if !COMPILED || file.fmode().path_only {
+    if !COMPILED || file.nonotify() {
         return;
     }
     let inode = file.inode();
     if !sb_watched(inode) {
         return;
     }
-    path_event(&file.path().dentry, inode, mask, true);
+    path_event(&file.path().dentry, inode, Some(file.path()), mask);
 }
 
 // ---- dentry hooks (Linux: fsnotify_change, fsnotify_xattr) ----
@@ -135,7 +145,7 @@ pub(crate) fn change(dentry: &Dentry, inode: &Inode, attr: &SetAttr) {
     }
     let mask = change_mask(attr);
     if mask != 0 {
-        path_event(dentry, inode, mask, false);
+        path_event(dentry, inode, None, mask);
     }
 }
 
@@ -162,32 +172,36 @@ fn change_mask(attr: &SetAttr) -> u32 {
 #[inline]
 pub(crate) fn xattr(dentry: &Dentry, inode: &Inode) {
     if COMPILED && sb_watched(inode) {
-        path_event(dentry, inode, IN_ATTRIB, false);
+        path_event(dentry, inode, None, IN_ATTRIB);
     }
 }
 
-/// An event about `inode`, reached through `dentry`: told to the inode's marks, and with the
-/// name to its parent's marks when the parent watches its children (Linux:
-/// `fsnotify_parent()`, `__fsnotify_parent()`).
+/// An event about `inode`, reached through `dentry` (and `path`'s mount for a file event):
+/// told to the marks of the inode, its mount and its filesystem, and with the name to its
+/// parent's marks when the parent watches its children (Linux: `fsnotify_parent()`,
+/// `__fsnotify_parent()`).
 #[inline(always)]
-fn path_event(dentry: &Dentry, inode: &Inode, mask: u32, file: bool) {
+fn path_event(dentry: &Dentry, inode: &Inode, path: Option<&VfsPath>, mask: u32) {
     let mask = if inode.is_dir() {
         mask | IN_ISDIR
     } else {
         mask
     };
-    if !dentry.parent_watched() && inode.notify_mask() & mask & ALL_EVENTS == 0 && !vanilla() {
+    let mnt_mask = path.map_or(0, |p| p.mnt.notify_mask());
+    let marked = inode.notify_mask() | mnt_mask | inode.sb().notify_mask();
+    if !dentry.parent_watched() && marked & mask & ALL_EVENTS == 0 && !vanilla() {
         return;
     }
-    path_event_slow(dentry, inode, mask, file);
+    path_event_slow(dentry, inode, path, mask);
 }
 
 #[cold]
 #[inline(never)]
-fn path_event_slow(dentry: &Dentry, inode: &Inode, mask: u32, file: bool) {
+fn path_event_slow(dentry: &Dentry, inode: &Inode, path: Option<&VfsPath>, mask: u32) {
     #[cfg(test)]
     tests::SLOW.with(|c| c.set(c.get() + 1));
-    let unlinked = file && dentry.is_dead();
+    let mut objects = [None; SLOTS];
+    let mut parent_dentry = None;
     if dentry.parent_watched() {
         if let Some(parent) = dentry.parent() {
             if let Some(dir) = parent.inode() {
@@ -196,53 +210,46 @@ fn path_event_slow(dentry: &Dentry, inode: &Inode, mask: u32, file: bool) {
                     // Set eagerly, cleared lazily (Linux: `fsnotify_clear_child_dentry_flag()`).
                     dentry.clear_parent_watched();
                 } else if dir_mask & mask & ALL_EVENTS != 0 {
-                    let name = dentry.name();
-                    let ev = Event {
-                        mask,
-                        name: Some(&name),
-                        cookie: 0,
-                        unlinked,
-                    };
-                    deliver(dir, &ev, true);
+                    objects[Slot::Parent as usize] = Some(Arc::as_ptr(dir) as usize);
                 }
             }
+            parent_dentry = Some(parent);
         }
     }
-    if inode.notify_mask() & mask & ALL_EVENTS != 0 || vanilla() {
-        let ev = Event {
-            mask,
-            name: None,
-            cookie: 0,
-            unlinked,
-        };
-        deliver(inode, &ev, false);
+    let mnt_mask = path.map_or(0, |p| p.mnt.notify_mask());
+    let marked = inode.notify_mask() | mnt_mask | inode.sb().notify_mask();
+    if objects[Slot::Parent as usize].is_none() && marked & mask & ALL_EVENTS == 0 && !vanilla() {
+        return;
     }
+    objects[Slot::Inode as usize] = Some(inode as *const Inode as usize);
+    if let Some(p) = path {
+        objects[Slot::Mount as usize] = Some(&*p.mnt as *const Mount as usize);
+    }
+    objects[Slot::Sb as usize] = Some(&**inode.sb() as *const SuperBlock as usize);
+    let name = objects[Slot::Parent as usize].map(|_| dentry.name());
+    let ev = Event {
+        mask,
+        name: name.as_deref(),
+        dirent: false,
+        cookie: 0,
+        unlinked: path.is_some() && dentry.is_dead(),
+        path,
+    };
+    deliver(objects, &ev);
+    drop(parent_dentry);
 }
 
-/// Hands `ev` to every mark of `inode` that asks for it; `to_parent` when `inode` is the
-/// subject's directory told about a child (Linux: `send_to_group()`'s mask tests).
-fn deliver(inode: &Inode, ev: &Event<'_>, to_parent: bool) {
+/// Hands `ev` to the groups with marks on `objects` ([`mark::deliver`]).
+fn deliver(objects: [Option<usize>; SLOTS], ev: &Event<'_>) {
     #[cfg(test)]
     tests::DELIVERIES.with(|c| c.set(c.get() + 1));
-    let marks = mark::marks_of(inode);
-    for m in marks.iter() {
-        let mm = m.mask();
-        if to_parent && mm & FS_EVENT_ON_CHILD == 0 {
-            continue;
-        }
-        if mm & ev.mask & ALL_EVENTS == 0 {
-            continue;
-        }
-        if ev.unlinked && m.flags() & mark::MARK_EXCL_UNLINK != 0 {
-            continue;
-        }
-        m.group.handle_event(m, ev);
-    }
+    mark::deliver(objects, ev);
 }
 
 // ---- inode hooks (Linux: fsnotify_inode, fsnotify_link_count, fsnotify_inoderemove) ----
 
-/// An event about `inode` told only to its own marks (Linux: `fsnotify_inode()`).
+/// An event about `inode` told to the marks of the inode and its filesystem (Linux:
+/// `fsnotify_inode()`).
 #[inline]
 fn inode_event(inode: &Inode, mask: u32) {
     if !COMPILED || !sb_watched(inode) {
@@ -253,15 +260,25 @@ fn inode_event(inode: &Inode, mask: u32) {
     } else {
         mask
     };
-    if inode.notify_mask() & mask & ALL_EVENTS != 0 || vanilla() {
+    let marked = inode.notify_mask() | inode.sb().notify_mask();
+    if marked & mask & ALL_EVENTS != 0 || vanilla() {
         let ev = Event {
             mask,
             name: None,
+            dirent: false,
             cookie: 0,
             unlinked: false,
+            path: None,
         };
-        deliver(inode, &ev, false);
+        deliver(inode_objects(inode), &ev);
     }
+}
+
+fn inode_objects(inode: &Inode) -> [Option<usize>; SLOTS] {
+    let mut objects = [None; SLOTS];
+    objects[Slot::Inode as usize] = Some(inode as *const Inode as usize);
+    objects[Slot::Sb as usize] = Some(&**inode.sb() as *const SuperBlock as usize);
+    objects
 }
 
 /// `inode`'s link count changed (link, unlink, a rename over it) (Linux:
@@ -289,7 +306,7 @@ fn inode_removed_slow(inode: &Inode) {
         return;
     }
     inode_event(inode, IN_DELETE_SELF);
-    mark::remove_all(inode);
+    mark::remove_object(inode as *const Inode as usize);
 }
 
 /// After an unlink, rmdir or rename over it: `inode` lost a name; if it has no link left
@@ -314,23 +331,25 @@ fn move_self(inode: &Inode) {
 
 // ---- directory entry hooks (Linux: fsnotify_create, fsnotify_delete, fsnotify_move) ----
 
-/// An entry event told to `dir`'s marks with the entry's name.
+/// An entry event told to `dir`'s marks (and its filesystem's) with the entry's name.
 #[inline]
 fn dirent_event(dir: &Inode, mask: u32, name: &[u8], cookie: u32) {
     if !COMPILED || !sb_watched(dir) {
         return;
     }
-    if dir.notify_mask() & mask & ALL_EVENTS != 0 || vanilla() {
+    let marked = dir.notify_mask() | dir.sb().notify_mask();
+    if marked & mask & ALL_EVENTS != 0 || vanilla() {
         let ev = Event {
             mask,
             name: Some(name),
+            dirent: true,
             cookie,
             unlinked: false,
+            path: None,
         };
-        deliver(dir, &ev, false);
+        deliver(inode_objects(dir), &ev);
     }
 }
-
 fn isdir(child: &Inode) -> u32 {
     if child.is_dir() {
         IN_ISDIR
@@ -405,9 +424,19 @@ pub(crate) fn unmounted(sb: &SuperBlock) {
 #[cold]
 #[inline(never)]
 fn unmounted_slow(sb: &SuperBlock) {
-    for inode in mark::watched_inodes_of(sb) {
+    for inode in mark::marked_inodes_of(sb) {
         inode_event(&inode, IN_UNMOUNT);
-        mark::remove_all(&inode);
+        mark::remove_object(Arc::as_ptr(&inode) as usize);
+    }
+    mark::remove_object(sb as *const SuperBlock as usize);
+}
+
+/// `mnt` left its namespace's tree: its marks go (Linux: `fsnotify_vfsmount_delete()` at the
+/// mount's cleanup).
+#[inline]
+pub(crate) fn mount_detached(mnt: &Mount) {
+    if COMPILED && mnt.sb().notify_watched() {
+        mark::remove_object(mnt as *const Mount as usize);
     }
 }
 
