@@ -186,6 +186,34 @@ const CONSTANTS: &[(&str, i64)] = &[
     ("SPLICE_F_NONBLOCK", 2),
     ("SPLICE_F_MORE", 4),
     ("SPLICE_F_GIFT", 8),
+    // inotify(7): event bits, inotify_add_watch(2)'s flags, inotify_init1(2)'s flags
+    ("IN_ACCESS", 0x1),
+    ("IN_MODIFY", 0x2),
+    ("IN_ATTRIB", 0x4),
+    ("IN_CLOSE_WRITE", 0x8),
+    ("IN_CLOSE_NOWRITE", 0x10),
+    ("IN_CLOSE", 0x18),
+    ("IN_OPEN", 0x20),
+    ("IN_MOVED_FROM", 0x40),
+    ("IN_MOVED_TO", 0x80),
+    ("IN_MOVE", 0xc0),
+    ("IN_CREATE", 0x100),
+    ("IN_DELETE", 0x200),
+    ("IN_DELETE_SELF", 0x400),
+    ("IN_MOVE_SELF", 0x800),
+    ("IN_ALL_EVENTS", 0xfff),
+    ("IN_UNMOUNT", 0x2000),
+    ("IN_Q_OVERFLOW", 0x4000),
+    ("IN_IGNORED", 0x8000),
+    ("IN_ONLYDIR", 0x0100_0000),
+    ("IN_DONT_FOLLOW", 0x0200_0000),
+    ("IN_EXCL_UNLINK", 0x0400_0000),
+    ("IN_MASK_CREATE", 0x1000_0000),
+    ("IN_MASK_ADD", 0x2000_0000),
+    ("IN_ISDIR", 0x4000_0000),
+    ("IN_ONESHOT", 0x8000_0000),
+    ("IN_NONBLOCK", 0o4000),
+    ("IN_CLOEXEC", 0o2000000),
 ];
 
 /// The value of a symbolic constant, such as `O_CREAT`.
@@ -244,6 +272,10 @@ pub enum Flags {
     Efd,
     /// `SPLICE_F_*`.
     Splice,
+    /// `IN_*` event bits and `inotify_add_watch` flags, one name per bit.
+    Inotify,
+    /// `IN_NONBLOCK`, `IN_CLOEXEC` of `inotify_init1`.
+    InotifyInit,
 }
 
 const OPEN_BITS: &[&str] = &[
@@ -393,6 +425,33 @@ const SPLICE_BITS: &[&str] = &[
     "SPLICE_F_MORE",
     "SPLICE_F_GIFT",
 ];
+/// One name per bit, in bit order (`IN_CLOSE`, `IN_MOVE` and `IN_ALL_EVENTS` are read but
+/// never printed, so an event shows exactly the bits it has).
+const INOTIFY_BITS: &[&str] = &[
+    "IN_ACCESS",
+    "IN_MODIFY",
+    "IN_ATTRIB",
+    "IN_CLOSE_WRITE",
+    "IN_CLOSE_NOWRITE",
+    "IN_OPEN",
+    "IN_MOVED_FROM",
+    "IN_MOVED_TO",
+    "IN_CREATE",
+    "IN_DELETE",
+    "IN_DELETE_SELF",
+    "IN_MOVE_SELF",
+    "IN_UNMOUNT",
+    "IN_Q_OVERFLOW",
+    "IN_IGNORED",
+    "IN_ONLYDIR",
+    "IN_DONT_FOLLOW",
+    "IN_EXCL_UNLINK",
+    "IN_MASK_CREATE",
+    "IN_MASK_ADD",
+    "IN_ISDIR",
+    "IN_ONESHOT",
+];
+const INOTIFY_INIT_BITS: &[&str] = &["IN_NONBLOCK", "IN_CLOEXEC"];
 const S_IFMT: i64 = 0o170000;
 const O_ACCMODE: i64 = 0o3;
 
@@ -489,6 +548,8 @@ pub fn flags_text(kind: Flags, v: i64) -> String {
         Flags::EpollCreate => &["EPOLL_CLOEXEC"],
         Flags::Efd => EFD_BITS,
         Flags::Splice => SPLICE_BITS,
+        Flags::Inotify => INOTIFY_BITS,
+        Flags::InotifyInit => INOTIFY_INIT_BITS,
     };
     bits(list, v, &mut out);
     if out.is_empty() {
@@ -617,6 +678,8 @@ mod tests {
             Flags::EpollOp,
             Flags::EpollCreate,
             Flags::Efd,
+            Flags::Inotify,
+            Flags::InotifyInit,
         ];
         let mut vals = vec![
             0,
@@ -646,6 +709,11 @@ mod tests {
             "STATX_BASIC_STATS|STATX_BTIME"
         );
         assert_eq!(flags_text(Flags::FileMode, 0o20644), "S_IFCHR|0644");
+        assert_eq!(
+            flags_text(Flags::Inotify, 0x4000_0100 | 0x18),
+            "IN_CLOSE_WRITE|IN_CLOSE_NOWRITE|IN_CREATE|IN_ISDIR"
+        );
+        assert_eq!(value("IN_CLOSE|IN_MOVE|0x1000"), Ok(0x10d8));
     }
 
     #[test]

@@ -10,8 +10,8 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 use crate::names::{self, errno_display};
 use crate::outcome::{
-    Dev, DirId, EntryRec, FdRec, Listing, Outcome, SnapshotRec, StatFsRec, StatRec, StatxRec, Ts,
-    Value,
+    Dev, DirId, EntryRec, FdRec, InotifyRead, Listing, Outcome, SnapshotRec, StatFsRec, StatRec,
+    StatxRec, Ts, Value,
 };
 use crate::parse::Timing;
 pub use crate::print::quote;
@@ -91,6 +91,8 @@ pub struct Normaliser {
     seen: HashMap<usize, [Option<Ts>; 4]>,
     /// Process ids (`getpid`, `F_GETLK`'s `l_pid`), by first appearance.
     pids: HashMap<i32, usize>,
+    /// inotify cookies other than 0, by first appearance (`c1`, `c2`, ...).
+    cookies: HashMap<u32, usize>,
     now_sec: i64,
 }
 
@@ -133,6 +135,7 @@ impl Normaliser {
             offs: HashMap::new(),
             seen: HashMap::new(),
             pids: HashMap::new(),
+            cookies: HashMap::new(),
             now_sec,
         }
     }
@@ -202,6 +205,7 @@ impl Normaliser {
             Value::Dirents(d) => self.dirents(d),
             Value::Cred(c) => format!("ok {c}"),
             Value::Pid(p) => format!("ok {}", self.pid(*p)),
+            Value::Inotify(r) => self.inotify(r),
             Value::Flock {
                 l_type,
                 whence,
@@ -422,6 +426,45 @@ impl Normaliser {
         )
     }
 
+    /// `ok N bytes M events`, then one line per event: `wd=W MASK cookie=C name=NAME` (wd
+    /// raw, the mask by name, a cookie as `0` or `cN` by first appearance in the case, the name
+    /// without its padding, none for an event without one; ` len=L` only when the name field
+    /// is not padded as Linux pads it), and any bytes after the last whole event.
+    fn inotify(&mut self, r: &InotifyRead) -> String {
+        let mut out = format!("ok {} bytes {} events", r.count, r.events.len());
+        for e in &r.events {
+            let cookie = match e.cookie {
+                0 => "0".to_string(),
+                c => format!("c{}", renumber(&mut self.cookies, c)),
+            };
+            write!(
+                out,
+                "\n  wd={} {} cookie={cookie}",
+                e.wd,
+                names::flags_text(names::Flags::Inotify, i64::from(e.mask))
+            )
+            .expect("String writes succeed");
+            if !e.name().is_empty() {
+                write!(out, " name={}", crate::print::word(e.name()))
+                    .expect("String writes succeed");
+            }
+            if !e.padded_as_linux_does() {
+                write!(out, " len={} field={}", e.name.0.len(), quote(&e.name.0))
+                    .expect("String writes succeed");
+            }
+        }
+        if !r.rest.0.is_empty() {
+            write!(
+                out,
+                "\n  {} stray bytes {}",
+                r.rest.0.len(),
+                quote(&r.rest.0)
+            )
+            .expect("String writes succeed");
+        }
+        out
+    }
+
     /// Entries in `getdents` order as `"name" type ino#N @off#M`, `d_off` renumbered by first
     /// appearance within the listing's directory.
     fn dirents(&mut self, d: &Listing) -> String {
@@ -564,6 +607,53 @@ mod tests {
             ctime: ts(c),
             ..StatRec::default()
         }
+    }
+
+    #[test]
+    fn inotify_cookies_are_numbered_by_first_appearance_and_zero_stays() {
+        use crate::outcome::InotifyRec;
+        let ev = |wd, mask, cookie, name: &[u8]| InotifyRec {
+            wd,
+            mask,
+            cookie,
+            name: Bytes(if name.is_empty() {
+                Vec::new()
+            } else {
+                let mut f = name.to_vec();
+                f.resize(16, 0);
+                f
+            }),
+        };
+        let read = |events: Vec<InotifyRec>| {
+            Value::Inotify(InotifyRead {
+                count: 16 * 2 * events.len(),
+                events,
+                rest: Bytes::default(),
+            })
+        };
+        let mut n = Normaliser::default();
+        let a = n.value(&read(vec![
+            ev(1, 0x40, 99, b"a"),
+            ev(2, 0x80, 99, b"b"),
+            ev(1, 0x4000_0100, 0, b"d"),
+        ]));
+        assert_eq!(
+            a,
+            "ok 96 bytes 3 events\n  wd=1 IN_MOVED_FROM cookie=c1 name=a\n  \
+             wd=2 IN_MOVED_TO cookie=c1 name=b\n  wd=1 IN_CREATE|IN_ISDIR cookie=0 name=d"
+        );
+        let b = n.value(&read(vec![ev(1, 0x40, 5, b"x"), ev(1, 0x8000, 0, b"")]));
+        assert_eq!(
+            b,
+            "ok 64 bytes 2 events\n  wd=1 IN_MOVED_FROM cookie=c2 name=x\n  wd=1 IN_IGNORED cookie=0"
+        );
+        let odd = n.value(&read(vec![InotifyRec {
+            wd: 1,
+            mask: 2,
+            cookie: 0,
+            name: Bytes(b"ab\0".to_vec()),
+        }]));
+        assert!(odd.ends_with("name=ab len=3 field=\"ab\\0\""), "{odd}");
     }
 
     #[test]

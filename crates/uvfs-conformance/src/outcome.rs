@@ -78,6 +78,9 @@ pub enum Value {
     },
     /// `epoll_wait`: the events it filled in, in order, as `(events, data)`.
     EpollEvents(Vec<(u32, u64)>),
+    /// `inotify_read`: the events of one read of an inotify fd, decoded by
+    /// [`decode_inotify`]; cookies are raw here (the normaliser names them).
+    Inotify(InotifyRead),
     /// `getpid`: the task's process id, raw (named as in [`Value::Flock`]).
     Pid(i32),
     /// `snapshot`: the whole tree and the bound fds.
@@ -284,6 +287,87 @@ pub struct SnapshotRec {
     pub fds: Vec<FdRec>,
 }
 
+/// One `struct inotify_event` as a read gave it.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct InotifyRec {
+    /// `wd`.
+    pub wd: i32,
+    /// `mask`.
+    pub mask: u32,
+    /// `cookie`.
+    pub cookie: u32,
+    /// The whole `len`-byte name field: the name, its NUL and the padding.
+    pub name: Bytes,
+}
+
+impl InotifyRec {
+    /// The name, up to its first NUL.
+    pub fn name(&self) -> &[u8] {
+        let end = self
+            .name
+            .0
+            .iter()
+            .position(|&b| b == 0)
+            .unwrap_or(self.name.0.len());
+        &self.name.0[..end]
+    }
+
+    /// Whether the name field is what Linux writes: empty without a name, else the name, a NUL
+    /// and NULs up to a multiple of the event header's size (`round_event_name_len()` in
+    /// fs/notify/inotify/inotify_user.c).
+    pub fn padded_as_linux_does(&self) -> bool {
+        let name = self.name().len();
+        let field = &self.name.0;
+        let want = if name == 0 {
+            0
+        } else {
+            (name + 1).next_multiple_of(INOTIFY_EVENT_SIZE)
+        };
+        field.len() == want && field[name..].iter().all(|&b| b == 0)
+    }
+}
+
+/// What one read of an inotify fd returned.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct InotifyRead {
+    /// The byte count the read returned.
+    pub count: usize,
+    /// The events in those bytes, in order.
+    pub events: Vec<InotifyRec>,
+    /// Bytes after the last whole event (a read never returns a part of one; shown if it did).
+    pub rest: Bytes,
+}
+
+/// Size of `struct inotify_event` without its name: `wd`, `mask`, `cookie`, `len`.
+const INOTIFY_EVENT_SIZE: usize = 16;
+
+/// Decodes what a read of an inotify fd returned (`struct inotify_event`: `int wd`, `u32 mask`,
+/// `u32 cookie`, `u32 len`, then `len` bytes of name). Written from inotify(7), not borrowed
+/// from uvfs, so that both sides are read by one decoder that neither of them wrote.
+pub fn decode_inotify(buf: &[u8]) -> InotifyRead {
+    let mut out = InotifyRead {
+        count: buf.len(),
+        ..InotifyRead::default()
+    };
+    let mut rest = buf;
+    while rest.len() >= INOTIFY_EVENT_SIZE {
+        let word = |i: usize| u32::from_ne_bytes(rest[i..i + 4].try_into().expect("4 bytes"));
+        let len = word(12) as usize;
+        let Some(name) = rest.get(INOTIFY_EVENT_SIZE..INOTIFY_EVENT_SIZE + len) else {
+            break;
+        };
+        out.events.push(InotifyRec {
+            wd: word(0) as i32,
+            mask: word(4),
+            cookie: word(8),
+            name: Bytes(name.to_vec()),
+        });
+        rest = &rest[INOTIFY_EVENT_SIZE + len..];
+    }
+    out.rest = Bytes(rest.to_vec());
+    out
+}
+
 /// Decodes the records of a `getdents64` buffer (`struct linux_dirent64`: ino u64, off i64,
 /// reclen u16, type u8, NUL-terminated name). Both sides use this decoder, so it is written
 /// here from the man page rather than borrowed from uvfs.
@@ -358,6 +442,37 @@ mod tests {
                 "{j}"
             );
         }
+    }
+
+    #[test]
+    fn inotify_events_decode_with_their_names_and_a_stray_tail() {
+        let mut buf = Vec::new();
+        for w in [1u32, 0x100, 0, 16] {
+            buf.extend_from_slice(&w.to_ne_bytes());
+        }
+        buf.extend_from_slice(b"foo\0\0\0\0\0\0\0\0\0\0\0\0\0");
+        for w in [2u32, 0x40, 7, 0] {
+            buf.extend_from_slice(&w.to_ne_bytes());
+        }
+        buf.extend_from_slice(&[9, 9, 9]);
+        let r = decode_inotify(&buf);
+        assert_eq!(r.count, 16 + 16 + 16 + 3);
+        assert_eq!(r.events.len(), 2);
+        assert_eq!(r.events[0].name(), b"foo");
+        assert!(r.events[0].padded_as_linux_does());
+        assert_eq!(
+            (r.events[1].wd, r.events[1].mask, r.events[1].cookie),
+            (2, 0x40, 7)
+        );
+        assert!(r.events[1].padded_as_linux_does());
+        assert_eq!(r.rest, Bytes(vec![9, 9, 9]));
+        let short = InotifyRec {
+            wd: 1,
+            mask: 0,
+            cookie: 0,
+            name: Bytes(b"foo\0".to_vec()),
+        };
+        assert!(!short.padded_as_linux_does());
     }
 
     #[test]

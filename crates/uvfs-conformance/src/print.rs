@@ -290,6 +290,20 @@ impl Display for Op {
                 timeout_ms,
             } => line(out, "epoll_wait", &[fd(epfd), n(maxevents), n(timeout_ms)]),
             Op::Eventfd2 { initval, flags } => line(out, "eventfd2", &[n(initval), f(Efd, *flags)]),
+            Op::InotifyInit1 { flags } => line(out, "inotify_init1", &[f(InotifyInit, *flags)]),
+            Op::InotifyAddWatch { fd: d, path, mask } => line(
+                out,
+                "inotify_add_watch",
+                &[fd(d), w(path), f(Inotify, *mask)],
+            ),
+            Op::InotifyRmWatch { fd: d, wd } => line(out, "inotify_rm_watch", &[fd(d), n(wd)]),
+            Op::InotifyRead { fd: d, bufsize } => {
+                let mut a = vec![fd(d)];
+                if *bufsize != DEFAULT_BUF {
+                    a.push(bufsize.to_string());
+                }
+                line(out, "inotify_read", &a)
+            }
             Op::Splice {
                 fd_in,
                 off_in,
@@ -872,6 +886,31 @@ mod tests {
                 flags: 0o6004001 | (1 << 33),
             },
             Op::EpollCreate1 { flags: -1 },
+            Op::InotifyInit1 {
+                flags: 0o4000 | 0o2000000 | 1,
+            },
+            Op::InotifyAddWatch {
+                fd: Fd::Var("i".into()),
+                path: b"/d/f".to_vec(),
+                mask: 0x8000_0000 | 0x4000_0000 | 0x1000 | 0xfff,
+            },
+            Op::InotifyAddWatch {
+                fd: Fd::Raw(-1),
+                path: b"".to_vec(),
+                mask: -1,
+            },
+            Op::InotifyRmWatch {
+                fd: Fd::Raw(3),
+                wd: i64::MIN,
+            },
+            Op::InotifyRead {
+                fd: Fd::Var("i".into()),
+                bufsize: 0,
+            },
+            Op::InotifyRead {
+                fd: Fd::Var("i".into()),
+                bufsize: DEFAULT_BUF,
+            },
             Op::Write {
                 fd: Fd::Raw(3),
                 data: u64::MAX.to_ne_bytes().to_vec(),

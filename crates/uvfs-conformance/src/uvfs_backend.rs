@@ -19,8 +19,8 @@ use crate::backend::{run_case, Backend, CaseRun, Fds};
 use crate::host::ListDir;
 use crate::op::{Fcntl, FlockArg, LockCmd, Op, TaskStart, Time, XattrTarget};
 use crate::outcome::{
-    decode_dirents, Bytes, Dev, DirId, DirentRec, FdRec, Listing, Outcome, SnapshotRec, StatFsRec,
-    StatRec, StatxRec, Ts, Value,
+    decode_dirents, decode_inotify, Bytes, Dev, DirId, DirentRec, FdRec, Listing, Outcome,
+    SnapshotRec, StatFsRec, StatRec, StatxRec, Ts, Value,
 };
 use crate::parse::Case;
 use crate::snapshot::{observe_tree, Observe, XATTR_BUF};
@@ -260,6 +260,10 @@ fn bytes(b: Vec<u8>) -> Value {
 
 fn xattr_list(b: Vec<u8>) -> Value {
     Value::XattrList(Bytes(b))
+}
+
+fn inotify(b: Vec<u8>) -> Value {
+    Value::Inotify(decode_inotify(&b))
 }
 
 /// `(uid_t)-1` means "leave unchanged".
@@ -603,6 +607,12 @@ impl Backend for UvfsBackend {
             Op::Eventfd2 { initval, flags } => {
                 int(t.eventfd2(*initval as u32, EfdFlags::from_bits_retain(*flags as u32)))
             }
+            Op::InotifyInit1 { flags } => int(t.inotify_init1(*flags as u32)),
+            Op::InotifyAddWatch { fd: f, path, mask } => {
+                int(t.inotify_add_watch(fd(f), path, *mask as u32))
+            }
+            Op::InotifyRmWatch { fd: f, wd } => unit(t.inotify_rm_watch(fd(f), *wd as i32)),
+            Op::InotifyRead { fd: f, bufsize } => filled(*bufsize, inotify, |b| t.read(fd(f), b)),
             Op::Splice {
                 fd_in,
                 off_in,

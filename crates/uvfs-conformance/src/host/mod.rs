@@ -23,8 +23,8 @@ use std::io::{IoSlice, IoSliceMut};
 use crate::backend::{Backend, Fds};
 use crate::op::{Fcntl, FlockArg, LockCmd, Op, XattrTarget};
 use crate::outcome::{
-    decode_dirents, Bytes, Dev, DirId, DirentRec, Listing, Outcome, StatFsRec, StatRec, StatxRec,
-    Ts, Value,
+    decode_dirents, decode_inotify, Bytes, Dev, DirId, DirentRec, Listing, Outcome, StatFsRec,
+    StatRec, StatxRec, Ts, Value,
 };
 use sys::{CPath, SysResult, XattrAt};
 
@@ -124,6 +124,10 @@ fn bytes(b: Vec<u8>) -> Value {
 
 fn xattr_list(b: Vec<u8>) -> Value {
     Value::XattrList(Bytes(b))
+}
+
+fn inotify(b: Vec<u8>) -> Value {
+    Value::Inotify(decode_inotify(&b))
 }
 
 fn dev(d: u64) -> Dev {
@@ -544,6 +548,14 @@ impl Backend for HostBackend {
                 }))
             }
             Op::Eventfd2 { initval, flags } => int(sys::eventfd2(*initval as u32, *flags as i32)),
+            Op::InotifyInit1 { flags } => int(sys::inotify_init1(*flags as i32)),
+            Op::InotifyAddWatch { fd: f, path, mask } => {
+                int(sys::inotify_add_watch(fd(f), &p(path), *mask as u32))
+            }
+            Op::InotifyRmWatch { fd: f, wd } => unit(sys::inotify_rm_watch(fd(f), *wd as i32)),
+            Op::InotifyRead { fd: f, bufsize } => {
+                filled(*bufsize, inotify, |b| sys::read(fd(f), b))
+            }
             Op::Splice {
                 fd_in,
                 off_in,

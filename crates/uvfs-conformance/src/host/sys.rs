@@ -607,6 +607,12 @@ pub fn poll(fds: &mut [libc::pollfd], timeout_ms: i32) -> SysResult {
 
 call!(/// `epoll_create1(2)`.
     epoll_create1(flags: i32) => SYS_epoll_create1(flags));
+call!(/// `inotify_init1(2)`.
+    inotify_init1(flags: i32) => SYS_inotify_init1(flags));
+call!(/// `inotify_add_watch(2)`.
+    inotify_add_watch(fd: i32, path: &CPath, mask: u32) => SYS_inotify_add_watch(fd, path.ptr(), mask));
+call!(/// `inotify_rm_watch(2)`.
+    inotify_rm_watch(fd: i32, wd: i32) => SYS_inotify_rm_watch(fd, wd));
 call!(/// `eventfd2(2)`.
     eventfd2(initval: u32, flags: i32) => SYS_eventfd2(initval, flags));
 

@@ -24,6 +24,7 @@ impl Op {
                 | Op::Pipe2 { .. }
                 | Op::EpollCreate1 { .. }
                 | Op::Eventfd2 { .. }
+                | Op::InotifyInit1 { .. }
         )
     }
 
@@ -179,6 +180,20 @@ impl Op {
             "eventfd2" => Op::Eventfd2 {
                 initval: a.int()?,
                 flags: a.int()?,
+            },
+            "inotify_init1" => Op::InotifyInit1 { flags: a.int()? },
+            "inotify_add_watch" => Op::InotifyAddWatch {
+                fd: a.fd()?,
+                path: a.path()?,
+                mask: a.int()?,
+            },
+            "inotify_rm_watch" => Op::InotifyRmWatch {
+                fd: a.fd()?,
+                wd: a.int()?,
+            },
+            "inotify_read" => Op::InotifyRead {
+                fd: a.fd()?,
+                bufsize: a.opt_count(DEFAULT_BUF)?,
             },
             "splice" => Op::Splice {
                 fd_in: a.fd()?,

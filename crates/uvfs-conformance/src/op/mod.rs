@@ -334,6 +334,27 @@ pub enum Op {
         off: Option<i64>,
         count: u64,
     },
+    /// `inotify_init1(FLAGS)`: binds the instance's fd.
+    InotifyInit1 {
+        flags: i64,
+    },
+    /// `inotify_add_watch(FD, PATH, MASK)` (MASK cast to `u32`): the watch descriptor.
+    InotifyAddWatch {
+        fd: Fd,
+        path: Vec<u8>,
+        mask: i64,
+    },
+    /// `inotify_rm_watch(FD, WD)` (WD cast to `int`).
+    InotifyRmWatch {
+        fd: Fd,
+        wd: i64,
+    },
+    /// One `read(FD, BUF, BUFSIZE)` of an inotify fd, its bytes decoded as
+    /// `struct inotify_event`s (CASES.md, "inotify").
+    InotifyRead {
+        fd: Fd,
+        bufsize: usize,
+    },
     Mkdirat {
         dirfd: Fd,
         path: Vec<u8>,
@@ -541,6 +562,9 @@ macro_rules! fd_args_of {
             | Op::Flock { fd, .. }
             | Op::Fstat { fd }
             | Op::Fionread { fd }
+            | Op::InotifyAddWatch { fd, .. }
+            | Op::InotifyRmWatch { fd, .. }
+            | Op::InotifyRead { fd, .. }
             | Op::Fchmod { fd, .. }
             | Op::Fchown { fd, .. }
             | Op::Getdents { fd, .. }
@@ -588,6 +612,7 @@ macro_rules! fd_args_of {
             | Op::Pipe2 { .. }
             | Op::EpollCreate1 { .. }
             | Op::Eventfd2 { .. }
+            | Op::InotifyInit1 { .. }
             | Op::Snapshot => Vec::new(),
         }
     };

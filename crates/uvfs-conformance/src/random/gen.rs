@@ -19,6 +19,7 @@ use super::rng::Rng;
 
 mod fds;
 mod mount;
+mod notify;
 mod ready;
 use crate::backend::{Backend, Fds};
 use crate::op::cred::{CapMasks, CapWhich, CredOp};
@@ -26,6 +27,7 @@ use crate::op::{Fcntl, Fd, FlockArg, LockCmd, Offset, Op, Time, XattrTarget};
 use crate::outcome::{Outcome, Value};
 use crate::parse::{Case, Step, Timing};
 use crate::uvfs_backend::UvfsBackend;
+use notify::Notify;
 use ready::AnonNames;
 
 /// The names every path is built from: few, so that they collide.
@@ -123,6 +125,7 @@ pub fn generate(seed: u64, shape: Shape) -> Case {
         known: Vec::new(),
         fifos,
         anon: AnonNames::default(),
+        notify: Notify::for_seed(seed),
         guide: UvfsBackend::new(mount.as_deref()).ok(),
         guide_fds: Fds::default(),
     };
@@ -133,7 +136,7 @@ pub fn generate(seed: u64, shape: Shape) -> Case {
     };
     let mut steps = Vec::with_capacity(2 * shape.ops);
     for i in 0..shape.ops {
-        let op = g.op();
+        let op = g.notify_op(i).unwrap_or_else(|| g.op());
         let bind = match op {
             // The read end and the write end.
             Op::Pipe2 { .. } => Some(format!("f{}r f{}w", i + 1, i + 1)),
@@ -176,6 +179,8 @@ struct Gen {
     fifos: bool,
     /// Names bound by `eventfd2` and `epoll_create1` (open or not): see `readiness_op`.
     anon: AnonNames,
+    /// The inotify family's generator and instances, in a seed that makes them.
+    notify: Option<Notify>,
     /// uvfs, run along to steer the choices; `None` if the root mount failed.
     guide: Option<UvfsBackend>,
     guide_fds: Fds,
@@ -292,6 +297,9 @@ impl Gen {
         }
         if let (true, Some(names)) = (ok, bind) {
             self.anon.note(op, names);
+            if let Some(n) = self.notify.as_mut() {
+                n.note(op, names);
+            }
         }
         if let (true, Op::Close { fd: Fd::Var(name) }) = (ok, op) {
             self.open.retain(|n| n != name);

@@ -140,8 +140,9 @@ impl Gen {
                         fl |= bit;
                     }
                 }
-                if self.fifos {
-                    fl |= 0o4000; // keeps every FIFO read non-blocking (see `open_flags`)
+                if self.fifos || self.notify.is_some() {
+                    // Keeps every FIFO read (see `open_flags`) and inotify read non-blocking.
+                    fl |= 0o4000;
                 }
                 Fcntl::SetFl(fl)
             }

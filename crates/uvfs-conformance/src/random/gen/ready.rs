@@ -210,10 +210,11 @@ impl Gen {
         }
     }
 
-    /// Whether `fd` is an eventfd or epoll file on the guide (the shared anonymous inode,
+    /// Whether `fd` is an eventfd, epoll file or inotify instance on the guide (the shared anonymous inode,
     /// whose mode has no file-type bits), for the ops that must not lock it.
     pub(super) fn is_anon(&mut self, fd: &Fd) -> bool {
-        if !self.anon.any() {
+        let instances = self.notify.as_ref().is_some_and(|n| n.has_instances());
+        if !self.anon.any() && !instances {
             return false;
         }
         let Some(guide) = self.guide.as_mut() else {
