@@ -266,6 +266,11 @@ fn inotify(b: Vec<u8>) -> Value {
     Value::Inotify(decode_inotify(&b))
 }
 
+/// Whether `fd` is an inotify instance.
+fn is_inotify(t: &Task, fd: i32) -> bool {
+    t.anon_inode_name(fd).is_ok_and(|n| n == Some("inotify"))
+}
+
 /// `(uid_t)-1` means "leave unchanged".
 fn id(v: i64) -> Option<u32> {
     let v = v as u32;
@@ -476,7 +481,11 @@ impl Backend for UvfsBackend {
                 },
             )),
             Op::Close { fd: f } => unit(t.close(fd(f))),
-            Op::Read { fd: f, count } => filled(*count, bytes, |b| t.read(fd(f), b)),
+            // As the host's: a read of an inotify instance prints its events.
+            Op::Read { fd: f, count } => {
+                let wrap = if is_inotify(t, fd(f)) { inotify } else { bytes };
+                filled(*count, wrap, |b| t.read(fd(f), b))
+            }
             Op::Pread { fd: f, count, off } => filled(*count, bytes, |b| t.pread(fd(f), b, *off)),
             Op::Write { fd: f, data } => int(t.write(fd(f), data)),
             Op::Pwrite { fd: f, data, off } => int(t.pwrite(fd(f), data, *off)),
@@ -485,7 +494,8 @@ impl Backend for UvfsBackend {
                 let mut iov: Vec<IoSliceMut<'_>> =
                     bufs.iter_mut().map(|b| IoSliceMut::new(b)).collect();
                 let r = t.readv(fd(f), &mut iov);
-                done(r.map(|n| bytes(bufs.concat().into_iter().take(n).collect())))
+                let wrap = if is_inotify(t, fd(f)) { inotify } else { bytes };
+                done(r.map(|n| wrap(bufs.concat().into_iter().take(n).collect())))
             }
             Op::Writev { fd: f, bufs } => {
                 let iov: Vec<IoSlice<'_>> = bufs.iter().map(|b| IoSlice::new(b)).collect();

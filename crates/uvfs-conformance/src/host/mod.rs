@@ -130,6 +130,13 @@ fn inotify(b: Vec<u8>) -> Value {
     Value::Inotify(decode_inotify(&b))
 }
 
+/// Whether `fd` is an inotify instance: the only file on the anonymous inode (no file type
+/// bits) opened read-only (the sandbox has no /proc to ask).
+fn is_inotify(fd: i32) -> bool {
+    sys::fstat(fd).is_ok_and(|st| st.st_mode & libc::S_IFMT == 0)
+        && sys::fcntl(fd, F_GETFL, 0).is_ok_and(|fl| fl as i32 & libc::O_ACCMODE == libc::O_RDONLY)
+}
+
 fn dev(d: u64) -> Dev {
     Dev {
         major: libc::major(d),
@@ -419,7 +426,12 @@ impl Backend for HostBackend {
                 int(r)
             }
             Op::Close { fd: f } => unit(sys::close(fd(f))),
-            Op::Read { fd: f, count } => filled(*count, bytes, |b| sys::read(fd(f), b)),
+            // A read of an inotify instance prints its events (cookies normalised), as
+            // `inotify_read` does: its raw bytes carry the host's global cookie counter.
+            Op::Read { fd: f, count } => {
+                let wrap = if is_inotify(fd(f)) { inotify } else { bytes };
+                filled(*count, wrap, |b| sys::read(fd(f), b))
+            }
             Op::Pread { fd: f, count, off } => {
                 filled(*count, bytes, |b| sys::pread(fd(f), b, *off))
             }
@@ -430,7 +442,8 @@ impl Backend for HostBackend {
                 let mut iov: Vec<IoSliceMut<'_>> =
                     bufs.iter_mut().map(|b| IoSliceMut::new(b)).collect();
                 let r = sys::readv(fd(f), &mut iov);
-                done(r.map(|n| bytes(bufs.concat().into_iter().take(n as usize).collect())))
+                let wrap = if is_inotify(fd(f)) { inotify } else { bytes };
+                done(r.map(|n| wrap(bufs.concat().into_iter().take(n as usize).collect())))
             }
             Op::Writev { fd: f, bufs } => {
                 let iov: Vec<IoSlice<'_>> = bufs.iter().map(|b| IoSlice::new(b)).collect();

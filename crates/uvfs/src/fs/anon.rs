@@ -37,18 +37,41 @@ pub(crate) fn anon_file(
     flags: OpenFlags,
     opener_cred: u64,
 ) -> Result<Arc<FileDescription>> {
+    anon_file_mode(ops, OpenFlags::RDWR, flags, opener_cred)
+}
+
+/// [`anon_file`] open for reading only (Linux: inotify's `anon_inode_getfd()` with
+/// `O_RDONLY`: a write is `EBADF`).
+pub(crate) fn anon_file_read_only(
+    ops: Box<dyn FileOps>,
+    flags: OpenFlags,
+    opener_cred: u64,
+) -> Result<Arc<FileDescription>> {
+    anon_file_mode(ops, OpenFlags::RDONLY, flags, opener_cred)
+}
+
+/// An anonymous file is silent to notification (Linux: `alloc_file_pseudo()` sets
+/// `FMODE_NONOTIFY`).
+fn anon_file_mode(
+    ops: Box<dyn FileOps>,
+    access: OpenFlags,
+    flags: OpenFlags,
+    opener_cred: u64,
+) -> Result<Arc<FileDescription>> {
     let fs = anonfs();
     let path = VfsPath {
         mnt: fs.fs.mnt.clone(),
         dentry: Dentry::new_root(fs.inode.clone()),
     };
-    FileDescription::new(
+    let mut file = FileDescription::new(
         path,
         fs.inode.clone(),
-        OpenFlags::RDWR | (flags & OpenFlags::NONBLOCK),
+        access | (flags & OpenFlags::NONBLOCK),
         ops,
         opener_cred,
-    )
+    )?;
+    file.set_nonotify();
+    Ok(file)
 }
 
 /// What an anonymous file kind does with `read` and `write`, which may block: the task's

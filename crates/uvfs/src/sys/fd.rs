@@ -102,10 +102,12 @@ impl Task {
                 {
                     return Err(Errno::EINVAL);
                 }
-                // A pipe's `fasync` keeps `O_ASYNC` (Linux: `pipe_fasync()` through
-                // `fasync_helper()`); uvfs has no signals, so no `SIGIO` follows
-                // (docs/divergences.md). Other files have no `fasync` and drop it.
-                let fasync = crate::fs::pipefs::pipe_file(&file).is_some();
+                // A pipe's and an inotify instance's `fasync` keep `O_ASYNC` (Linux:
+                // `pipe_fasync()`, `fsnotify_fasync()`, through `fasync_helper()`); uvfs has
+                // no signals, so no `SIGIO` follows (docs/divergences.md). Other files have no
+                // `fasync` and drop it.
+                let fasync = crate::fs::pipefs::pipe_file(&file).is_some()
+                    || crate::fs::inotify::inotify_of(&file).is_some();
                 file.set_status_flags(f, fasync);
                 Ok(0)
             }

@@ -5,12 +5,11 @@ use std::sync::Arc;
 
 use super::EmptyPath;
 use crate::abi::*;
-use crate::fs::anon::{anon_file, AnonIo};
+use crate::fs::anon::{anon_file, anon_file_read_only, AnonIo};
 use crate::fs::fanotify::{fanotify_of, Fanotify, FanotifyFile, FanotifyLimits, FD_EVENTS};
 use crate::fs::inotify::{inotify_of, Inotify, InotifyFile, InotifyLimits};
 use crate::vfs::cred::Capabilities;
 use crate::vfs::namei::FollowLast;
-use crate::vfs::notify;
 use crate::vfs::notify::mark::Object;
 use crate::vfs::permission::inode_permission;
 use crate::vfs::{FileDescription, MountNamespace, Task, VfsPath};
@@ -50,7 +49,7 @@ impl Task {
         } else {
             OpenFlags::empty()
         };
-        anon_file(Box::new(InotifyFile { group }), status, self.cred_id.get())
+        anon_file_read_only(Box::new(InotifyFile { group }), status, self.cred_id.get())
     }
 
     /// `inotify_add_watch(2)`: watches the file at `path` (relative to the working directory)
@@ -66,7 +65,7 @@ impl Task {
     pub fn inotify_add_watch(&self, fd: i32, path: impl AsRef<[u8]>, mask: u32) -> Result<i32> {
         // Linux's order (`inotify_add_watch`): the mask, the fd, the flag pair, the fd's kind.
         check_watch_mask(mask)?;
-        let file = self.fget(fd)?;
+        let file = self.fget_not_path(fd)?;
         self.inotify_add_watch_file(&file, path.as_ref(), mask)
     }
 
@@ -110,7 +109,7 @@ impl Task {
     /// # Errors
     /// `EBADF`, `EINVAL` (`fd` not an inotify instance, or `wd` not one of its watches).
     pub fn inotify_rm_watch(&self, fd: i32, wd: i32) -> Result<()> {
-        let file = self.fget(fd)?;
+        let file = self.fget_not_path(fd)?;
         self.inotify_rm_watch_file(&file, wd)
     }
 
@@ -131,11 +130,7 @@ impl Task {
     ) -> Result<usize> {
         let io = inotify_of(file).ok_or(Errno::EINVAL)?;
         let nonblock = matches!(how, InotifyRead::NoWait);
-        let n = io.read(buf, nonblock, self.interrupt.get().map(|i| &**i))?;
-        if n > 0 {
-            notify::access(file);
-        }
-        Ok(n)
+        io.read(buf, nonblock, self.interrupt.get().map(|i| &**i))
     }
 }
 
@@ -305,7 +300,7 @@ impl Task {
             // Event flags mean nothing in a legacy ignore mask.
             mask &= !(FAN_ONDIR | FAN_EVENT_ON_CHILD);
         }
-        let file = self.fget(fd)?;
+        let file = self.fget_not_path(fd)?;
         let group = fanotify_of(&file).ok_or(Errno::EINVAL)?.group.clone();
         drop(file);
         if !self.cred.borrow().capable(Capabilities::SYS_ADMIN) {
@@ -358,7 +353,7 @@ impl Task {
     fn fanotify_path(&self, dirfd: i32, path: Option<&[u8]>, flags: u32) -> Result<VfsPath> {
         let p = match path {
             None => {
-                let file = self.fget(dirfd)?;
+                let file = self.fget_not_path(dirfd)?;
                 file.path().clone()
             }
             Some(path) => {
@@ -404,5 +399,17 @@ impl MountNamespace {
     /// queue limit it was made with.
     pub fn set_inotify_limits(&self, limits: InotifyLimits) {
         self.inotify_users.set_limits(limits);
+    }
+}
+
+impl Task {
+    /// The file of `fd`, as Linux's `fdget()` finds it: an `O_PATH` file is not there
+    /// (`EBADF`).
+    fn fget_not_path(&self, fd: i32) -> Result<crate::vfs::task::FileRef<'_>> {
+        let file = self.fget(fd)?;
+        if file.fmode().path_only {
+            return Err(Errno::EBADF);
+        }
+        Ok(file)
     }
 }

@@ -328,9 +328,12 @@ fn open_tmpfile<'w>(
     let inode = dinode
         .ops()
         .tmpfile(&dinode, &new_inode(w.cred, &dinode, mode, 0))?;
+    // Named after its inode number, as Linux's `d_tmpfile()` names it: the name its
+    // directory's watchers see in its events.
+    let name = format!("#{}", inode.ino());
     let dentry = crate::vfs::Dentry::new_unhashed(
         dir.dentry.arc(),
-        b"#tmpfile",
+        name.as_bytes(),
         inode,
         !req.flags.contains(OpenFlags::EXCL),
     );

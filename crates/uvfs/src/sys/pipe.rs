@@ -92,6 +92,29 @@ impl Task {
         }
     }
 
+    /// The name of the anonymous inode `fd` is open on, as `readlink` of `/proc/self/fd/N`
+    /// shows it after `anon_inode:` (Linux: the name given to `anon_inode_getfile()`):
+    /// `"[eventfd]"`, `"[eventpoll]"`, `"inotify"`, `"[fanotify]"`; `None` for every other
+    /// file. uvfs has no /proc; this is what a caller would read there.
+    ///
+    /// # Errors
+    /// `EBADF` if `fd` is not open.
+    pub fn anon_inode_name(&self, fd: i32) -> Result<Option<&'static str>> {
+        let file = self.fget(fd)?;
+        if file.inode().file_type() != FileType::Anon {
+            return Ok(None);
+        }
+        Ok(Some(if crate::fs::inotify::inotify_of(&file).is_some() {
+            "inotify"
+        } else if crate::fs::fanotify::fanotify_of(&file).is_some() {
+            "[fanotify]"
+        } else if crate::fs::epoll::epoll_of(&file).is_some() {
+            "[eventpoll]"
+        } else {
+            "[eventfd]"
+        }))
+    }
+
     /// Clears the pending `SIGPIPE`; true if there was one. A write to a pipe or FIFO with no
     /// reader left records one (and fails with `EPIPE` if it wrote nothing), where Linux would
     /// send the signal; uvfs has no signals, so the embedder asks here.

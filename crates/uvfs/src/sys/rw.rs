@@ -372,6 +372,23 @@ impl Task {
         iov: &mut [IoSliceMut<'_>],
         offset: Option<i64>,
     ) -> Result<usize> {
+        let n = self.vectored_read_inner(fd, iov, offset)?;
+        // Linux's `vfs_readv()` notifies any result that is not an error, an empty read or
+        // vector too (a read of bytes was notified by `read`/`pread` below).
+        if n == 0 && notify::any_watched() {
+            if let Ok(file) = self.fget(fd) {
+                notify::access(&file);
+            }
+        }
+        Ok(n)
+    }
+
+    fn vectored_read_inner(
+        &self,
+        fd: i32,
+        iov: &mut [IoSliceMut<'_>],
+        offset: Option<i64>,
+    ) -> Result<usize> {
         if offset.is_some_and(|o| o < 0) {
             return Err(Errno::EINVAL);
         }

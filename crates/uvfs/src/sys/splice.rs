@@ -420,11 +420,6 @@ impl Task {
             }
         }
         touch_atime(fin);
-        // The output's writes are notified as they go (Linux: `vfs_iter_write()` in
-        // `iter_file_splice_write()`); one stands for them all, as the queue merges them.
-        if bytes > 0 {
-            notify::modify(fout);
-        }
         match err {
             Some(e) if bytes == 0 => Err(e),
             _ => Ok((bytes, pos, out_pos)),

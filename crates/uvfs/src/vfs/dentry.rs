@@ -74,11 +74,14 @@ impl Dentry {
         if linkable {
             inode.set_linkable(true);
         }
-        Arc::new(Dentry::new(
+        let d = Arc::new(Dentry::new(
             Name::new(name),
             Some(Arc::downgrade(parent)),
             Some(inode),
-        ))
+        ));
+        // A child of `parent` for notification (Linux: `d_tmpfile()` instantiates it there).
+        d.update_parent_watched(parent);
+        d
     }
 
     fn new(name: Name, parent: Option<Weak<Dentry>>, inode: Option<Arc<Inode>>) -> Dentry {

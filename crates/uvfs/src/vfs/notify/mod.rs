@@ -306,13 +306,15 @@ fn deliver(objects: [Option<usize>; SLOTS], ev: &Event<'_>) {
 // ---- inode hooks (Linux: fsnotify_inode, fsnotify_link_count, fsnotify_inoderemove) ----
 
 /// An event about `inode` told to the marks of the inode and its filesystem (Linux:
-/// `fsnotify_inode()`).
+/// `fsnotify_inode()`). `IN_ISDIR` only for the events that are not about the object's own
+/// life (`IN_DELETE_SELF` and `IN_MOVE_SELF` of a directory come without it, as the host
+/// kernel's show).
 #[inline]
 fn inode_event(inode: &Inode, mask: u32) {
     if !any_watched() || !sb_watched(inode) {
         return;
     }
-    let mask = if inode.is_dir() {
+    let mask = if inode.is_dir() && mask & (IN_DELETE_SELF | IN_MOVE_SELF) == 0 {
         mask | IN_ISDIR
     } else {
         mask
@@ -486,7 +488,10 @@ pub(crate) fn unmounted(sb: &SuperBlock) {
 #[cold]
 #[inline(never)]
 fn unmounted_slow(sb: &SuperBlock) {
-    for inode in mark::marked_inodes_of(sb) {
+    // Newest first, as Linux walks `s_inodes` (new inodes go to its head).
+    let mut inodes = mark::marked_inodes_of(sb);
+    inodes.sort_by_key(|i| std::cmp::Reverse(i.ino()));
+    for inode in inodes {
         inode_event(&inode, IN_UNMOUNT);
         mark::remove_object(Arc::as_ptr(&inode) as usize);
     }
