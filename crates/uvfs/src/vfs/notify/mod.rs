@@ -3,11 +3,11 @@
 //!
 //! Every read, write, open, close, attribute change and namespace change calls a hook here.
 //! A hook's first instructions decide, with plain loads, that nothing can be watching, and
-//! return; only then does it look at marks ([`mark`]).
+//! return; only then does it look at marks (`mark.rs`).
 //!
 //! # Fast path
 //! With nothing watched anywhere in the process, a hook is one relaxed load of a static word,
-//! the count of marked objects ([`any_watched`]: on x86-64 one compare with memory and a
+//! the count of marked objects (`any_watched`: on x86-64 one compare with memory and a
 //! branch), tested first, before the read's or write's byte count. With something watched
 //! elsewhere, an out-of-line call adds a test of the file's `FMODE_NONOTIFY` bit (`O_PATH`
 //! files, fanotify's own), one relaxed load of the superblock's count of marked objects
@@ -17,7 +17,7 @@
 //! superblock's interest masks (Linux: `__fsnotify_parent()`'s early return) and returns. No
 //! atomic read-modify-write, fence, lock, allocation or reference is taken on any of these
 //! paths; the parent is not touched unless the child's flag says it watches. Only when a mask
-//! says an event will be generated (or in vanilla mode) are the marks read ([`mark::marks_at`]:
+//! says an event will be generated (or in vanilla mode) are the marks read (`mark::marks_at`:
 //! a shard lock of the mark table and a snapshot of the object's marks). Without the `notify`
 //! cargo feature the hooks are empty. The unit test `each_gate_of_the_write_hook_and_its_fallback`
 //! forces each gate in turn.
