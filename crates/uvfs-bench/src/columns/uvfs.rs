@@ -8,7 +8,7 @@ use uvfs::vfs::WalkMode;
 use uvfs::{Cred, Task, Vfs};
 
 use super::host::{timed_threads, READ_BYTES, SMALL_FILE_BYTES};
-use super::uvfs_notify::{UvfsNotify, VanillaHooks, UVFS_MOUNT_SKIPPED};
+use super::uvfs_notify::{UvfsNotify, VanillaHooks};
 use crate::column::{Column, Support};
 use crate::find::{
     dirent64_names, EntryKind, Tree, TreePath, WalkCount, DIR_PERMISSIONS, FILE_PERMISSIONS,
@@ -296,9 +296,6 @@ impl Column for Uvfs {
     }
 
     fn supports(&self, p: &Params) -> Support {
-        if p.watch == Watch::Mount {
-            return Support::No(UVFS_MOUNT_SKIPPED.into());
-        }
         if !uvfs::vfs::notify::COMPILED && (p.watch != Watch::None || self.design.vanilla_hooks(p))
         {
             return Support::No("skipped: built without notification".into());

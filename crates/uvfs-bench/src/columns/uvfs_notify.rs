@@ -1,14 +1,14 @@
 //! The watch scenarios' calls on uvfs: `Task::inotify_init1`, `inotify_add_watch`, `read`,
 //! `fionread`; and the switch of the vanilla hooks, held for one run.
 
-use anyhow::{anyhow, bail};
-use uvfs::abi::{OpenFlags, AT_FDCWD, IN_CLOEXEC};
+use anyhow::anyhow;
+use uvfs::abi::{
+    FanotifyEvent, OpenFlags, AT_FDCWD, FAN_CLASS_NOTIF, FAN_CLOEXEC, FAN_MARK_ADD, FAN_MARK_MOUNT,
+    FAN_MODIFY, IN_CLOEXEC,
+};
 use uvfs::Task;
 
-use crate::watch::{NotifySys, Poke, UNRELATED_FILE, WRITTEN_FILE};
-
-/// Why uvfs columns skip the `mount` scenario.
-pub const UVFS_MOUNT_SKIPPED: &str = "skipped: uvfs has no fanotify yet";
+use crate::watch::{NotifySys, Poke, UNRELATED_FILE, WATCH_DIR, WRITTEN_FILE};
 
 fn errno(e: uvfs::Errno) -> anyhow::Error {
     anyhow!("uvfs: {e:?} ({e})")
@@ -42,11 +42,36 @@ impl NotifySys for UvfsNotify {
     }
 
     fn fanotify_mount_mark(&self) -> anyhow::Result<i32> {
-        bail!("{UVFS_MOUNT_SKIPPED}")
+        let t = &self.task;
+        let fd = t
+            .fanotify_init(FAN_CLOEXEC | FAN_CLASS_NOTIF, 0)
+            .map_err(errno)?;
+        let dir = format!("/{WATCH_DIR}");
+        t.fanotify_mark(
+            fd,
+            FAN_MARK_ADD | FAN_MARK_MOUNT,
+            FAN_MODIFY,
+            AT_FDCWD,
+            Some(dir.as_bytes()),
+        )
+        .map_err(errno)?;
+        Ok(fd)
     }
 
-    fn fanotify_events(&self, _fd: &i32) -> anyhow::Result<Vec<u64>> {
-        bail!("{UVFS_MOUNT_SKIPPED}")
+    fn fanotify_events(&self, fd: &i32) -> anyhow::Result<Vec<u64>> {
+        let t = &self.task;
+        let mut masks = Vec::new();
+        let mut buf = vec![0u8; 4096];
+        while self.queued(fd)? > 0 {
+            let n = t.read(*fd, &mut buf).map_err(errno)?;
+            for e in FanotifyEvent::parse_all(&buf[..n]) {
+                if e.fd >= 0 {
+                    t.close(e.fd).map_err(errno)?;
+                }
+                masks.push(e.mask);
+            }
+        }
+        Ok(masks)
     }
 
     fn queued(&self, fd: &i32) -> anyhow::Result<usize> {
