@@ -178,9 +178,19 @@ impl Task {
     /// [`Task::read`] of an open file held without an fd (`uvfs::fs::File`).
     #[inline]
     pub(crate) fn read_file(&self, file: &FileDescription, buf: &mut [u8]) -> Result<usize> {
+        if notify::any_watched() {
+            return self.read_file_notified(file, buf);
+        }
+        self.read_file_inner(file, buf)
+    }
+
+    /// [`Task::read_file`] once something is watched: the read, then its event (see
+    /// [`notify::any_watched`]: the gate is read before the call, so that the unwatched path
+    /// keeps nothing live across the filesystem's read for the hook).
+    #[inline(never)]
+    fn read_file_notified(&self, file: &FileDescription, buf: &mut [u8]) -> Result<usize> {
         let n = self.read_file_inner(file, buf)?;
-        notify::accessed(file, n);
-        Ok(n)
+        Ok(notify::accessed(file, n))
     }
 
     #[inline(always)]
@@ -233,6 +243,31 @@ impl Task {
         buf: &mut [u8],
         offset: i64,
     ) -> Result<usize> {
+        if notify::any_watched() {
+            return self.pread_file_notified(file, buf, offset);
+        }
+        self.pread_file_inner(file, buf, offset)
+    }
+
+    /// [`Task::pread_file`] once something is watched (as [`Task::read_file`]).
+    #[inline(never)]
+    fn pread_file_notified(
+        &self,
+        file: &FileDescription,
+        buf: &mut [u8],
+        offset: i64,
+    ) -> Result<usize> {
+        let n = self.pread_file_inner(file, buf, offset)?;
+        Ok(notify::accessed(file, n))
+    }
+
+    #[inline(always)]
+    fn pread_file_inner(
+        &self,
+        file: &FileDescription,
+        buf: &mut [u8],
+        offset: i64,
+    ) -> Result<usize> {
         check_no_pread(file)?;
         check_readable(file)?;
         let pos = verify_area(offset, buf.len())?;
@@ -240,7 +275,6 @@ impl Task {
         let len = buf.len().min(MAX_RW_COUNT);
         let n = file.ops().read(file, &mut buf[..len], pos)?;
         touch_atime(file);
-        notify::accessed(file, n);
         Ok(n)
     }
 
@@ -256,9 +290,17 @@ impl Task {
     /// [`Task::write`] to an open file held without an fd.
     #[inline]
     pub(crate) fn write_file(&self, file: &FileDescription, buf: &[u8]) -> Result<usize> {
+        if notify::any_watched() {
+            return self.write_file_notified(file, buf);
+        }
+        self.write_file_inner(file, buf)
+    }
+
+    /// [`Task::write_file`] once something is watched (as [`Task::read_file`]).
+    #[inline(never)]
+    fn write_file_notified(&self, file: &FileDescription, buf: &[u8]) -> Result<usize> {
         let n = self.write_file_inner(file, buf)?;
-        notify::modified(file, n);
-        Ok(n)
+        Ok(notify::modified(file, n))
     }
 
     #[inline(always)]
@@ -317,6 +359,26 @@ impl Task {
         buf: &[u8],
         offset: i64,
     ) -> Result<usize> {
+        if notify::any_watched() {
+            return self.pwrite_file_notified(file, buf, offset);
+        }
+        self.pwrite_file_inner(file, buf, offset)
+    }
+
+    /// [`Task::pwrite_file`] once something is watched (as [`Task::read_file`]).
+    #[inline(never)]
+    fn pwrite_file_notified(
+        &self,
+        file: &FileDescription,
+        buf: &[u8],
+        offset: i64,
+    ) -> Result<usize> {
+        let n = self.pwrite_file_inner(file, buf, offset)?;
+        Ok(notify::modified(file, n))
+    }
+
+    #[inline(always)]
+    fn pwrite_file_inner(&self, file: &FileDescription, buf: &[u8], offset: i64) -> Result<usize> {
         check_no_pread(file)?;
         check_writable(file)?;
         let pos = verify_area(offset, buf.len())?;
@@ -326,9 +388,7 @@ impl Task {
             WritePos::At(pos)
         };
         let len = buf.len().min(MAX_RW_COUNT);
-        let (n, _) = write_remove_privs(self, file, &buf[..len], at)?;
-        notify::modified(file, n);
-        Ok(n)
+        write_remove_privs(self, file, &buf[..len], at).map(|(n, _)| n)
     }
 
     /// `readv(2)`.

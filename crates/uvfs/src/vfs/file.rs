@@ -39,8 +39,13 @@ pub struct FileDescription {
     /// The open finished (Linux: `FMODE_OPENED` as `__fput()` sees it): its last close is
     /// notified. Files whose open failed late (a FIFO's rendezvous) are released silently.
     opened: std::sync::atomic::AtomicBool,
-    /// See [`FileDescription::nonotify`].
-    nonotify: bool,
+    /// The file's notification gate: the process-wide count of marked objects, or, for a
+    /// file notification never sees (Linux: `FMODE_NONOTIFY`: `O_PATH` files, anonymous files,
+    /// the files fanotify opens for its readers), a count that stays 0. The file hooks' first
+    /// (and, with nothing watched, only) test is one load through this pointer: a file's
+    /// own field and a compare with memory, where the static's address would take a load
+    /// more in code inlined into another crate.
+    notify_gate: &'static std::sync::atomic::AtomicIsize,
     /// Identity of the opener's credentials (`Task::cred_id`; Linux: `f_cred`).
     opener_cred: u64,
     flags: AtomicU32,
@@ -104,7 +109,11 @@ impl FileDescription {
             },
             counted_writer: false,
             opened: std::sync::atomic::AtomicBool::new(false),
-            nonotify: path_only,
+            notify_gate: if path_only {
+                &super::notify::NEVER_WATCHED
+            } else {
+                super::notify::gate()
+            },
             opener_cred,
             flags: AtomicU32::new(kept),
             pos: Mutex::new(0),
@@ -186,13 +195,20 @@ impl FileDescription {
     /// files fanotify opens for its readers.
     #[inline]
     pub(crate) fn nonotify(&self) -> bool {
-        self.nonotify
+        std::ptr::eq(self.notify_gate, &super::notify::NEVER_WATCHED)
+    }
+
+    /// Whether anything may be watched, for this file's hooks: one load through
+    /// `notify_gate`.
+    #[inline(always)]
+    pub(crate) fn notify_gate_open(&self) -> bool {
+        self.notify_gate.load(Ordering::Relaxed) != 0
     }
 
     /// Makes a file no one else has seen yet silent ([`FileDescription::nonotify`]).
     pub(crate) fn set_nonotify(self: &mut Arc<Self>) {
         let file = Arc::get_mut(self).expect("a new file description is not shared yet");
-        file.nonotify = true;
+        file.notify_gate = &super::notify::NEVER_WATCHED;
     }
 
     /// Whether the open finished ([`FileDescription::open_done`]).

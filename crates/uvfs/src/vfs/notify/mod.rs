@@ -6,9 +6,13 @@
 //! return; only then does it look at marks (`mark.rs`).
 //!
 //! # Fast path
-//! With nothing watched anywhere in the process, a hook is one relaxed load of a static word,
-//! the count of marked objects (`any_watched`: on x86-64 one compare with memory and a
-//! branch), tested first, before the read's or write's byte count. With something watched
+//! With nothing watched anywhere in the process, a hook is one relaxed load of a word, the
+//! process's count of marked objects (`any_watched`), and a branch. `read`, `pread`, `write`
+//! and `pwrite` test it before they call the filesystem and take a separate, out-of-line path
+//! when it is set, so that the unwatched path keeps nothing live across the filesystem's call
+//! for the hook (docs/locking.md shows the code and its callgrind count); open and close read
+//! it through the open file's own `notify_gate` pointer, which for a file notification never
+//! sees (`FMODE_NONOTIFY`) points at a count that stays 0. With something watched
 //! elsewhere, an out-of-line call adds a test of the file's `FMODE_NONOTIFY` bit (`O_PATH`
 //! files, fanotify's own), one relaxed load of the superblock's count of marked objects
 //! (Linux: `fsnotify_sb_has_watchers()`) and one of the benchmarks' vanilla switch. With
@@ -60,6 +64,15 @@ static VANILLA: AtomicBool = AtomicBool::new(false);
 /// thread. Linux has no such word (its first test is the superblock's); uvfs adds it because
 /// a hook reaches it without loading the inode's superblock.
 static WATCHED_ANYWHERE: AtomicIsize = AtomicIsize::new(0);
+
+/// The gate of files notification never sees: always 0.
+pub(crate) static NEVER_WATCHED: AtomicIsize = AtomicIsize::new(0);
+
+/// The gate of an open file that notification may see ([`FileDescription`]'s
+/// `notify_gate`).
+pub(crate) fn gate() -> &'static AtomicIsize {
+    &WATCHED_ANYWHERE
+}
 
 /// Whether anything at all may be watched: the hooks' first gate.
 #[inline(always)]
@@ -152,7 +165,7 @@ pub(crate) fn close(file: &FileDescription) {
 
 #[inline(always)]
 fn file_event(file: &FileDescription, mask: u32) {
-    if !any_watched() {
+    if !COMPILED || !file.notify_gate_open() {
         return;
     }
     file_event_watched(file, mask);
@@ -168,22 +181,34 @@ fn file_event_watched(file: &FileDescription, mask: u32) {
     path_event(&file.path().dentry, inode, Some(file.path()), mask);
 }
 
-/// [`access`] after a read that returned `n` bytes: nothing for 0 (Linux: `if (ret > 0)
-/// fsnotify_access(file)`), tested after the first gate so that the unwatched path is one
-/// test.
+/// [`access`] after a read that returned `n` bytes, which it returns: nothing for 0 (Linux:
+/// `if (ret > 0) fsnotify_access(file)`), tested after the first gate so that the unwatched
+/// path is one test. The count goes through the slow call and back, so that the caller keeps
+/// nothing live across it (no register saved for a call that never happens).
 #[inline(always)]
-pub(crate) fn accessed(file: &FileDescription, n: usize) {
-    if any_watched() && n > 0 {
-        file_event_watched(file, IN_ACCESS);
+pub(crate) fn accessed(file: &FileDescription, n: usize) -> usize {
+    if any_watched() {
+        return file_event_counted(file, IN_ACCESS, n);
     }
+    n
 }
 
 /// [`modify`] after a write that wrote `n` bytes (as [`accessed`]).
 #[inline(always)]
-pub(crate) fn modified(file: &FileDescription, n: usize) {
-    if any_watched() && n > 0 {
-        file_event_watched(file, IN_MODIFY);
+pub(crate) fn modified(file: &FileDescription, n: usize) -> usize {
+    if any_watched() {
+        return file_event_counted(file, IN_MODIFY, n);
     }
+    n
+}
+
+/// The file event of a read or write of `n` bytes, if any; returns `n`.
+#[inline(never)]
+fn file_event_counted(file: &FileDescription, mask: u32, n: usize) -> usize {
+    if n > 0 {
+        file_event_watched(file, mask);
+    }
+    n
 }
 
 // ---- dentry hooks (Linux: fsnotify_change, fsnotify_xattr) ----
