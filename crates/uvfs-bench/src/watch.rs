@@ -221,6 +221,53 @@ struct Drainer {
     handle: JoinHandle<anyhow::Result<()>>,
 }
 
+/// A column's watch of its current `write1-watch` configuration, with the calls it was placed
+/// with; empty without one.
+pub struct Placed<S: NotifySys>(Option<(S, Watcher<S>)>);
+
+impl<S: NotifySys> Default for Placed<S> {
+    fn default() -> Self {
+        Placed(None)
+    }
+}
+
+impl<S: NotifySys> Placed<S> {
+    /// Holds `w`, placed through `sys`.
+    pub fn set(&mut self, sys: S, w: Watcher<S>) {
+        self.0 = Some((sys, w));
+    }
+
+    /// What the watch has seen so far (nothing without one).
+    ///
+    /// # Errors
+    /// The queue's byte count could not be read.
+    pub fn state(&self) -> anyhow::Result<WatchState> {
+        match &self.0 {
+            Some((sys, w)) => w.state(sys),
+            None => Ok(WatchState::default()),
+        }
+    }
+
+    /// Waits until the draining thread has read at least `events` events or `timeout` has
+    /// passed; the count it has read (0 without one).
+    pub fn wait_drained(&self, events: u64, timeout: std::time::Duration) -> u64 {
+        self.0
+            .as_ref()
+            .map_or(0, |(_, w)| w.wait_drained(events, timeout))
+    }
+
+    /// Removes the watch, if any.
+    ///
+    /// # Errors
+    /// The removal failed.
+    pub fn remove(&mut self) -> anyhow::Result<()> {
+        match self.0.take() {
+            Some((sys, mut w)) => w.remove(&sys),
+            None => Ok(()),
+        }
+    }
+}
+
 /// A scenario's watch, placed and checked; [`Watcher::remove`] takes it away.
 pub struct Watcher<S: NotifySys> {
     watch: Watch,

@@ -18,7 +18,7 @@ use crate::find::{
 use crate::params::{walk_components, Params, Sharing, Workload};
 use crate::pipes::{self, PipeSys};
 use crate::private_tmpfs::{Backing, PrivateTmpfs};
-use crate::watch::{Watch, WatchState, Watcher, UNRELATED_FILE, WATCH_DIR, WRITTEN_FILE};
+use crate::watch::{Placed, Watch, WatchState, Watcher, UNRELATED_FILE, WATCH_DIR, WRITTEN_FILE};
 
 /// Bytes in the small file that `read1` and `open-read-close` read.
 pub const SMALL_FILE_BYTES: usize = 64;
@@ -32,7 +32,7 @@ pub struct Host {
     file: Option<OwnedFd>,
     names: Vec<CString>,
     /// The watch of a `write1-watch` configuration, and the calls it was placed with.
-    watch: Option<(HostNotify, Watcher<HostNotify>)>,
+    watch: Placed<HostNotify>,
 }
 
 impl Host {
@@ -44,7 +44,7 @@ impl Host {
             tmpfs: PrivateTmpfs::mount_or_dir(&format!("uvfs-bench-host-{}", std::process::id())),
             file: None,
             names: Vec::new(),
-            watch: None,
+            watch: Placed::default(),
         }
     }
 
@@ -54,26 +54,18 @@ impl Host {
     /// # Errors
     /// `FIONREAD` failed.
     pub fn watch_state(&self) -> anyhow::Result<WatchState> {
-        match &self.watch {
-            Some((sys, w)) => w.state(sys),
-            None => Ok(WatchState::default()),
-        }
+        self.watch.state()
     }
 
     /// Waits until the draining thread of the current configuration's watch has read at
     /// least `events` events or `timeout` has passed; the count it has read (0 without one).
     pub fn wait_drained(&self, events: u64, timeout: std::time::Duration) -> u64 {
-        self.watch
-            .as_ref()
-            .map_or(0, |(_, w)| w.wait_drained(events, timeout))
+        self.watch.wait_drained(events, timeout)
     }
 
     /// Removes the watch of a `write1-watch` configuration, if any.
     fn remove_watch(&mut self) -> anyhow::Result<()> {
-        match self.watch.take() {
-            Some((sys, mut w)) => w.remove(&sys),
-            None => Ok(()),
-        }
+        self.watch.remove()
     }
 
     fn clear(&mut self) -> anyhow::Result<()> {
@@ -259,7 +251,7 @@ impl Column for Host {
                 self.file = Some(mk(&cstr(WRITTEN_FILE))?);
                 let sys = HostNotify::new(self.tmpfs.path().to_path_buf(), dir.try_clone()?);
                 let w = Watcher::place(&sys, p.watch)?;
-                self.watch = Some((sys, w));
+                self.watch.set(sys, w);
             }
             Workload::OpenReadClose => {
                 let n = if p.sharing == Sharing::PerThread {

@@ -16,7 +16,7 @@ use crate::find::{
 };
 use crate::params::{walk_components, Params, Sharing, Workload};
 use crate::pipes::{self, PipeSys};
-use crate::watch::{Watch, WatchState, Watcher, UNRELATED_FILE, WATCH_DIR, WRITTEN_FILE};
+use crate::watch::{Placed, Watch, WatchState, Watcher, UNRELATED_FILE, WATCH_DIR, WRITTEN_FILE};
 
 /// Which uvfs design a column runs.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -64,7 +64,7 @@ pub struct Uvfs {
     fd: i32,
     names: Vec<String>,
     /// The watch of a `write1-watch` configuration, and the calls it was placed with.
-    watch: Option<(UvfsNotify, Watcher<UvfsNotify>)>,
+    watch: Placed<UvfsNotify>,
 }
 
 impl Uvfs {
@@ -79,7 +79,7 @@ impl Uvfs {
             sibling: None,
             fd: -1,
             names: Vec::new(),
-            watch: None,
+            watch: Placed::default(),
         }
     }
 
@@ -89,26 +89,18 @@ impl Uvfs {
     /// # Errors
     /// `fionread` failed.
     pub fn watch_state(&self) -> anyhow::Result<WatchState> {
-        match &self.watch {
-            Some((sys, w)) => w.state(sys),
-            None => Ok(WatchState::default()),
-        }
+        self.watch.state()
     }
 
     /// Waits until the draining thread of the current configuration's watch has read at
     /// least `events` events or `timeout` has passed; the count it has read (0 without one).
     pub fn wait_drained(&self, events: u64, timeout: std::time::Duration) -> u64 {
-        self.watch
-            .as_ref()
-            .map_or(0, |(_, w)| w.wait_drained(events, timeout))
+        self.watch.wait_drained(events, timeout)
     }
 
     /// Removes the watch of a `write1-watch` configuration, if any.
     fn remove_watch(&mut self) -> anyhow::Result<()> {
-        match self.watch.take() {
-            Some((sys, mut w)) => w.remove(&sys),
-            None => Ok(()),
-        }
+        self.watch.remove()
     }
 
     fn task_for_design(&self) -> Task {
@@ -344,7 +336,7 @@ impl Column for Uvfs {
                 self.fd = mk(&format!("/{WRITTEN_FILE}"))?;
                 let sys = UvfsNotify::new(t.clone_thread());
                 let w = Watcher::place(&sys, p.watch)?;
-                self.watch = Some((sys, w));
+                self.watch.set(sys, w);
             }
             Workload::OpenReadClose => {
                 let n = if p.sharing == Sharing::PerThread {

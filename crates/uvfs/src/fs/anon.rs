@@ -74,6 +74,33 @@ fn anon_file_mode(
     Ok(file)
 }
 
+/// The file operations every anonymous-inode file kind (eventfd, epoll, inotify, fanotify)
+/// has alike, as methods of a `FileOps` impl: `llseek` leaves the position where it is (Linux:
+/// `noop_llseek()`), `fsync` is `EINVAL` (no `fsync` operation: `vfs_fsync_range()`), and the
+/// file can be polled.
+macro_rules! anon_stream_ops {
+    () => {
+        fn llseek(
+            &self,
+            _file: &$crate::vfs::FileDescription,
+            _offset: i64,
+            _whence: $crate::abi::Whence,
+            cur: u64,
+        ) -> $crate::abi::Result<u64> {
+            Ok(cur)
+        }
+
+        fn fsync(&self, _file: &$crate::vfs::FileDescription) -> $crate::abi::Result<()> {
+            Err($crate::abi::Errno::EINVAL)
+        }
+
+        fn can_poll(&self) -> bool {
+            true
+        }
+    };
+}
+pub(crate) use anon_stream_ops;
+
 /// What an anonymous file kind does with `read` and `write`, which may block: the task's
 /// interrupt comes with them.
 pub(crate) trait AnonIo {

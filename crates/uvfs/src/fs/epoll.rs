@@ -172,24 +172,7 @@ pub(crate) fn epoll_of(file: &FileDescription) -> Option<&Arc<Epoll>> {
 }
 
 impl FileOps for EpollFile {
-    fn llseek(
-        &self,
-        _file: &FileDescription,
-        _offset: i64,
-        _whence: crate::abi::Whence,
-        cur: u64,
-    ) -> Result<u64> {
-        Ok(cur)
-    }
-
-    fn fsync(&self, _file: &FileDescription) -> Result<()> {
-        // Linux: no `fsync` file operation, so `vfs_fsync_range()` says `EINVAL`.
-        Err(Errno::EINVAL)
-    }
-
-    fn can_poll(&self) -> bool {
-        true
-    }
+    super::anon::anon_stream_ops!();
 
     fn poll(&self, _file: &FileDescription, pt: Option<&mut PollTable<'_>>) -> PollEvents {
         // Readable when some ready item has events (Linux: `ep_eventpoll_poll()`); the

@@ -118,25 +118,7 @@ impl AnonIo for EventFd {
 }
 
 impl FileOps for EventFd {
-    fn llseek(
-        &self,
-        _file: &FileDescription,
-        _offset: i64,
-        _whence: crate::abi::Whence,
-        cur: u64,
-    ) -> Result<u64> {
-        // Linux: `noop_llseek()`: the position stays where it is.
-        Ok(cur)
-    }
-
-    fn fsync(&self, _file: &FileDescription) -> Result<()> {
-        // Linux: no `fsync` file operation, so `vfs_fsync_range()` says `EINVAL`.
-        Err(Errno::EINVAL)
-    }
-
-    fn can_poll(&self) -> bool {
-        true
-    }
+    super::anon::anon_stream_ops!();
 
     fn poll(&self, _file: &FileDescription, pt: Option<&mut PollTable<'_>>) -> PollEvents {
         let mut st = self.ctr.state.lock();

@@ -447,23 +447,7 @@ fn open_event_file(task: &Task, path: &VfsPath, flags: OpenFlags) -> Result<i32>
 }
 
 impl FileOps for FanotifyFile {
-    fn llseek(
-        &self,
-        _file: &FileDescription,
-        _offset: i64,
-        _whence: crate::abi::Whence,
-        cur: u64,
-    ) -> Result<u64> {
-        Ok(cur)
-    }
-
-    fn fsync(&self, _file: &FileDescription) -> Result<()> {
-        Err(Errno::EINVAL)
-    }
-
-    fn can_poll(&self) -> bool {
-        true
-    }
+    super::anon::anon_stream_ops!();
 
     fn poll(&self, _file: &FileDescription, pt: Option<&mut PollTable<'_>>) -> PollEvents {
         let mut st = self.group.state.lock();

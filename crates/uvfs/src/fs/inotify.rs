@@ -390,24 +390,7 @@ impl InotifyFile {
 }
 
 impl FileOps for InotifyFile {
-    fn llseek(
-        &self,
-        _file: &FileDescription,
-        _offset: i64,
-        _whence: crate::abi::Whence,
-        cur: u64,
-    ) -> Result<u64> {
-        // Linux: `noop_llseek()`.
-        Ok(cur)
-    }
-
-    fn fsync(&self, _file: &FileDescription) -> Result<()> {
-        Err(Errno::EINVAL)
-    }
-
-    fn can_poll(&self) -> bool {
-        true
-    }
+    super::anon::anon_stream_ops!();
 
     fn poll(&self, _file: &FileDescription, pt: Option<&mut PollTable<'_>>) -> PollEvents {
         let mut st = self.group.state.lock();
