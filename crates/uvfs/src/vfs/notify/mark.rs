@@ -21,11 +21,13 @@ use std::sync::Arc;
 use arc_swap::ArcSwap;
 
 use super::{Event, FS_EVENTS_POSS_ON_CHILD, FS_EVENT_ON_CHILD};
-use crate::sync::atomic::{AtomicBool, AtomicU32, Ordering};
-use crate::sync::lock::Mutex;
+use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
+// Plain parking_lot locks: the statics below need const constructors, which the model
+// checkers' locks lack (the mark protocol is not one of the modelled ones).
 use crate::vfs::mount::MountRef;
 use crate::vfs::super_block::SbRef;
 use crate::vfs::{Dentry, Inode, SuperBlock};
+use parking_lot::Mutex;
 
 /// A listener: one inotify or fanotify instance (Linux: `struct fsnotify_group`).
 pub(crate) trait Group: Send + Sync {

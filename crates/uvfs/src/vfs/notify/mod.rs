@@ -37,10 +37,10 @@ use std::sync::Arc;
 
 use mark::{Slot, SLOTS};
 
-use std::sync::atomic::AtomicIsize;
-
-use crate::sync::atomic::{AtomicBool, AtomicU32, Ordering};
+// std's atomics, not the model checkers': the statics need const constructors (the
+// notification counters are not part of a modelled protocol).
 use crate::vfs::{Dentry, FileDescription, Inode, Mount, SetAttr, SuperBlock, VfsPath};
+use std::sync::atomic::{AtomicBool, AtomicIsize, AtomicU32, Ordering};
 
 /// Whether notification is compiled in (the `notify` cargo feature, on by default). Without
 /// it every hook is empty and `inotify_init1` fails with `ENOSYS`, as Linux built without
