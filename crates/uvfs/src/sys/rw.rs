@@ -452,17 +452,22 @@ impl Task {
         if offset.is_some_and(|o| o < 0) {
             return Err(Errno::EINVAL);
         }
-        {
+        let looped = {
             let file = self.fget(fd)?;
             if offset.is_some() {
                 check_no_pread(&file)?;
             }
             check_readable(&file)?;
             check_anon_io(&file)?;
-        }
+            crate::fs::inotify::inotify_of(&file).is_some()
+                || crate::fs::fanotify::fanotify_of(&file).is_some()
+        };
         let total = iov_total(iov.iter().map(|b| b.len()), iov.len())?;
         if total == 0 {
             return Ok(0);
+        }
+        if looped {
+            return self.read_each(fd, iov);
         }
         let mut tmp = vec![0u8; total];
         let n = match offset {
@@ -479,6 +484,27 @@ impl Task {
             done += k;
         }
         Ok(n)
+    }
+
+    /// `readv` of a file whose read takes one buffer (an inotify or fanotify group: Linux's
+    /// `inotify_read()` and `fanotify_read()` are `read`, not `read_iter`): one read per
+    /// buffer, empty ones too, stopping at the first error or at a buffer not filled; the bytes
+    /// read, or the error if none were (Linux: `do_loop_readv_writev()`).
+    fn read_each(&self, fd: i32, iov: &mut [IoSliceMut<'_>]) -> Result<usize> {
+        let mut done = 0;
+        for b in iov.iter_mut() {
+            match self.read(fd, b) {
+                Err(e) if done == 0 => return Err(e),
+                Err(_) => break,
+                Ok(n) => {
+                    done += n;
+                    if n != b.len() {
+                        break;
+                    }
+                }
+            }
+        }
+        Ok(done)
     }
 
     /// As [`Task::vectored_read`] (Linux: `vfs_writev()`).
