@@ -15,8 +15,9 @@ use std::collections::VecDeque;
 use std::sync::Arc;
 
 use crate::abi::{
-    Errno, FanotifyEvent, OpenFlags, PollEvents, Result, FANOTIFY_METADATA_VERSION, FAN_ACCESS,
-    FAN_CLOSE, FAN_EVENT_METADATA_LEN, FAN_MODIFY, FAN_NOFD, FAN_ONDIR, FAN_OPEN, FAN_Q_OVERFLOW,
+    Errno, FanotifyEvent, FileType, OpenFlags, PollEvents, Result, FANOTIFY_METADATA_VERSION,
+    FAN_ACCESS, FAN_CLOSE, FAN_EVENT_METADATA_LEN, FAN_MODIFY, FAN_NOFD, FAN_ONDIR, FAN_OPEN,
+    FAN_Q_OVERFLOW,
 };
 use crate::sync::lock::Mutex;
 use crate::vfs::notify::mark::{self, Group, GroupMarks, Mark, Slot};
@@ -300,6 +301,15 @@ impl Group for Fanotify {
             // An event without a file cannot carry an fd.
             return;
         };
+        // Only regular files and directories (Linux: `fanotify_group_event_mask()`: "path
+        // type events are only relevant for files and dirs"), so no FIFO or pipe events.
+        if !path
+            .dentry
+            .inode()
+            .is_some_and(|i| matches!(i.file_type(), FileType::Regular | FileType::Directory))
+        {
+            return;
+        }
         let ondir = ev.mask & FAN_ONDIR as u32 != 0;
         if ev.mask & FAN_MODIFY as u32 != 0 {
             for (_, m) in marks.iter() {
@@ -424,22 +434,14 @@ impl FanotifyFile {
     }
 }
 
-/// Opens the event's file for the reader, silent to notification (Linux: `create_fd()`:
-/// `dentry_open()` with the group's `event_f_flags` and `FMODE_NONOTIFY`, no permission
-/// check).
+/// Opens the event's file (a regular file or directory) for the reader, silent to
+/// notification (Linux: `create_fd()`: `dentry_open()` with the group's `event_f_flags` and
+/// `FMODE_NONOTIFY`, no permission check).
 fn open_event_file(task: &Task, path: &VfsPath, flags: OpenFlags) -> Result<i32> {
     let inode = path.dentry.inode().ok_or(Errno::ENOENT)?.clone();
-    let fifo = inode.file_type() == crate::abi::FileType::Fifo;
-    let ops = if fifo {
-        crate::fs::pipefs::fifo_prepare(&inode, flags)?
-    } else {
-        inode.ops().open(&inode, flags)?
-    };
+    let ops = inode.ops().open(&inode, flags)?;
     let mut file = FileDescription::new(path.clone(), inode, flags, ops, task.cred_id.get())?;
     file.set_nonotify();
-    if fifo {
-        crate::fs::pipefs::fifo_rendezvous(task, &file)?;
-    }
     task.files
         .install(file, flags.contains(OpenFlags::CLOEXEC), 0)
 }

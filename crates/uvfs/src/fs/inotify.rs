@@ -159,8 +159,9 @@ impl Inotify {
         }))
     }
 
-    /// Queues `ev` (Linux: `fsnotify_insert_event()` with `inotify_merge()`).
-    fn push(&self, st: &mut State, ev: InotifyEvent) {
+    /// Queues an event (Linux: `fsnotify_insert_event()` with `inotify_merge()`); the name
+    /// is copied only if the event is not merged.
+    fn push(&self, st: &mut State, wd: i32, mask: u32, cookie: u32, name: &[u8]) {
         if st.queue.len() >= self.max_events {
             if !st.overflow_queued {
                 st.overflow_queued = true;
@@ -178,13 +179,20 @@ impl Inotify {
         }
         if let Some(last) = st.queue.back() {
             if last.mask & IN_IGNORED == 0
-                && last.mask == ev.mask
-                && last.wd == ev.wd
-                && last.name == ev.name
+                && last.mask == mask
+                && last.wd == wd
+                && last.name.len() == name.len()
+                && (name.is_empty() || last.name == name)
             {
                 return;
             }
         }
+        let ev = InotifyEvent {
+            wd,
+            mask,
+            cookie,
+            name: name.to_vec(),
+        };
         st.bytes += ev.encoded_len();
         st.queue.push_back(ev);
         st.wait.wake(PollEvents::IN | PollEvents::RDNORM);
@@ -285,13 +293,8 @@ impl Inotify {
         if st.shutdown || !mark.is_attached() {
             return;
         }
-        let e = InotifyEvent {
-            wd: mark.id,
-            mask: ev.mask & (IN_ALL_EVENTS | IN_ISDIR | IN_UNMOUNT),
-            cookie: ev.cookie,
-            name: name.map(<[u8]>::to_vec).unwrap_or_default(),
-        };
-        self.push(&mut st, e);
+        let mask = ev.mask & (IN_ALL_EVENTS | IN_ISDIR | IN_UNMOUNT);
+        self.push(&mut st, mark.id, mask, ev.cookie, name.unwrap_or_default());
         drop(st);
         if mark.flags() & mark::MARK_ONESHOT != 0 {
             mark::remove_mark(mark);
@@ -320,13 +323,7 @@ impl Group for Inotify {
         let mut st = self.state.lock();
         st.marks.remove(&mark.id);
         if !st.shutdown {
-            let e = InotifyEvent {
-                wd: mark.id,
-                mask: IN_IGNORED,
-                cookie: 0,
-                name: Vec::new(),
-            };
-            self.push(&mut st, e);
+            self.push(&mut st, mark.id, IN_IGNORED, 0, &[]);
         }
         drop(st);
         self.users.refund(self.uid, 0, 1);

@@ -179,9 +179,7 @@ impl Task {
     #[inline]
     pub(crate) fn read_file(&self, file: &FileDescription, buf: &mut [u8]) -> Result<usize> {
         let n = self.read_file_inner(file, buf)?;
-        if n > 0 {
-            notify::access(file);
-        }
+        notify::accessed(file, n);
         Ok(n)
     }
 
@@ -242,9 +240,7 @@ impl Task {
         let len = buf.len().min(MAX_RW_COUNT);
         let n = file.ops().read(file, &mut buf[..len], pos)?;
         touch_atime(file);
-        if n > 0 {
-            notify::access(file);
-        }
+        notify::accessed(file, n);
         Ok(n)
     }
 
@@ -261,9 +257,7 @@ impl Task {
     #[inline]
     pub(crate) fn write_file(&self, file: &FileDescription, buf: &[u8]) -> Result<usize> {
         let n = self.write_file_inner(file, buf)?;
-        if n > 0 {
-            notify::modify(file);
-        }
+        notify::modified(file, n);
         Ok(n)
     }
 
@@ -333,9 +327,7 @@ impl Task {
         };
         let len = buf.len().min(MAX_RW_COUNT);
         let (n, _) = write_remove_privs(self, file, &buf[..len], at)?;
-        if n > 0 {
-            notify::modify(file);
-        }
+        notify::modified(file, n);
         Ok(n)
     }
 

@@ -105,6 +105,7 @@ pub(crate) enum Slot {
 pub(crate) const SLOTS: usize = 4;
 
 /// A group's marks on the objects of one event, by [`Slot`].
+#[derive(Default)]
 pub(crate) struct GroupMarks {
     pub(crate) by_slot: [Option<Arc<Mark>>; SLOTS],
 }
@@ -285,6 +286,7 @@ pub(crate) fn add_mark(obj: Object, dentry: Option<&Dentry>, new: NewMark) -> Ar
     let mut list = Vec::clone(&conn.marks.load());
     if list.is_empty() {
         obj.sb().notify_watched_add(1);
+        super::watched_anywhere_add(1);
         obj.set_marked(true);
     }
     list.push(mark.clone());
@@ -345,6 +347,7 @@ pub(crate) fn detach_locked(mark: &Arc<Mark>) -> bool {
                 map.remove(&key);
             }
             obj.sb().notify_watched_add(-1);
+            super::watched_anywhere_add(-1);
             obj.set_marked(false);
         }
         conn.marks.store(Arc::new(list));
@@ -409,34 +412,20 @@ pub(crate) fn marked_inodes_of(sb: &SuperBlock) -> Vec<Arc<Inode>> {
 
 /// Hands `ev` to every group with a mark in `objects` (by [`Slot`]: each an object's key, or
 /// `None`), once per group with all its marks (Linux: `fsnotify()`'s iteration and
-/// `send_to_group()`).
+/// `send_to_group()`). Up to [`INLINE_GROUPS`] groups are gathered without an allocation.
 pub(crate) fn deliver(objects: [Option<usize>; SLOTS], ev: &Event<'_>) {
-    let mut groups: Vec<GroupMarks> = Vec::new();
+    let mut inline: [Option<GroupMarks>; INLINE_GROUPS] = Default::default();
+    let mut extra: Vec<GroupMarks> = Vec::new();
     for (slot, key) in objects.iter().enumerate() {
         let Some(list) = key.and_then(marks_at) else {
             continue;
         };
         for m in list.iter() {
-            let at = groups.iter().position(|g| {
-                g.by_slot
-                    .iter()
-                    .flatten()
-                    .next()
-                    .is_some_and(|x| same_group(&x.group, &m.group))
-            });
-            let g = match at {
-                Some(i) => &mut groups[i],
-                None => {
-                    groups.push(GroupMarks {
-                        by_slot: [None, None, None, None],
-                    });
-                    groups.last_mut().expect("just pushed")
-                }
-            };
+            let g = group_entry(&mut inline, &mut extra, &m.group);
             g.by_slot[slot] = Some(m.clone());
         }
     }
-    for g in &groups {
+    for g in inline.iter().flatten().chain(extra.iter()) {
         let first = g
             .by_slot
             .iter()
@@ -445,4 +434,33 @@ pub(crate) fn deliver(objects: [Option<usize>; SLOTS], ev: &Event<'_>) {
             .expect("a group has a mark");
         first.group.handle_event(g, ev);
     }
+}
+
+/// Groups one event gathers without allocating.
+const INLINE_GROUPS: usize = 4;
+
+/// The entry of `group` among those gathered so far, made if new.
+fn group_entry<'a>(
+    inline: &'a mut [Option<GroupMarks>; INLINE_GROUPS],
+    extra: &'a mut Vec<GroupMarks>,
+    group: &Arc<dyn Group>,
+) -> &'a mut GroupMarks {
+    let is = |g: &GroupMarks| {
+        g.by_slot
+            .iter()
+            .flatten()
+            .next()
+            .is_some_and(|x| same_group(&x.group, group))
+    };
+    if let Some(i) = inline.iter().position(|g| g.as_ref().is_some_and(is)) {
+        return inline[i].as_mut().expect("found");
+    }
+    if let Some(i) = extra.iter().position(is) {
+        return &mut extra[i];
+    }
+    if let Some(i) = inline.iter().position(Option::is_none) {
+        return inline[i].insert(GroupMarks::default());
+    }
+    extra.push(GroupMarks::default());
+    extra.last_mut().expect("just pushed")
 }

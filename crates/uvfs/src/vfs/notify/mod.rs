@@ -6,17 +6,21 @@
 //! return; only then does it look at marks ([`mark`]).
 //!
 //! # Fast path
-//! With nothing watched on the filesystem, a hook is one relaxed load of the superblock's
-//! count of watched inodes (Linux: `fsnotify_sb_has_watchers()`), after, for the file
-//! hooks, a test of the file's `O_PATH` bit (Linux: `FMODE_NONOTIFY`, decided at open), and
-//! one relaxed load of the benchmarks' vanilla switch. With something watched but not this
-//! file, its parent or its name's directory, it adds loads of the dentry's parent-watched
-//! flag and the inode's interest mask (Linux: `__fsnotify_parent()`'s early return) and
-//! returns. No atomic read-modify-write, fence, lock, allocation or reference is taken on
-//! either path; the parent is not touched unless the child's flag says it watches. Falls
-//! back to the marks ([`mark::marks_of`]: a shard lock of the mark table and a snapshot of
-//! the inode's marks) only when a mask says an event will be generated, or in vanilla mode.
-//! Without the `notify` cargo feature the hooks are empty.
+//! With nothing watched anywhere in the process, a hook is one relaxed load of a static word,
+//! the count of marked objects ([`any_watched`]: on x86-64 one compare with memory and a
+//! branch), tested first, before the read's or write's byte count. With something watched
+//! elsewhere, an out-of-line call adds a test of the file's `FMODE_NONOTIFY` bit (`O_PATH`
+//! files, fanotify's own), one relaxed load of the superblock's count of marked objects
+//! (Linux: `fsnotify_sb_has_watchers()`) and one of the benchmarks' vanilla switch. With
+//! something watched on this filesystem but not this file, its parent, its mount or its
+//! filesystem, it adds loads of the dentry's parent-watched flag and the inode's, mount's and
+//! superblock's interest masks (Linux: `__fsnotify_parent()`'s early return) and returns. No
+//! atomic read-modify-write, fence, lock, allocation or reference is taken on any of these
+//! paths; the parent is not touched unless the child's flag says it watches. Only when a mask
+//! says an event will be generated (or in vanilla mode) are the marks read ([`mark::marks_at`]:
+//! a shard lock of the mark table and a snapshot of the object's marks). Without the `notify`
+//! cargo feature the hooks are empty. The unit test `each_gate_of_the_write_hook_and_its_fallback`
+//! forces each gate in turn.
 
 pub(crate) mod mark;
 
@@ -28,6 +32,8 @@ use crate::abi::{
 use std::sync::Arc;
 
 use mark::{Slot, SLOTS};
+
+use std::sync::atomic::AtomicIsize;
 
 use crate::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use crate::vfs::{Dentry, FileDescription, Inode, Mount, SetAttr, SuperBlock, VfsPath};
@@ -48,12 +54,33 @@ const ALL_EVENTS: u32 = IN_ALL_EVENTS | IN_UNMOUNT;
 
 static VANILLA: AtomicBool = AtomicBool::new(false);
 
+/// Marked objects in the whole process, plus one while vanilla mode is on: every hook's first
+/// test, one relaxed load of a fixed address (a compare with memory and a branch). Written
+/// only when an object gets its first mark or loses its last, so it is read-shared by every
+/// thread. Linux has no such word (its first test is the superblock's); uvfs adds it because
+/// a hook reaches it without loading the inode's superblock.
+static WATCHED_ANYWHERE: AtomicIsize = AtomicIsize::new(0);
+
+/// Whether anything at all may be watched: the hooks' first gate.
+#[inline(always)]
+pub(crate) fn any_watched() -> bool {
+    COMPILED && WATCHED_ANYWHERE.load(Ordering::Relaxed) != 0
+}
+
+/// Counts objects that got their first mark or lost their last (under `MARK_LOCK`).
+pub(crate) fn watched_anywhere_add(n: isize) {
+    WATCHED_ANYWHERE.fetch_add(n, Ordering::Relaxed);
+}
+
 /// Benchmarks only: makes every hook enter the mark read side and walk the (empty) mark
 /// lists even when nothing is watched, as Linux did before 2015, for the `uvfs-vanilla`
 /// columns of `uvfs bench`. Never on by default.
 #[doc(hidden)]
 pub fn set_vanilla_hooks(on: bool) {
-    VANILLA.store(on, Ordering::Relaxed);
+    let _g = mark::MARK_LOCK.lock();
+    if VANILLA.swap(on, Ordering::Relaxed) != on {
+        watched_anywhere_add(if on { 1 } else { -1 });
+    }
 }
 
 #[inline(always)]
@@ -125,14 +152,38 @@ pub(crate) fn close(file: &FileDescription) {
 
 #[inline(always)]
 fn file_event(file: &FileDescription, mask: u32) {
-    if !COMPILED || file.nonotify() {
+    if !any_watched() {
         return;
     }
+    file_event_watched(file, mask);
+}
+
+/// [`file_event`] once something somewhere is watched.
+#[inline(never)]
+fn file_event_watched(file: &FileDescription, mask: u32) {
     let inode = file.inode();
-    if !sb_watched(inode) {
+    if file.nonotify() || !sb_watched(inode) {
         return;
     }
     path_event(&file.path().dentry, inode, Some(file.path()), mask);
+}
+
+/// [`access`] after a read that returned `n` bytes: nothing for 0 (Linux: `if (ret > 0)
+/// fsnotify_access(file)`), tested after the first gate so that the unwatched path is one
+/// test.
+#[inline(always)]
+pub(crate) fn accessed(file: &FileDescription, n: usize) {
+    if any_watched() && n > 0 {
+        file_event_watched(file, IN_ACCESS);
+    }
+}
+
+/// [`modify`] after a write that wrote `n` bytes (as [`accessed`]).
+#[inline(always)]
+pub(crate) fn modified(file: &FileDescription, n: usize) {
+    if any_watched() && n > 0 {
+        file_event_watched(file, IN_MODIFY);
+    }
 }
 
 // ---- dentry hooks (Linux: fsnotify_change, fsnotify_xattr) ----
@@ -140,7 +191,7 @@ fn file_event(file: &FileDescription, mask: u32) {
 /// `attr` was applied to the inode of `dentry` (Linux: `fsnotify_change()`).
 #[inline]
 pub(crate) fn change(dentry: &Dentry, inode: &Inode, attr: &SetAttr) {
-    if !COMPILED || !sb_watched(inode) {
+    if !any_watched() || !sb_watched(inode) {
         return;
     }
     let mask = change_mask(attr);
@@ -171,7 +222,7 @@ fn change_mask(attr: &SetAttr) -> u32 {
 /// `fsnotify_xattr()`).
 #[inline]
 pub(crate) fn xattr(dentry: &Dentry, inode: &Inode) {
-    if COMPILED && sb_watched(inode) {
+    if any_watched() && sb_watched(inode) {
         path_event(dentry, inode, None, IN_ATTRIB);
     }
 }
@@ -221,11 +272,17 @@ fn path_event_slow(dentry: &Dentry, inode: &Inode, path: Option<&VfsPath>, mask:
     if objects[Slot::Parent as usize].is_none() && marked & mask & ALL_EVENTS == 0 && !vanilla() {
         return;
     }
-    objects[Slot::Inode as usize] = Some(inode as *const Inode as usize);
-    if let Some(p) = path {
+    // Only objects with marks (a mask) are looked up; vanilla mode looks at them all.
+    let all = vanilla();
+    if inode.notify_mask() != 0 || all {
+        objects[Slot::Inode as usize] = Some(inode as *const Inode as usize);
+    }
+    if let Some(p) = path.filter(|p| p.mnt.notify_mask() != 0 || all) {
         objects[Slot::Mount as usize] = Some(&*p.mnt as *const Mount as usize);
     }
-    objects[Slot::Sb as usize] = Some(&**inode.sb() as *const SuperBlock as usize);
+    if inode.sb().notify_mask() != 0 || all {
+        objects[Slot::Sb as usize] = Some(&**inode.sb() as *const SuperBlock as usize);
+    }
     let name = objects[Slot::Parent as usize].map(|_| dentry.name());
     let ev = Event {
         mask,
@@ -252,7 +309,7 @@ fn deliver(objects: [Option<usize>; SLOTS], ev: &Event<'_>) {
 /// `fsnotify_inode()`).
 #[inline]
 fn inode_event(inode: &Inode, mask: u32) {
-    if !COMPILED || !sb_watched(inode) {
+    if !any_watched() || !sb_watched(inode) {
         return;
     }
     let mask = if inode.is_dir() {
@@ -275,9 +332,14 @@ fn inode_event(inode: &Inode, mask: u32) {
 }
 
 fn inode_objects(inode: &Inode) -> [Option<usize>; SLOTS] {
+    let all = vanilla();
     let mut objects = [None; SLOTS];
-    objects[Slot::Inode as usize] = Some(inode as *const Inode as usize);
-    objects[Slot::Sb as usize] = Some(&**inode.sb() as *const SuperBlock as usize);
+    if inode.notify_mask() != 0 || all {
+        objects[Slot::Inode as usize] = Some(inode as *const Inode as usize);
+    }
+    if inode.sb().notify_mask() != 0 || all {
+        objects[Slot::Sb as usize] = Some(&**inode.sb() as *const SuperBlock as usize);
+    }
     objects
 }
 
@@ -293,7 +355,7 @@ pub(crate) fn link_count(inode: &Inode) {
 /// Once per inode, however many of the callers (the unlink, the last close) see it.
 #[inline]
 pub(crate) fn inode_removed(inode: &Inode) {
-    if !COMPILED || !sb_watched(inode) {
+    if !any_watched() || !sb_watched(inode) {
         return;
     }
     inode_removed_slow(inode);
@@ -314,7 +376,7 @@ fn inode_removed_slow(inode: &Inode) {
 /// end, which the filesystem reports with [`inode_removed`]).
 #[inline]
 pub(crate) fn name_gone(inode: &Inode) {
-    if COMPILED
+    if any_watched()
         && sb_watched(inode)
         && inode.nlink() == 0
         && inode.fs_holds().load(Ordering::Acquire) == 0
@@ -334,7 +396,7 @@ fn move_self(inode: &Inode) {
 /// An entry event told to `dir`'s marks (and its filesystem's) with the entry's name.
 #[inline]
 fn dirent_event(dir: &Inode, mask: u32, name: &[u8], cookie: u32) {
-    if !COMPILED || !sb_watched(dir) {
+    if !any_watched() || !sb_watched(dir) {
         return;
     }
     let marked = dir.notify_mask() | dir.sb().notify_mask();
@@ -397,7 +459,7 @@ pub(crate) fn rename(
     source: &Inode,
     target: Option<&Inode>,
 ) {
-    if !COMPILED || !(sb_watched(old_dir) || sb_watched(new_dir)) {
+    if !any_watched() || !(sb_watched(old_dir) || sb_watched(new_dir)) {
         return;
     }
     let cookie = COOKIE.fetch_add(1, Ordering::Relaxed).wrapping_add(1);
@@ -416,7 +478,7 @@ pub(crate) fn rename(
 /// `generic_shutdown_super()`): every watched inode gets `IN_UNMOUNT`, then loses its marks.
 #[inline]
 pub(crate) fn unmounted(sb: &SuperBlock) {
-    if COMPILED && sb.notify_watched() {
+    if any_watched() && sb.notify_watched() {
         unmounted_slow(sb);
     }
 }
@@ -435,7 +497,7 @@ fn unmounted_slow(sb: &SuperBlock) {
 /// mount's cleanup).
 #[inline]
 pub(crate) fn mount_detached(mnt: &Mount) {
-    if COMPILED && mnt.sb().notify_watched() {
+    if any_watched() && mnt.sb().notify_watched() {
         mark::remove_object(mnt as *const Mount as usize);
     }
 }
