@@ -719,6 +719,62 @@ mod tests {
     }
 
     #[test]
+    fn fanotify_events_show_mask_names_and_the_file_by_identity() {
+        use crate::outcome::{FanotifyFile, FanotifyRec};
+        let file = |ino, mode, flags| {
+            Some(Ok(FanotifyFile {
+                dev: Dev {
+                    major: 0,
+                    minor: 40,
+                },
+                ino,
+                mode,
+                flags,
+            }))
+        };
+        let ev = |mask, nofd, file| FanotifyRec {
+            event_len: 24,
+            vers: 3,
+            reserved: 0,
+            metadata_len: 24,
+            mask,
+            nofd,
+            file,
+        };
+        let mut n = Normaliser::default();
+        let read = Value::Fanotify(FanotifyRead {
+            count: 24 * 4 + 2,
+            events: vec![
+                ev(0x2 | 0x8 | 0x20, None, file(900, 0o100644, 0o100000)),
+                ev(0x20, None, file(77, 0o40755, 0o100002 | 0o2000000)),
+                ev(0x4000, Some(-1), None),
+                FanotifyRec {
+                    vers: 2,
+                    ..ev(0x1, None, Some(Err(9)))
+                },
+            ],
+            rest: Bytes(vec![1, 0]),
+        });
+        assert_eq!(
+            n.value(&read),
+            "ok 98 bytes 4 events\n  FAN_MODIFY|FAN_CLOSE_WRITE|FAN_OPEN S_IFREG ino#1 dev#1 \
+             flags=O_RDONLY\n  FAN_OPEN S_IFDIR ino#2 dev#1 flags=O_RDWR|O_CLOEXEC\n  \
+             FAN_Q_OVERFLOW fd=-1\n  FAN_ACCESS fstat=EBADF event_len=24 vers=2 reserved=0 \
+             metadata_len=24\n  2 stray bytes \"\\x01\\0\""
+        );
+        // The inode labels are the ones `stat` gives: the same file later is ino#1 again.
+        let again = Value::Fanotify(FanotifyRead {
+            count: 24,
+            events: vec![ev(0x1, None, file(900, 0o100644, 0))],
+            rest: Bytes::default(),
+        });
+        assert_eq!(
+            n.value(&again),
+            "ok 24 bytes 1 events\n  FAN_ACCESS S_IFREG ino#1 dev#1 flags=O_RDONLY"
+        );
+    }
+
+    #[test]
     fn inodes_are_identified_by_device_and_number() {
         let mut n = Normaliser::default();
         let sa = n.stat(&rec(40, 900, 1, 1, 1));
