@@ -214,6 +214,55 @@ const CONSTANTS: &[(&str, i64)] = &[
     ("IN_ONESHOT", 0x8000_0000),
     ("IN_NONBLOCK", 0o4000),
     ("IN_CLOEXEC", 0o2000000),
+    // fanotify(7): event bits, fanotify_mark(2)'s flags, fanotify_init(2)'s flags
+    ("FAN_ACCESS", 0x1),
+    ("FAN_MODIFY", 0x2),
+    ("FAN_ATTRIB", 0x4),
+    ("FAN_CLOSE_WRITE", 0x8),
+    ("FAN_CLOSE_NOWRITE", 0x10),
+    ("FAN_CLOSE", 0x18),
+    ("FAN_OPEN", 0x20),
+    ("FAN_MOVED_FROM", 0x40),
+    ("FAN_MOVED_TO", 0x80),
+    ("FAN_CREATE", 0x100),
+    ("FAN_DELETE", 0x200),
+    ("FAN_DELETE_SELF", 0x400),
+    ("FAN_MOVE_SELF", 0x800),
+    ("FAN_OPEN_EXEC", 0x1000),
+    ("FAN_Q_OVERFLOW", 0x4000),
+    ("FAN_FS_ERROR", 0x8000),
+    ("FAN_OPEN_PERM", 0x1_0000),
+    ("FAN_ACCESS_PERM", 0x2_0000),
+    ("FAN_OPEN_EXEC_PERM", 0x4_0000),
+    ("FAN_PRE_ACCESS", 0x10_0000),
+    ("FAN_EVENT_ON_CHILD", 0x0800_0000),
+    ("FAN_RENAME", 0x1000_0000),
+    ("FAN_ONDIR", 0x4000_0000),
+    ("FAN_MARK_INODE", 0),
+    ("FAN_MARK_ADD", 0x1),
+    ("FAN_MARK_REMOVE", 0x2),
+    ("FAN_MARK_DONT_FOLLOW", 0x4),
+    ("FAN_MARK_ONLYDIR", 0x8),
+    ("FAN_MARK_MOUNT", 0x10),
+    ("FAN_MARK_IGNORED_MASK", 0x20),
+    ("FAN_MARK_IGNORED_SURV_MODIFY", 0x40),
+    ("FAN_MARK_FLUSH", 0x80),
+    ("FAN_MARK_FILESYSTEM", 0x100),
+    ("FAN_MARK_EVICTABLE", 0x200),
+    ("FAN_MARK_IGNORE", 0x400),
+    ("FAN_CLASS_NOTIF", 0),
+    ("FAN_CLOEXEC", 0x1),
+    ("FAN_NONBLOCK", 0x2),
+    ("FAN_CLASS_CONTENT", 0x4),
+    ("FAN_CLASS_PRE_CONTENT", 0x8),
+    ("FAN_UNLIMITED_QUEUE", 0x10),
+    ("FAN_UNLIMITED_MARKS", 0x20),
+    ("FAN_ENABLE_AUDIT", 0x40),
+    ("FAN_REPORT_PIDFD", 0x80),
+    ("FAN_REPORT_TID", 0x100),
+    ("FAN_REPORT_FID", 0x200),
+    ("FAN_REPORT_DIR_FID", 0x400),
+    ("FAN_REPORT_NAME", 0x800),
 ];
 
 /// The value of a symbolic constant, such as `O_CREAT`.
@@ -276,6 +325,12 @@ pub enum Flags {
     Inotify,
     /// `IN_NONBLOCK`, `IN_CLOEXEC` of `inotify_init1`.
     InotifyInit,
+    /// `FAN_*` event bits, one name per bit.
+    Fanotify,
+    /// `FAN_MARK_*` of `fanotify_mark`.
+    FanotifyMark,
+    /// `FAN_*` flags of `fanotify_init`.
+    FanotifyInit,
 }
 
 const OPEN_BITS: &[&str] = &[
@@ -452,6 +507,58 @@ const INOTIFY_BITS: &[&str] = &[
     "IN_ONESHOT",
 ];
 const INOTIFY_INIT_BITS: &[&str] = &["IN_NONBLOCK", "IN_CLOEXEC"];
+/// One name per bit, in bit order (`FAN_CLOSE` is read but never printed).
+const FANOTIFY_BITS: &[&str] = &[
+    "FAN_ACCESS",
+    "FAN_MODIFY",
+    "FAN_ATTRIB",
+    "FAN_CLOSE_WRITE",
+    "FAN_CLOSE_NOWRITE",
+    "FAN_OPEN",
+    "FAN_MOVED_FROM",
+    "FAN_MOVED_TO",
+    "FAN_CREATE",
+    "FAN_DELETE",
+    "FAN_DELETE_SELF",
+    "FAN_MOVE_SELF",
+    "FAN_OPEN_EXEC",
+    "FAN_Q_OVERFLOW",
+    "FAN_FS_ERROR",
+    "FAN_OPEN_PERM",
+    "FAN_ACCESS_PERM",
+    "FAN_OPEN_EXEC_PERM",
+    "FAN_PRE_ACCESS",
+    "FAN_EVENT_ON_CHILD",
+    "FAN_RENAME",
+    "FAN_ONDIR",
+];
+const FANOTIFY_MARK_BITS: &[&str] = &[
+    "FAN_MARK_ADD",
+    "FAN_MARK_REMOVE",
+    "FAN_MARK_DONT_FOLLOW",
+    "FAN_MARK_ONLYDIR",
+    "FAN_MARK_MOUNT",
+    "FAN_MARK_IGNORED_MASK",
+    "FAN_MARK_IGNORED_SURV_MODIFY",
+    "FAN_MARK_FLUSH",
+    "FAN_MARK_FILESYSTEM",
+    "FAN_MARK_EVICTABLE",
+    "FAN_MARK_IGNORE",
+];
+const FANOTIFY_INIT_BITS: &[&str] = &[
+    "FAN_CLOEXEC",
+    "FAN_NONBLOCK",
+    "FAN_CLASS_CONTENT",
+    "FAN_CLASS_PRE_CONTENT",
+    "FAN_UNLIMITED_QUEUE",
+    "FAN_UNLIMITED_MARKS",
+    "FAN_ENABLE_AUDIT",
+    "FAN_REPORT_PIDFD",
+    "FAN_REPORT_TID",
+    "FAN_REPORT_FID",
+    "FAN_REPORT_DIR_FID",
+    "FAN_REPORT_NAME",
+];
 const S_IFMT: i64 = 0o170000;
 const O_ACCMODE: i64 = 0o3;
 
@@ -550,6 +657,9 @@ pub fn flags_text(kind: Flags, v: i64) -> String {
         Flags::Splice => SPLICE_BITS,
         Flags::Inotify => INOTIFY_BITS,
         Flags::InotifyInit => INOTIFY_INIT_BITS,
+        Flags::Fanotify => FANOTIFY_BITS,
+        Flags::FanotifyMark => FANOTIFY_MARK_BITS,
+        Flags::FanotifyInit => FANOTIFY_INIT_BITS,
     };
     bits(list, v, &mut out);
     if out.is_empty() {
@@ -680,6 +790,9 @@ mod tests {
             Flags::Efd,
             Flags::Inotify,
             Flags::InotifyInit,
+            Flags::Fanotify,
+            Flags::FanotifyMark,
+            Flags::FanotifyInit,
         ];
         let mut vals = vec![
             0,
@@ -714,6 +827,14 @@ mod tests {
             "IN_CLOSE_WRITE|IN_CLOSE_NOWRITE|IN_CREATE|IN_ISDIR"
         );
         assert_eq!(value("IN_CLOSE|IN_MOVE|0x1000"), Ok(0x10d8));
+        assert_eq!(
+            flags_text(Flags::Fanotify, 0x4000_0000 | 0x20 | 0x8 | (1 << 40)),
+            "FAN_CLOSE_WRITE|FAN_OPEN|FAN_ONDIR|0x10000000000"
+        );
+        assert_eq!(
+            value("FAN_MARK_ADD|FAN_MARK_FILESYSTEM|FAN_MARK_INODE"),
+            Ok(0x101)
+        );
     }
 
     #[test]

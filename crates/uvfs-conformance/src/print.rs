@@ -304,6 +304,45 @@ impl Display for Op {
                 }
                 line(out, "inotify_read", &a)
             }
+            Op::FanotifyInit {
+                flags,
+                event_f_flags,
+            } => line(
+                out,
+                "fanotify_init",
+                &[f(FanotifyInit, *flags), f(Open, *event_f_flags)],
+            ),
+            Op::FanotifyMark {
+                fd: d,
+                flags,
+                mask,
+                dirfd,
+                path,
+            } => line(
+                out,
+                "fanotify_mark",
+                &[
+                    fd(d),
+                    f(FanotifyMark, *flags),
+                    f(Fanotify, *mask),
+                    fd(dirfd),
+                    nullable(path.as_deref()),
+                ],
+            ),
+            Op::FanotifyRead {
+                fd: d,
+                bufsize,
+                keep,
+            } => {
+                let mut a = vec![fd(d)];
+                if *bufsize != DEFAULT_BUF || *keep {
+                    a.push(bufsize.to_string());
+                }
+                if *keep {
+                    a.push("keep".to_string());
+                }
+                line(out, "fanotify_read", &a)
+            }
             Op::Splice {
                 fd_in,
                 off_in,
@@ -906,6 +945,50 @@ mod tests {
             Op::InotifyRead {
                 fd: Fd::Var("i".into()),
                 bufsize: 0,
+            },
+            Op::FanotifyInit {
+                flags: 0x2 | 0x1 | 0x10 | 0x4000_0000,
+                event_f_flags: 0o2 | 0o4000,
+            },
+            Op::FanotifyInit {
+                flags: 0,
+                event_f_flags: 0,
+            },
+            Op::FanotifyMark {
+                fd: Fd::Var("g".into()),
+                flags: 0x1 | 0x10 | 0x8000,
+                mask: 0x4000_0000 | 0x20 | (1 << 40),
+                dirfd: Fd::Raw(-100),
+                path: Some(b"/d/f".to_vec()),
+            },
+            Op::FanotifyMark {
+                fd: Fd::Raw(-1),
+                flags: -1,
+                mask: -1,
+                dirfd: Fd::Var("d".into()),
+                path: None,
+            },
+            Op::FanotifyMark {
+                fd: Fd::Raw(3),
+                flags: 0x80,
+                mask: 0,
+                dirfd: Fd::Raw(3),
+                path: Some(b"-".to_vec()),
+            },
+            Op::FanotifyRead {
+                fd: Fd::Var("g".into()),
+                bufsize: 23,
+                keep: false,
+            },
+            Op::FanotifyRead {
+                fd: Fd::Var("g".into()),
+                bufsize: DEFAULT_BUF,
+                keep: false,
+            },
+            Op::FanotifyRead {
+                fd: Fd::Var("g".into()),
+                bufsize: DEFAULT_BUF,
+                keep: true,
             },
             Op::InotifyRead {
                 fd: Fd::Var("i".into()),

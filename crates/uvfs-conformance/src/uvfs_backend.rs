@@ -19,8 +19,8 @@ use crate::backend::{run_case, Backend, CaseRun, Fds};
 use crate::host::ListDir;
 use crate::op::{Fcntl, FlockArg, LockCmd, Op, TaskStart, Time, XattrTarget};
 use crate::outcome::{
-    decode_dirents, decode_inotify, Bytes, Dev, DirId, DirentRec, FdRec, Listing, Outcome,
-    SnapshotRec, StatFsRec, StatRec, StatxRec, Ts, Value,
+    decode_dirents, decode_fanotify, decode_inotify, Bytes, Dev, DirId, DirentRec, FanotifyFile,
+    FdRec, Listing, Outcome, SnapshotRec, StatFsRec, StatRec, StatxRec, Ts, Value,
 };
 use crate::parse::Case;
 use crate::snapshot::{observe_tree, Observe, XATTR_BUF};
@@ -269,6 +269,25 @@ fn inotify(b: Vec<u8>) -> Value {
 /// Whether `fd` is an inotify instance.
 fn is_inotify(t: &Task, fd: i32) -> bool {
     t.anon_inode_name(fd).is_ok_and(|n| n == Some("inotify"))
+}
+
+/// What event fd `efd` is open on (`fstat`, `F_GETFL`); closes it, as a reader of a fanotify
+/// group must, unless `keep`.
+fn fanotify_file(t: &Task, efd: i32, keep: bool) -> Result<FanotifyFile, i32> {
+    let st = t.fstat(efd);
+    let flags = t
+        .fcntl(efd, FcntlCmd::GetFl)
+        .map_or_else(|e| -i64::from(e.raw()), i64::from);
+    if !keep {
+        let _ = t.close(efd);
+    }
+    st.map(|s| FanotifyFile {
+        dev: dev(s.dev),
+        ino: s.ino,
+        mode: s.mode,
+        flags,
+    })
+    .map_err(Errno::raw)
 }
 
 /// `(uid_t)-1` means "leave unchanged".
@@ -623,6 +642,34 @@ impl Backend for UvfsBackend {
             }
             Op::InotifyRmWatch { fd: f, wd } => unit(t.inotify_rm_watch(fd(f), *wd as i32)),
             Op::InotifyRead { fd: f, bufsize } => filled(*bufsize, inotify, |b| t.read(fd(f), b)),
+            Op::FanotifyInit {
+                flags,
+                event_f_flags,
+            } => int(t.fanotify_init(*flags as u32, *event_f_flags as u32)),
+            Op::FanotifyMark {
+                fd: f,
+                flags,
+                mask,
+                dirfd,
+                path,
+            } => unit(t.fanotify_mark(
+                fd(f),
+                *flags as u32,
+                *mask as u64,
+                fd(dirfd),
+                path.as_deref(),
+            )),
+            Op::FanotifyRead {
+                fd: f,
+                bufsize,
+                keep,
+            } => {
+                let mut buf = vec![0u8; *bufsize];
+                done(t.read(fd(f), &mut buf).map(|n| {
+                    buf.truncate(n);
+                    Value::Fanotify(decode_fanotify(&buf, |efd| fanotify_file(t, efd, *keep)))
+                }))
+            }
             Op::Splice {
                 fd_in,
                 off_in,

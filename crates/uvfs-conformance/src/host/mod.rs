@@ -23,8 +23,8 @@ use std::io::{IoSlice, IoSliceMut};
 use crate::backend::{Backend, Fds};
 use crate::op::{Fcntl, FlockArg, LockCmd, Op, XattrTarget};
 use crate::outcome::{
-    decode_dirents, decode_inotify, Bytes, Dev, DirId, DirentRec, Listing, Outcome, StatFsRec,
-    StatRec, StatxRec, Ts, Value,
+    decode_dirents, decode_fanotify, decode_inotify, Bytes, Dev, DirId, DirentRec, FanotifyFile,
+    Listing, Outcome, StatFsRec, StatRec, StatxRec, Ts, Value,
 };
 use sys::{CPath, SysResult, XattrAt};
 
@@ -135,6 +135,24 @@ fn inotify(b: Vec<u8>) -> Value {
 fn is_inotify(fd: i32) -> bool {
     sys::fstat(fd).is_ok_and(|st| st.st_mode & libc::S_IFMT == 0)
         && sys::fcntl(fd, F_GETFL, 0).is_ok_and(|fl| fl as i32 & libc::O_ACCMODE == libc::O_RDONLY)
+}
+
+/// A fanotify read's bytes decoded, each event's fd `fstat`ed, its flags taken and closed
+/// unless `keep`.
+fn fanotify(b: &[u8], keep: bool) -> Value {
+    Value::Fanotify(decode_fanotify(b, |efd| {
+        let st = sys::fstat(efd);
+        let flags = sys::fcntl(efd, libc::F_GETFL, 0).unwrap_or_else(|e| -i64::from(e));
+        if !keep {
+            let _ = sys::close(efd);
+        }
+        st.map(|s| FanotifyFile {
+            dev: dev(s.st_dev),
+            ino: s.st_ino,
+            mode: s.st_mode,
+            flags,
+        })
+    }))
 }
 
 fn dev(d: u64) -> Dev {
@@ -566,6 +584,34 @@ impl Backend for HostBackend {
                 int(sys::inotify_add_watch(fd(f), &p(path), *mask as u32))
             }
             Op::InotifyRmWatch { fd: f, wd } => unit(sys::inotify_rm_watch(fd(f), *wd as i32)),
+            Op::FanotifyInit {
+                flags,
+                event_f_flags,
+            } => int(sys::fanotify_init(*flags as u32, *event_f_flags as u32)),
+            Op::FanotifyMark {
+                fd: f,
+                flags,
+                mask,
+                dirfd,
+                path,
+            } => unit(sys::fanotify_mark(
+                fd(f),
+                *flags as u32,
+                *mask as u64,
+                fd(dirfd),
+                path.as_ref().map(p).as_ref(),
+            )),
+            Op::FanotifyRead {
+                fd: f,
+                bufsize,
+                keep,
+            } => {
+                let mut buf = vec![0u8; *bufsize];
+                done(sys::read(fd(f), &mut buf).map(|n| {
+                    buf.truncate(usize::try_from(n).unwrap_or(0));
+                    fanotify(&buf, *keep)
+                }))
+            }
             Op::InotifyRead { fd: f, bufsize } => {
                 filled(*bufsize, inotify, |b| sys::read(fd(f), b))
             }

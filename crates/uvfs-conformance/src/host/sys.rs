@@ -613,6 +613,12 @@ call!(/// `inotify_add_watch(2)`.
     inotify_add_watch(fd: i32, path: &CPath, mask: u32) => SYS_inotify_add_watch(fd, path.ptr(), mask));
 call!(/// `inotify_rm_watch(2)`.
     inotify_rm_watch(fd: i32, wd: i32) => SYS_inotify_rm_watch(fd, wd));
+call!(/// `fanotify_init(2)`.
+    fanotify_init(flags: u32, event_f_flags: u32) => SYS_fanotify_init(flags, event_f_flags));
+call!(/// `fanotify_mark(2)` (x86-64 passes the 64-bit mask in one register); a null path for
+    /// `None`.
+    fanotify_mark(fd: i32, flags: u32, mask: u64, dirfd: i32, path: Option<&CPath>) =>
+        SYS_fanotify_mark(fd, flags, mask, dirfd, opt_ptr(path)));
 call!(/// `eventfd2(2)`.
     eventfd2(initval: u32, flags: i32) => SYS_eventfd2(initval, flags));
 

@@ -25,6 +25,7 @@ impl Op {
                 | Op::EpollCreate1 { .. }
                 | Op::Eventfd2 { .. }
                 | Op::InotifyInit1 { .. }
+                | Op::FanotifyInit { .. }
         )
     }
 
@@ -195,6 +196,29 @@ impl Op {
                 fd: a.fd()?,
                 bufsize: a.opt_count(DEFAULT_BUF)?,
             },
+            "fanotify_init" => Op::FanotifyInit {
+                flags: a.int()?,
+                event_f_flags: a.int()?,
+            },
+            "fanotify_mark" => Op::FanotifyMark {
+                fd: a.fd()?,
+                flags: a.int()?,
+                mask: a.int()?,
+                dirfd: a.fd()?,
+                path: a.nullable()?,
+            },
+            "fanotify_read" => {
+                let fd = a.fd()?;
+                let bufsize = a.opt_count(DEFAULT_BUF)?;
+                let keep = match a.more() {
+                    false => false,
+                    true => match a.word()?.as_str() {
+                        "keep" => true,
+                        w => return Err(format!("`{w}` is not `keep`")),
+                    },
+                };
+                Op::FanotifyRead { fd, bufsize, keep }
+            }
             "splice" => Op::Splice {
                 fd_in: a.fd()?,
                 off_in: a.opt_offset()?,

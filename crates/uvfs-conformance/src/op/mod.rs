@@ -355,6 +355,29 @@ pub enum Op {
         fd: Fd,
         bufsize: usize,
     },
+    /// `fanotify_init(FLAGS, EVENT_F_FLAGS)` (both cast to `unsigned int`): binds the group's fd.
+    FanotifyInit {
+        flags: i64,
+        event_f_flags: i64,
+    },
+    /// `fanotify_mark(FD, FLAGS, MASK, DIRFD, PATH)` (FLAGS cast to `unsigned int`, MASK to
+    /// `u64`); PATH `None` is a null pointer.
+    FanotifyMark {
+        fd: Fd,
+        flags: i64,
+        mask: i64,
+        dirfd: Fd,
+        path: Option<Vec<u8>>,
+    },
+    /// One `read(FD, BUF, BUFSIZE)` of a fanotify fd, its bytes decoded as
+    /// `struct fanotify_event_metadata`s; each event's fd is `fstat`ed, its `F_GETFL` taken and
+    /// closed by the backend before the outcome is recorded, unless `keep` (CASES.md,
+    /// "fanotify").
+    FanotifyRead {
+        fd: Fd,
+        bufsize: usize,
+        keep: bool,
+    },
     Mkdirat {
         dirfd: Fd,
         path: Vec<u8>,
@@ -565,6 +588,7 @@ macro_rules! fd_args_of {
             | Op::InotifyAddWatch { fd, .. }
             | Op::InotifyRmWatch { fd, .. }
             | Op::InotifyRead { fd, .. }
+            | Op::FanotifyRead { fd, .. }
             | Op::Fchmod { fd, .. }
             | Op::Fchown { fd, .. }
             | Op::Getdents { fd, .. }
@@ -573,6 +597,7 @@ macro_rules! fd_args_of {
             Op::Dup2 { fd, newfd } | Op::Dup3 { fd, newfd, .. } => vec![fd, newfd],
             Op::EpollCtl { epfd, fd, .. } => vec![epfd, fd],
             Op::EpollWait { epfd, .. } => vec![epfd],
+            Op::FanotifyMark { fd, dirfd, .. } => vec![fd, dirfd],
             Op::Poll { fds, .. } => fds.into_iter().collect(),
             Op::Splice { fd_in, fd_out, .. } | Op::Tee { fd_in, fd_out, .. } => {
                 vec![fd_in, fd_out]
@@ -613,6 +638,7 @@ macro_rules! fd_args_of {
             | Op::EpollCreate1 { .. }
             | Op::Eventfd2 { .. }
             | Op::InotifyInit1 { .. }
+            | Op::FanotifyInit { .. }
             | Op::Snapshot => Vec::new(),
         }
     };

@@ -64,7 +64,40 @@ pub const CLASSES: &[Class] = &[
         matches: statx_attributes_mask,
         then: Then::Continue,
     },
+    Class {
+        name: "fanotify_pid_zero",
+        matches: fanotify_pid_zero,
+        then: Then::Continue,
+    },
 ];
+
+/// Size of `struct fanotify_event_metadata`; its `pid` is the last four bytes.
+const FANOTIFY_METADATA: usize = crate::outcome::FANOTIFY_METADATA_SIZE;
+
+/// uvfs's fanotify events carry pid 0 (docs/divergences.md, "Notification"): a plain read of
+/// a group (`read`, `readv`, `pread`, `preadv`, which show the raw bytes) matches when the
+/// bytes are whole events that differ only in uvfs's pid fields, each 0. The read consumed
+/// the same events on both sides, so the comparison goes on.
+fn fanotify_pid_zero(_: &Case, op: &Op, uvfs: &Outcome, host: &Outcome, _: &StepDiff) -> bool {
+    let reads = matches!(
+        op,
+        Op::Read { .. } | Op::Readv { .. } | Op::Pread { .. } | Op::Preadv { .. }
+    );
+    let (Outcome::Ok(Value::Bytes(u)), Outcome::Ok(Value::Bytes(h))) = (uvfs, host) else {
+        return false;
+    };
+    let (u, h) = (&u.0, &h.0);
+    let pid = FANOTIFY_METADATA - 4..FANOTIFY_METADATA;
+    reads
+        && !u.is_empty()
+        && u.len() == h.len()
+        && u.len() % FANOTIFY_METADATA == 0
+        && u.chunks(FANOTIFY_METADATA)
+            .zip(h.chunks(FANOTIFY_METADATA))
+            .all(|(a, b)| {
+                a[..pid.start] == b[..pid.start] && a[pid.clone()].iter().all(|&x| x == 0)
+            })
+}
 
 /// Linux overflows `loff_t` in `mapping_seek_hole_data()` when data lies in the last page
 /// below the largest file size: `SEEK_DATA` says `ENXIO` and `SEEK_HOLE` `INT64_MIN`; uvfs
@@ -469,5 +502,38 @@ mod tests {
             &u,
             &diff(&mask_only.0, &mask_only.1)
         ));
+    }
+
+    #[test]
+    fn fanotify_pid_zero_takes_reads_that_differ_only_in_a_zero_pid() {
+        let (c, read) = case("burst", "read 3 4096");
+        let (_, write) = case("burst", "write 3 \"x\"");
+        let event = |pid: i32, mask: u64| {
+            let mut b = Vec::new();
+            b.extend_from_slice(&24u32.to_ne_bytes());
+            b.extend_from_slice(&[3, 0]);
+            b.extend_from_slice(&24u16.to_ne_bytes());
+            b.extend_from_slice(&mask.to_ne_bytes());
+            b.extend_from_slice(&4i32.to_ne_bytes());
+            b.extend_from_slice(&pid.to_ne_bytes());
+            b
+        };
+        let bytes = |v: Vec<u8>| Outcome::Ok(Value::Bytes(crate::outcome::Bytes(v)));
+        let two = |pid, second| [event(pid, 0x20), event(pid, second)].concat();
+        let d = diff("", "");
+        let m = |op: &Op, u: &Outcome, h: &Outcome| fanotify_pid_zero(&c, op, u, h, &d);
+        assert!(m(&read, &bytes(two(0, 0x8)), &bytes(two(1234, 0x8))));
+        assert!(!m(&write, &bytes(two(0, 0x8)), &bytes(two(1234, 0x8))));
+        assert!(
+            !m(&read, &bytes(two(0, 0x8)), &bytes(two(1234, 0x10))),
+            "a mask differs"
+        );
+        assert!(
+            !m(&read, &bytes(two(7, 0x8)), &bytes(two(1234, 0x8))),
+            "uvfs's pid is not 0"
+        );
+        assert!(!m(&read, &bytes(event(0, 0x20)), &bytes(two(1234, 0x8))));
+        assert!(!m(&read, &bytes(vec![0; 5]), &bytes(vec![1; 5])));
+        assert!(!m(&read, &bytes(Vec::new()), &bytes(Vec::new())));
     }
 }

@@ -17,6 +17,7 @@ use std::path::PathBuf;
 
 use super::rng::Rng;
 
+mod fanotify;
 mod fds;
 mod mount;
 mod notify;
@@ -27,6 +28,7 @@ use crate::op::{Fcntl, Fd, FlockArg, LockCmd, Offset, Op, Time, XattrTarget};
 use crate::outcome::{Outcome, Value};
 use crate::parse::{Case, Step, Timing};
 use crate::uvfs_backend::UvfsBackend;
+use fanotify::Fanotify;
 use notify::Notify;
 use ready::AnonNames;
 
@@ -126,6 +128,7 @@ pub fn generate(seed: u64, shape: Shape) -> Case {
         fifos,
         anon: AnonNames::default(),
         notify: Notify::for_seed(seed),
+        fanotify: Fanotify::for_seed(seed),
         guide: UvfsBackend::new(mount.as_deref()).ok(),
         guide_fds: Fds::default(),
     };
@@ -136,7 +139,10 @@ pub fn generate(seed: u64, shape: Shape) -> Case {
     };
     let mut steps = Vec::with_capacity(2 * shape.ops);
     for i in 0..shape.ops {
-        let op = g.notify_op(i).unwrap_or_else(|| g.op());
+        let op = g
+            .notify_op(i)
+            .or_else(|| g.fanotify_op())
+            .unwrap_or_else(|| g.op());
         let bind = match op {
             // The read end and the write end.
             Op::Pipe2 { .. } => Some(format!("f{}r f{}w", i + 1, i + 1)),
@@ -181,6 +187,8 @@ struct Gen {
     anon: AnonNames,
     /// The inotify family's generator and instances, in a seed that makes them.
     notify: Option<Notify>,
+    /// The fanotify family's generator and groups, in a seed that makes them.
+    fanotify: Option<Fanotify>,
     /// uvfs, run along to steer the choices; `None` if the root mount failed.
     guide: Option<UvfsBackend>,
     guide_fds: Fds,
@@ -298,6 +306,9 @@ impl Gen {
         if let (true, Some(names)) = (ok, bind) {
             self.anon.note(op, names);
             if let Some(n) = self.notify.as_mut() {
+                n.note(op, names);
+            }
+            if let Some(n) = self.fanotify.as_mut() {
                 n.note(op, names);
             }
         }

@@ -140,8 +140,9 @@ impl Gen {
                         fl |= bit;
                     }
                 }
-                if self.fifos || self.notify.is_some() {
-                    // Keeps every FIFO read (see `open_flags`) and inotify read non-blocking.
+                if self.fifos || self.notify.is_some() || self.fanotify.is_some() {
+                    // Keeps every FIFO read (see `open_flags`) and inotify and fanotify read
+                    // non-blocking.
                     fl |= 0o4000;
                 }
                 Fcntl::SetFl(fl)

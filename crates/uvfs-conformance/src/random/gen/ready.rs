@@ -210,10 +210,11 @@ impl Gen {
         }
     }
 
-    /// Whether `fd` is an eventfd, epoll file or inotify instance on the guide (the shared anonymous inode,
+    /// Whether `fd` is an eventfd, epoll file, inotify instance or fanotify group on the guide (the shared anonymous inode,
     /// whose mode has no file-type bits), for the ops that must not lock it.
     pub(super) fn is_anon(&mut self, fd: &Fd) -> bool {
-        let instances = self.notify.as_ref().is_some_and(|n| n.has_instances());
+        let instances = self.notify.as_ref().is_some_and(|n| n.has_instances())
+            || self.fanotify.as_ref().is_some_and(|n| n.has_groups());
         if !self.anon.any() && !instances {
             return false;
         }
