@@ -442,6 +442,9 @@ fn open_event_file(task: &Task, path: &VfsPath, flags: OpenFlags) -> Result<i32>
     let ops = inode.ops().open(&inode, flags)?;
     let mut file = FileDescription::new(path.clone(), inode, flags, ops, task.cred_id.get())?;
     file.set_nonotify();
+    // Linux's `dentry_open()` takes `event_f_flags` whole (an `O_CLOEXEC` stays in `f_flags`,
+    // as `F_GETFL` shows) and `force_o_largefile()` adds `O_LARGEFILE`.
+    file.add_status_bits(OpenFlags::LARGEFILE | (flags & OpenFlags::CLOEXEC));
     task.files
         .install(file, flags.contains(OpenFlags::CLOEXEC), 0)
 }

@@ -24,15 +24,15 @@ pub use seqcount::SeqCount;
 pub(crate) mod atomic {
     #[cfg(loom)]
     pub use loom::sync::atomic::{
-        fence, AtomicBool, AtomicI64, AtomicPtr, AtomicU32, AtomicU64, Ordering,
+        fence, AtomicBool, AtomicI64, AtomicPtr, AtomicU16, AtomicU32, AtomicU64, Ordering,
     };
     #[cfg(all(not(loom), feature = "shuttle"))]
     pub use shuttle::sync::atomic::{
-        fence, AtomicBool, AtomicI64, AtomicPtr, AtomicU32, AtomicU64, Ordering,
+        fence, AtomicBool, AtomicI64, AtomicPtr, AtomicU16, AtomicU32, AtomicU64, Ordering,
     };
     #[cfg(all(not(loom), not(feature = "shuttle")))]
     pub use std::sync::atomic::{
-        fence, AtomicBool, AtomicI64, AtomicPtr, AtomicU32, AtomicU64, Ordering,
+        fence, AtomicBool, AtomicI64, AtomicPtr, AtomicU16, AtomicU32, AtomicU64, Ordering,
     };
 }
 

@@ -273,10 +273,6 @@ impl Task {
             return Err(Errno::EINVAL);
         }
         let kind = flags & (FAN_MARK_MOUNT | FAN_MARK_FILESYSTEM);
-        if kind == FAN_MARK_MOUNT | FAN_MARK_FILESYSTEM {
-            // FAN_MARK_MNTNS: mount namespace marks need a FAN_REPORT_MNT group.
-            return Err(Errno::EINVAL);
-        }
         let cmd = flags & (FAN_MARK_ADD | FAN_MARK_REMOVE | FAN_MARK_FLUSH);
         match cmd {
             FAN_MARK_ADD | FAN_MARK_REMOVE if mask == 0 => return Err(Errno::EINVAL),
@@ -303,7 +299,13 @@ impl Task {
         let file = self.fget_not_path(fd)?;
         let group = fanotify_of(&file).ok_or(Errno::EINVAL)?.group.clone();
         drop(file);
-        if !self.cred.borrow().capable(Capabilities::SYS_ADMIN) {
+        if kind == FAN_MARK_MOUNT | FAN_MARK_FILESYSTEM {
+            // FAN_MARK_MNTNS: mount namespace marks need a FAN_REPORT_MNT group.
+            return Err(Errno::EINVAL);
+        }
+        // Mount and filesystem marks need CAP_SYS_ADMIN; an inode mark only read permission
+        // on the inode (a group made by a privileged task may be used by another).
+        if kind != FAN_MARK_INODE && !self.cred.borrow().capable(Capabilities::SYS_ADMIN) {
             return Err(Errno::EPERM);
         }
         if mask & FAN_PERM_EVENTS != 0 {
@@ -317,7 +319,7 @@ impl Task {
         }
         if cmd == FAN_MARK_FLUSH {
             group.flush(match kind {
-                FAN_MARK_MOUNT => |o| matches!(o, Object::Mount(_)),
+                FAN_MARK_MOUNT => |o| matches!(o, Object::Mount(..)),
                 FAN_MARK_FILESYSTEM => |o| matches!(o, Object::Sb(_)),
                 _ => |o| matches!(o, Object::Inode(_)),
             });
@@ -326,15 +328,30 @@ impl Task {
         let target = self.fanotify_path(dirfd, path, flags)?;
         let inode = target.dentry.inode().ok_or(Errno::ENOENT)?.clone();
         inode_permission(&self.cred.borrow(), &inode, Access::READ)?;
+        // No mount or filesystem marks on the kernel-internal ones (pipefs, anon_inodefs)
+        // (Linux: `fanotify_events_supported()`).
+        if kind != FAN_MARK_INODE && matches!(inode.sb().ops().fs_name(), "pipefs" | "anon_inodefs")
+        {
+            return Err(Errno::EINVAL);
+        }
         // FAN_EVENT_ON_CHILD only on a directory's inode mark.
         if kind != FAN_MARK_INODE || !inode.is_dir() {
             mask &= !FAN_EVENT_ON_CHILD;
         }
         let (obj, dentry) = match kind {
-            FAN_MARK_MOUNT => (Object::Mount(target.mnt.clone()), None),
+            FAN_MARK_MOUNT => (Object::mount(&target.mnt), None),
             FAN_MARK_FILESYSTEM => (Object::Sb(inode.sb().clone()), None),
             _ => (Object::Inode(inode), Some(&*target.dentry)),
         };
+        // An ignore mask a modification would clear is not added while someone has the
+        // file open for writing (Linux: `fanotify_add_inode_mark()`).
+        if cmd == FAN_MARK_ADD
+            && ignore
+            && flags & FAN_MARK_IGNORED_SURV_MODIFY == 0
+            && matches!(&obj, Object::Inode(i) if i.is_open_for_write())
+        {
+            return Ok(());
+        }
         if cmd == FAN_MARK_ADD {
             group.add_mark(
                 obj,

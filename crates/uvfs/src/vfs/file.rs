@@ -128,6 +128,7 @@ impl FileDescription {
         if counted_writer {
             file.path.mnt.get_write()?;
             file.counted_writer = true;
+            file.inode.count_writer(true);
         }
         Ok(Arc::new(file))
     }
@@ -211,6 +212,13 @@ impl FileDescription {
         file.notify_gate = &super::notify::NEVER_WATCHED;
     }
 
+    /// Adds `bits` to the status flags of a file no one else has seen yet (fanotify's event
+    /// files, whose `f_flags` keep what Linux's `dentry_open()` was given).
+    pub(crate) fn add_status_bits(self: &mut Arc<Self>, bits: OpenFlags) {
+        let file = Arc::get_mut(self).expect("a new file description is not shared yet");
+        *file.flags.get_mut() |= bits.bits();
+    }
+
     /// Whether the open finished ([`FileDescription::open_done`]).
     #[inline]
     pub(crate) fn open_finished(&self) -> bool {
@@ -239,6 +247,7 @@ impl Drop for FileDescription {
         }
         self.ops.release(self);
         if self.counted_writer {
+            self.inode.count_writer(false);
             self.path.mnt.put_write();
         }
     }

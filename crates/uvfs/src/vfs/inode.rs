@@ -9,7 +9,7 @@ use super::ops::InodeOps;
 use super::super_block::SbRef;
 use super::time::{coarse_now, fine_now};
 use crate::abi::{FileType, Timespec, S_IALLUGO};
-use crate::sync::atomic::{AtomicI64, AtomicU32, AtomicU64, Ordering};
+use crate::sync::atomic::{AtomicI64, AtomicU16, AtomicU32, AtomicU64, Ordering};
 use crate::sync::SeqCount;
 
 /// Inode flag: `stat` read the ctime since the last change, so the next change takes a
@@ -135,6 +135,10 @@ pub struct Inode {
     /// Serialises attribute writers (the write side of `attr_seq`).
     /// Order: innermost; nothing is taken while holding it.
     attr_lock: Mutex<()>,
+    /// Open files that may write the inode (Linux: `i_writecount`), in what was padding
+    /// beside `fs_holds`, on the line the same opens and closes write. Wraps past 65535 (only
+    /// fanotify's "open for write" test reads it).
+    writers: AtomicU16,
     /// The filesystem's count of its holders (tmpfs: open files and [`InodeOps::hold`]s;
     /// Linux: `i_count`), kept here, beside the reference count that the same opens and
     /// closes write, rather than in the filesystem's own part, which is a separate allocation
@@ -203,6 +207,7 @@ impl Inode {
             lock: RwLock::new(()),
             ops,
             fs_holds: AtomicU32::new(0),
+            writers: AtomicU16::new(0),
             notify_mask: AtomicU32::new(0),
         })
     }
@@ -444,6 +449,21 @@ impl Inode {
     /// Sets the aggregated mark mask (under `notify::mark::MARK_LOCK`).
     pub(crate) fn set_notify_mask(&self, mask: u32) {
         self.notify_mask.store(mask, Ordering::Relaxed);
+    }
+
+    /// Counts an open file that may write (`up`) or its end (Linux: `get_write_access()`,
+    /// `put_write_access()`).
+    pub(crate) fn count_writer(&self, up: bool) {
+        if up {
+            self.writers.fetch_add(1, Ordering::Relaxed);
+        } else {
+            self.writers.fetch_sub(1, Ordering::Relaxed);
+        }
+    }
+
+    /// True if a file open for writing has the inode (Linux: `inode_is_open_for_write()`).
+    pub(crate) fn is_open_for_write(&self) -> bool {
+        self.writers.load(Ordering::Relaxed) != 0
     }
 
     /// True if the inode has fsnotify marks.

@@ -69,8 +69,9 @@ pub struct Mount {
     /// Marked by a first `umount2(MNT_EXPIRE)`.
     expiry_mark: AtomicBool,
     /// The events this mount's fsnotify marks ask for (Linux: `mnt_fsnotify_mask`); written
-    /// only when they change.
-    notify_mask: AtomicU32,
+    /// only when they change. Shared with the marks, which do not hold the mount (a marked
+    /// mount can be unmounted: its marks go with it).
+    notify_mask: Arc<AtomicU32>,
     /// Protects: where this mount is attached (parent mount and mountpoint dentry).
     /// Order: innermost.
     parent: Mutex<Option<Attachment>>,
@@ -80,6 +81,8 @@ impl Drop for Mount {
     /// The filesystem's last mount lets its superblock go: from now on the superblock is
     /// freed by its last reference (an inode's).
     fn drop(&mut self) {
+        // Marks on this mount go before its address can be another's.
+        super::notify::mount_detached(self);
         if self.sb.mount_gone() {
             super::notify::unmounted(&self.sb);
             self.sb.kill();
@@ -129,7 +132,7 @@ impl Mount {
             write_hold: AtomicBool::new(false),
             attached: AtomicBool::new(true),
             expiry_mark: AtomicBool::new(false),
-            notify_mask: AtomicU32::new(0),
+            notify_mask: Arc::new(AtomicU32::new(0)),
             parent: Mutex::new(None),
         })
     }
@@ -239,9 +242,10 @@ impl Mount {
         self.notify_mask.load(Ordering::Relaxed)
     }
 
-    /// Sets the mount's marks' mask (under `notify::mark::MARK_LOCK`).
-    pub(crate) fn set_notify_mask(&self, mask: u32) {
-        self.notify_mask.store(mask, Ordering::Relaxed);
+    /// The cell of the mount's marks' mask, which its marks set (under
+    /// `notify::mark::MARK_LOCK`).
+    pub(crate) fn notify_mask_cell(&self) -> &Arc<AtomicU32> {
+        &self.notify_mask
     }
 
     /// Files open for writing through this mount (exact when no file is being opened or

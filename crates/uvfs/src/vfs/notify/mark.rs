@@ -24,7 +24,6 @@ use super::{Event, FS_EVENTS_POSS_ON_CHILD, FS_EVENT_ON_CHILD};
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 // Plain parking_lot locks: the statics below need const constructors, which the model
 // checkers' locks lack (the mark protocol is not one of the modelled ones).
-use crate::vfs::mount::MountRef;
 use crate::vfs::super_block::SbRef;
 use crate::vfs::{Dentry, Inode, SuperBlock};
 use parking_lot::Mutex;
@@ -46,18 +45,28 @@ pub(crate) trait Group: Send + Sync {
 pub(crate) enum Object {
     /// An inode.
     Inode(Arc<Inode>),
-    /// A mount.
-    Mount(MountRef),
+    /// A mount, not held (a marked mount can be unmounted; its end takes its marks off): its
+    /// address, its superblock and its mask's cell.
+    Mount(usize, SbRef, Arc<AtomicU32>),
     /// A filesystem.
     Sb(SbRef),
 }
 
 impl Object {
+    /// A mark's object for `mnt`.
+    pub(crate) fn mount(mnt: &crate::vfs::Mount) -> Object {
+        Object::Mount(
+            mnt as *const crate::vfs::Mount as usize,
+            mnt.sb().clone(),
+            mnt.notify_mask_cell().clone(),
+        )
+    }
+
     /// The side table's key: the object's address.
     pub(crate) fn key(&self) -> usize {
         match self {
             Object::Inode(i) => Arc::as_ptr(i) as usize,
-            Object::Mount(m) => &**m as *const crate::vfs::Mount as usize,
+            Object::Mount(key, _, _) => *key,
             Object::Sb(sb) => &**sb as *const SuperBlock as usize,
         }
     }
@@ -65,21 +74,21 @@ impl Object {
     fn sb(&self) -> &SuperBlock {
         match self {
             Object::Inode(i) => i.sb(),
-            Object::Mount(m) => m.sb(),
+            Object::Mount(_, sb, _) => sb,
             Object::Sb(sb) => sb,
         }
     }
     fn set_mask(&self, mask: u32) {
         match self {
             Object::Inode(i) => i.set_notify_mask(mask),
-            Object::Mount(m) => m.set_notify_mask(mask),
+            Object::Mount(_, _, cell) => cell.store(mask, Ordering::Relaxed),
             Object::Sb(sb) => sb.set_notify_mask(mask),
         }
     }
     fn mask(&self) -> u32 {
         match self {
             Object::Inode(i) => i.notify_mask(),
-            Object::Mount(m) => m.notify_mask(),
+            Object::Mount(_, _, cell) => cell.load(Ordering::Relaxed),
             Object::Sb(sb) => sb.notify_mask(),
         }
     }
@@ -363,7 +372,7 @@ pub(crate) fn detach_locked(mark: &Arc<Mark>) -> bool {
 /// lazily by the first event that finds the parent no longer interested).
 fn recalc(obj: &Object, dentry: Option<&Dentry>) {
     let mask = marks_at(obj.key())
-        .map(|l| l.iter().fold(0, |m, k| m | k.mask() | k.ignore_mask()))
+        .map(|l| l.iter().fold(0, |m, k| m | interest(k)))
         .unwrap_or(0);
     let before = obj.mask();
     obj.set_mask(mask);
@@ -372,6 +381,22 @@ fn recalc(obj: &Object, dentry: Option<&Dentry>) {
             d.set_children_parent_watched();
         }
     }
+}
+
+/// What a mark makes its object show interest in (Linux: `fsnotify_calc_mask()`): its
+/// events, the events it ignores (so that a child's event reaches the ignoring parent), and a
+/// modification when its ignore mask is to be cleared by one.
+fn interest(m: &Mark) -> u32 {
+    let ignore = m.ignore_mask();
+    if ignore == 0 {
+        return m.mask();
+    }
+    let clear = if m.flags() & MARK_IGNORED_SURV_MODIFY == 0 {
+        crate::abi::IN_MODIFY
+    } else {
+        0
+    };
+    m.mask() | ignore | clear
 }
 
 /// Takes every mark off the object at `key` (an inode whose last link went and that nothing
