@@ -17,7 +17,7 @@
 use std::sync::Arc;
 
 use super::rw::{verify_area, write_remove_privs, MAX_RW_COUNT};
-use crate::abi::{Errno, FileType, OpenFlags, Result, SpliceFlags, PAGE_SIZE};
+use crate::abi::{Errno, FileType, OpenFlags, Result, SpliceFlags, Whence, PAGE_SIZE};
 use crate::fs::pipefs::{self, pipe::Pipe};
 use crate::vfs::atime::touch_atime;
 use crate::vfs::locks::{Interrupt, Wait};
@@ -377,46 +377,77 @@ impl Task {
         count: usize,
     ) -> Result<(usize, u64, u64)> {
         const PAGE: usize = PAGE_SIZE as usize;
+        let page = PAGE as u64;
         let mut left = count;
         let mut bytes = 0;
         let mut err = None;
         let mut buf = Vec::new();
-        // Linux moves page references through its internal pipe and copies from them when it
-        // writes: a file sent into itself further on reads what the same call wrote (the
-        // copy runs forward, repeating the bytes between the two positions). Reading at most
-        // that distance at a time gives the same bytes with copies.
+        // Linux moves page references through its internal pipe, a pipe's worth at a time,
+        // and copies from them when it writes: a file sent into itself further on reads what
+        // the same call wrote into a page it had data in (the copy runs forward, repeating
+        // the bytes between the two positions), while a hole's reference is the zero page,
+        // taken before the writes (tmpfs's `shmem_file_splice_read()`), and stays zeros; the
+        // batch ends at the size the file had when it was read. Reading data pages at most
+        // that distance at a time, and the holes found at the batch's start as zeros, gives
+        // the same bytes with copies.
         let same_inode = std::ptr::eq(Arc::as_ptr(fin.inode()), Arc::as_ptr(fout.inode()));
-        while left > 0 {
-            let mut room = DIRECT_BUFFERS * PAGE - (pos % PAGE as u64) as usize;
-            if same_inode && out_pos > pos {
-                room = room.min(usize::try_from(out_pos - pos).unwrap_or(usize::MAX));
-            }
-            buf.resize(left.min(room), 0);
-            let r = check_spliceable(fin).and_then(|()| fin.ops().read(fin, &mut buf, pos));
-            let read = match r {
-                Ok(0) => break,
-                Ok(n) => n,
-                Err(e) => {
-                    err = Some(e);
+        'batches: while left > 0 {
+            let mut batch = left.min(DIRECT_BUFFERS * PAGE - (pos % page) as usize);
+            let forward = same_inode && out_pos > pos;
+            let holes = if forward {
+                let size = fin.inode().size();
+                if pos >= size {
                     break;
                 }
+                batch = batch.min(usize::try_from(size - pos).unwrap_or(usize::MAX));
+                self.holes_of(fin, pos, pos + batch as u64)
+            } else {
+                Vec::new()
             };
-            let w = check_spliceable(fout)
-                .and_then(|()| write_remove_privs(self, fout, &buf[..read], WritePos::At(out_pos)));
-            let w = match w {
-                Ok((0, _)) => break,
-                Ok((w, _)) => w,
-                Err(e) => {
-                    err = Some(e);
-                    break;
+            let (first_page, end) = (pos / page, pos + batch as u64);
+            while pos < end {
+                let mut step = (end - pos) as usize;
+                let mut hole = false;
+                if forward {
+                    step = step.min(((pos / page + 1) * page - pos) as usize);
+                    hole = holes[(pos / page - first_page) as usize];
+                    if !hole {
+                        step = step.min(usize::try_from(out_pos - pos).unwrap_or(usize::MAX));
+                    }
                 }
-            };
-            bytes += w;
-            left -= w;
-            pos += w as u64;
-            out_pos += w as u64;
-            if w < read {
-                break;
+                buf.resize(step, 0);
+                let read = if hole {
+                    buf.fill(0);
+                    step
+                } else {
+                    let r = check_spliceable(fin).and_then(|()| fin.ops().read(fin, &mut buf, pos));
+                    match r {
+                        Ok(0) => break 'batches,
+                        Ok(n) => n,
+                        Err(e) => {
+                            err = Some(e);
+                            break 'batches;
+                        }
+                    }
+                };
+                let w = check_spliceable(fout).and_then(|()| {
+                    write_remove_privs(self, fout, &buf[..read], WritePos::At(out_pos))
+                });
+                let w = match w {
+                    Ok((0, _)) => break 'batches,
+                    Ok((w, _)) => w,
+                    Err(e) => {
+                        err = Some(e);
+                        break 'batches;
+                    }
+                };
+                bytes += w;
+                left -= w;
+                pos += w as u64;
+                out_pos += w as u64;
+                if w < read {
+                    break 'batches;
+                }
             }
         }
         touch_atime(fin);
@@ -424,5 +455,21 @@ impl Task {
             Some(e) if bytes == 0 => Err(e),
             _ => Ok((bytes, pos, out_pos)),
         }
+    }
+
+    /// For each page of `[from, to)` of `file`, whether it is a hole now (`SEEK_DATA` from
+    /// its start finds no data in it).
+    fn holes_of(&self, file: &FileDescription, from: u64, to: u64) -> Vec<bool> {
+        let page = PAGE_SIZE;
+        (from / page..to.div_ceil(page))
+            .map(|k| {
+                let start = k * page;
+                match file.ops().llseek(file, start as i64, Whence::DATA, 0) {
+                    Ok(data) => data >= start + page,
+                    Err(Errno::ENXIO) => true,
+                    Err(_) => false,
+                }
+            })
+            .collect()
     }
 }
