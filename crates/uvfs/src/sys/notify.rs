@@ -328,9 +328,11 @@ impl Task {
         let target = self.fanotify_path(dirfd, path, flags)?;
         let inode = target.dentry.inode().ok_or(Errno::ENOENT)?.clone();
         inode_permission(&self.cred.borrow(), &inode, Access::READ)?;
-        // No mount or filesystem marks on the kernel-internal ones (pipefs, anon_inodefs)
-        // (Linux: `fanotify_events_supported()`).
-        if kind != FAN_MARK_INODE && matches!(inode.sb().ops().fs_name(), "pipefs" | "anon_inodefs")
+        // No new mount or filesystem marks on the kernel-internal ones (pipefs, anon_inodefs)
+        // (Linux: `fanotify_events_supported()`, for an addition only).
+        if cmd == FAN_MARK_ADD
+            && kind != FAN_MARK_INODE
+            && matches!(inode.sb().ops().fs_name(), "pipefs" | "anon_inodefs")
         {
             return Err(Errno::EINVAL);
         }

@@ -393,7 +393,9 @@ impl Task {
         let same_inode = std::ptr::eq(Arc::as_ptr(fin.inode()), Arc::as_ptr(fout.inode()));
         'batches: while left > 0 {
             let mut batch = left.min(DIRECT_BUFFERS * PAGE - (pos % page) as usize);
-            let forward = same_inode && out_pos > pos;
+            // An `O_DIRECT` input is read into a private buffer instead (Linux:
+            // `copy_splice_read()`): a snapshot of the batch, nothing repeats within it.
+            let forward = same_inode && out_pos > pos && !fin.flags().contains(OpenFlags::DIRECT);
             let holes = if forward {
                 let size = fin.inode().size();
                 if pos >= size {

@@ -126,6 +126,15 @@ impl Dentry {
         self.state().load(Ordering::Relaxed) & PARENT_WATCHED != 0
     }
 
+    /// True if the parent may watch this dentry's events, or it is unlinked (then its
+    /// parent was never told to flag it, and is asked directly: Linux keeps an unlinked but
+    /// used dentry among its parent's children, which `fsnotify_set_children_dentry_flags()`
+    /// flags): one relaxed load.
+    #[inline]
+    pub(crate) fn parent_watched_or_dead(&self) -> bool {
+        self.state().load(Ordering::Relaxed) & (PARENT_WATCHED | DEAD) != 0
+    }
+
     pub(crate) fn clear_parent_watched(&self) {
         self.state().fetch_and(!PARENT_WATCHED, Ordering::Relaxed);
     }

@@ -265,7 +265,7 @@ fn path_event(dentry: &Dentry, inode: &Inode, path: Option<&VfsPath>, mask: u32)
     };
     let mnt_mask = path.map_or(0, |p| p.mnt.notify_mask());
     let marked = inode.notify_mask() | mnt_mask | inode.sb().notify_mask();
-    if !dentry.parent_watched() && marked & mask & ALL_EVENTS == 0 && !vanilla() {
+    if !dentry.parent_watched_or_dead() && marked & mask & ALL_EVENTS == 0 && !vanilla() {
         return;
     }
     path_event_slow(dentry, inode, path, mask);
@@ -278,13 +278,15 @@ fn path_event_slow(dentry: &Dentry, inode: &Inode, path: Option<&VfsPath>, mask:
     tests::SLOW.with(|c| c.set(c.get() + 1));
     let mut objects = [None; SLOTS];
     let mut parent_dentry = None;
-    if dentry.parent_watched() {
+    if dentry.parent_watched_or_dead() {
         if let Some(parent) = dentry.parent() {
             if let Some(dir) = parent.inode() {
                 let dir_mask = dir.notify_mask();
                 if !mark::watches_children(dir_mask) {
                     // Set eagerly, cleared lazily (Linux: `fsnotify_clear_child_dentry_flag()`).
-                    dentry.clear_parent_watched();
+                    if dentry.parent_watched() {
+                        dentry.clear_parent_watched();
+                    }
                 } else if dir_mask & mask & ALL_EVENTS != 0 {
                     objects[Slot::Parent as usize] = Some(Arc::as_ptr(dir) as usize);
                 }
