@@ -641,6 +641,17 @@ impl Backend for UvfsBackend {
                 int(t.inotify_add_watch(fd(f), path, *mask as u32))
             }
             Op::InotifyRmWatch { fd: f, wd } => unit(t.inotify_rm_watch(fd(f), *wd as i32)),
+            // As the host's: an `inotify_read` of a fanotify group prints its events.
+            Op::InotifyRead { fd: f, bufsize }
+                if t.anon_inode_name(fd(f))
+                    .is_ok_and(|n| n == Some("[fanotify]")) =>
+            {
+                let mut buf = vec![0u8; *bufsize];
+                done(t.read(fd(f), &mut buf).map(|n| {
+                    buf.truncate(n);
+                    Value::Fanotify(decode_fanotify(&buf, |efd| fanotify_file(t, efd, false)))
+                }))
+            }
             Op::InotifyRead { fd: f, bufsize } => filled(*bufsize, inotify, |b| t.read(fd(f), b)),
             Op::FanotifyInit {
                 flags,
@@ -665,9 +676,14 @@ impl Backend for UvfsBackend {
                 keep,
             } => {
                 let mut buf = vec![0u8; *bufsize];
+                let of_inotify = is_inotify(t, fd(f));
                 done(t.read(fd(f), &mut buf).map(|n| {
                     buf.truncate(n);
-                    Value::Fanotify(decode_fanotify(&buf, |efd| fanotify_file(t, efd, *keep)))
+                    if of_inotify {
+                        inotify(buf)
+                    } else {
+                        Value::Fanotify(decode_fanotify(&buf, |efd| fanotify_file(t, efd, *keep)))
+                    }
                 }))
             }
             Op::Splice {

@@ -130,6 +130,14 @@ fn inotify(b: Vec<u8>) -> Value {
     Value::Inotify(decode_inotify(&b))
 }
 
+/// Whether `fd` is a fanotify group: a file on the anonymous inode, open for reading and
+/// writing, that answers `FIONREAD` (an eventfd says `ENOTTY`, an epoll `EINVAL`).
+fn is_fanotify(fd: i32) -> bool {
+    sys::fstat(fd).is_ok_and(|st| st.st_mode & libc::S_IFMT == 0)
+        && sys::fcntl(fd, F_GETFL, 0).is_ok_and(|fl| fl as i32 & libc::O_ACCMODE == libc::O_RDWR)
+        && sys::fionread(fd).is_ok()
+}
+
 /// Whether `fd` is an inotify instance: the only file on the anonymous inode (no file type
 /// bits) opened read-only (the sandbox has no /proc to ask).
 fn is_inotify(fd: i32) -> bool {
@@ -607,9 +615,24 @@ impl Backend for HostBackend {
                 keep,
             } => {
                 let mut buf = vec![0u8; *bufsize];
+                // A read of an inotify instance here prints its events, as a plain read's.
+                let of_inotify = is_inotify(fd(f));
                 done(sys::read(fd(f), &mut buf).map(|n| {
                     buf.truncate(usize::try_from(n).unwrap_or(0));
-                    fanotify(&buf, *keep)
+                    if of_inotify {
+                        inotify(buf)
+                    } else {
+                        fanotify(&buf, *keep)
+                    }
+                }))
+            }
+            // An `inotify_read` of a fanotify group prints its events, as `fanotify_read`
+            // does (their fds closed, no pid).
+            Op::InotifyRead { fd: f, bufsize } if is_fanotify(fd(f)) => {
+                let mut buf = vec![0u8; *bufsize];
+                done(sys::read(fd(f), &mut buf).map(|n| {
+                    buf.truncate(usize::try_from(n).unwrap_or(0));
+                    fanotify(&buf, false)
                 }))
             }
             Op::InotifyRead { fd: f, bufsize } => {
