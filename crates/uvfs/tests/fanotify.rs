@@ -205,3 +205,58 @@ fn bad_input_and_limits() {
     assert_eq!(t.read(q, &mut small), Err(Errno::EINVAL));
     assert_eq!(t.fionread(q), Ok(24));
 }
+
+/// A queued event keeps its file as an open one does (Linux: the event's path reference): an
+/// unlinked file's IN_DELETE_SELF waits for the event's read, and closing the group with the
+/// event unread lets it go (without a deadlock on the group's own lock).
+#[test]
+fn a_queued_event_holds_its_unlinked_file_until_read_or_closed() {
+    let (_vfs, t) = setup();
+    t.mkdirat(AT_FDCWD, "/d", 0o755).unwrap();
+    for round in 0..2 {
+        let path = format!("/d/f{round}");
+        let i = t.inotify_init1(IN_NONBLOCK).unwrap();
+        let g = t.fanotify_init(FAN_NONBLOCK, 0).unwrap();
+        t.fanotify_mark(
+            g,
+            FAN_MARK_ADD | FAN_MARK_MOUNT,
+            FAN_CLOSE_WRITE,
+            AT_FDCWD,
+            Some(b"/"),
+        )
+        .unwrap();
+        write_file(&t, &path);
+        t.fanotify_mark(g, FAN_MARK_ADD, FAN_OPEN, AT_FDCWD, Some(path.as_bytes()))
+            .unwrap();
+        t.inotify_add_watch(i, &path, IN_DELETE_SELF).unwrap();
+        t.unlinkat(AT_FDCWD, path.as_str(), AtFlags::empty())
+            .unwrap();
+        let mut buf = [0u8; 64];
+        assert_eq!(
+            t.read(i, &mut buf),
+            Err(Errno::EAGAIN),
+            "the event holds the file"
+        );
+        if round == 0 {
+            assert_eq!(drain(&t, g).len(), 1);
+        } else {
+            // On another thread, so that a deadlock fails the test instead of hanging it.
+            let t2 = t.clone_thread();
+            let (tx, rx) = std::sync::mpsc::channel();
+            std::thread::spawn(move || {
+                let _ = tx.send(t2.close(g));
+            });
+            let closed = rx.recv_timeout(std::time::Duration::from_secs(20));
+            assert_eq!(closed, Ok(Ok(())), "the group's close finished");
+        }
+        let n = t
+            .read(i, &mut buf)
+            .expect("IN_DELETE_SELF once the event went");
+        let evs = InotifyEvent::parse_all(&buf[..n]);
+        assert_eq!(evs[0].mask, IN_DELETE_SELF, "{evs:?}");
+        t.close(i).unwrap();
+        if round == 0 {
+            t.close(g).unwrap();
+        }
+    }
+}

@@ -20,6 +20,7 @@ use crate::abi::{
     FAN_Q_OVERFLOW,
 };
 use crate::sync::lock::Mutex;
+use crate::vfs::inode::InodeHold;
 use crate::vfs::notify::mark::{self, Group, GroupMarks, Mark, Slot};
 use crate::vfs::notify::{Event, FS_EVENT_ON_CHILD};
 use crate::vfs::ops::FileOps;
@@ -107,6 +108,9 @@ struct Queued {
     mask: u64,
     /// The file, opened for the reader when read; `None` for the overflow.
     path: Option<VfsPath>,
+    /// A queued event keeps its file as an open one does (Linux: the event's `path_get()`):
+    /// an unlinked file's space and `IN_DELETE_SELF` wait for the event's read.
+    _hold: Option<InodeHold>,
 }
 
 struct State {
@@ -166,6 +170,7 @@ impl Fanotify {
                 st.queue.push_back(Queued {
                     mask: FAN_Q_OVERFLOW,
                     path: None,
+                    _hold: None,
                 });
                 st.wait.wake(PollEvents::IN | PollEvents::RDNORM);
             }
@@ -182,9 +187,11 @@ impl Fanotify {
                 return;
             }
         }
+        let hold = InodeHold::of(&path.dentry);
         st.queue.push_back(Queued {
             mask,
             path: Some(path),
+            _hold: Some(hold),
         });
         st.wait.wake(PollEvents::IN | PollEvents::RDNORM);
     }
@@ -249,6 +256,7 @@ impl Fanotify {
         obj: &mark::Object,
         mask: u32,
         ignore: bool,
+        umask: u32,
     ) -> Result<()> {
         let group: Arc<dyn Group> = self.clone();
         let g = mark::MARK_LOCK.lock();
@@ -258,9 +266,10 @@ impl Fanotify {
         } else {
             (m.mask() & !mask, m.ignore_mask())
         };
-        // Only the flags left: the mark has no events (Linux: `fsnotify_calc_mask()` is 0).
-        let events = crate::abi::IN_ALL_EVENTS;
-        if (mk | ig) & events == 0 {
+        // Nothing left but the bits that mean nothing here (`umask`, Linux's: the event flags
+        // of a legacy ignore mask, FAN_EVENT_ON_CHILD off a directory's inode mark): the mark
+        // goes (Linux: `fanotify_mark_remove_from_mask()`'s `destroy`).
+        if (mk | ig) & !umask == 0 {
             drop(g);
             mark::remove_mark(&m);
         } else {
@@ -468,12 +477,14 @@ impl FileOps for FanotifyFile {
     /// `fanotify_release()`).
     fn release(&self, _file: &FileDescription) {
         let g = &self.group;
-        let marks: Vec<Arc<Mark>> = {
+        let (marks, queue) = {
             let mut st = g.state.lock();
             st.shutdown = true;
-            st.queue.clear();
-            st.marks.clone()
+            (st.marks.clone(), std::mem::take(&mut st.queue))
         };
+        // The queued events' holds go with no lock held: the last one of an unlinked file
+        // sends its IN_DELETE_SELF, which may reach this group.
+        drop(queue);
         for m in &marks {
             mark::remove_mark(m);
         }

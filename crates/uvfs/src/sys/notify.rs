@@ -327,18 +327,26 @@ impl Task {
         }
         let target = self.fanotify_path(dirfd, path, flags)?;
         let inode = target.dentry.inode().ok_or(Errno::ENOENT)?.clone();
-        inode_permission(&self.cred.borrow(), &inode, Access::READ)?;
         // No new mount or filesystem marks on the kernel-internal ones (pipefs, anon_inodefs)
-        // (Linux: `fanotify_events_supported()`, for an addition only).
+        // (Linux: `fanotify_events_supported()`, for an addition only, before the permission
+        // check, as the host shows).
         if cmd == FAN_MARK_ADD
             && kind != FAN_MARK_INODE
             && matches!(inode.sb().ops().fs_name(), "pipefs" | "anon_inodefs")
         {
             return Err(Errno::EINVAL);
         }
-        // FAN_EVENT_ON_CHILD only on a directory's inode mark.
+        inode_permission(&self.cred.borrow(), &inode, Access::READ)?;
+        // FAN_EVENT_ON_CHILD only on a directory's inode mark; the bits a removal leaves
+        // that mean nothing (Linux: `umask`).
+        let mut umask = if ignore {
+            (FAN_ONDIR | FAN_EVENT_ON_CHILD) as u32
+        } else {
+            0
+        };
         if kind != FAN_MARK_INODE || !inode.is_dir() {
             mask &= !FAN_EVENT_ON_CHILD;
+            umask |= FAN_EVENT_ON_CHILD as u32;
         }
         let (obj, dentry) = match kind {
             FAN_MARK_MOUNT => (Object::mount(&target.mnt), None),
@@ -363,7 +371,7 @@ impl Task {
                 flags & FAN_MARK_IGNORED_SURV_MODIFY != 0,
             )
         } else {
-            group.remove_mark(&obj, mask as u32, ignore)
+            group.remove_mark(&obj, mask as u32, ignore, umask)
         }
     }
 
