@@ -133,16 +133,7 @@ impl Column for Gvisor {
             self.setup(p)?;
         }
         let count = driver_count(p, ops)?;
-        let (_, session) = self
-            .session
-            .as_mut()
-            .expect("setup either succeeded or returned early");
-        let result = session.round(count);
-        if result.is_err() {
-            // A driver that failed once is not trusted for the next iteration.
-            self.session = None;
-        }
-        result
+        super::served::round_or_forget(&mut self.session, count)
     }
 
     fn teardown(&mut self) {

@@ -155,16 +155,7 @@ impl Column for NoNotify {
         if self.session.as_ref().is_none_or(|(sp, _)| sp != p) {
             self.setup(p)?;
         }
-        let (_, session) = self
-            .session
-            .as_mut()
-            .expect("setup either succeeded or returned early");
-        let result = session.round(ops);
-        if result.is_err() {
-            // A child that failed once is not trusted for the next iteration.
-            self.session = None;
-        }
-        result
+        super::served::round_or_forget(&mut self.session, ops)
     }
 
     fn teardown(&mut self) {

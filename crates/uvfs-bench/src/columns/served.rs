@@ -139,3 +139,20 @@ impl Drop for Session {
         }
     }
 }
+
+/// Runs one round of `count` on the session of `slot` (made by the column's setup), and
+/// forgets the session if the round failed: a child that failed once is not trusted for the
+/// next iteration.
+pub(crate) fn round_or_forget(
+    slot: &mut Option<(crate::params::Params, Session)>,
+    count: u64,
+) -> anyhow::Result<std::time::Duration> {
+    let (_, session) = slot
+        .as_mut()
+        .expect("setup either succeeded or returned early");
+    let result = session.round(count);
+    if result.is_err() {
+        *slot = None;
+    }
+    result
+}

@@ -63,7 +63,12 @@ static VANILLA: AtomicBool = AtomicBool::new(false);
 /// only when an object gets its first mark or loses its last, so it is read-shared by every
 /// thread. Linux has no such word (its first test is the superblock's); uvfs adds it because
 /// a hook reaches it without loading the inode's superblock.
-static WATCHED_ANYWHERE: AtomicIsize = AtomicIsize::new(0);
+static WATCHED_ANYWHERE: Gate = Gate(AtomicIsize::new(0));
+
+/// The gate word, alone in its cache line: every hook of every thread reads it, so no
+/// counter another thread writes (an id source, a lock) may share the line with it.
+#[repr(align(64))]
+struct Gate(AtomicIsize);
 
 /// The gate of files notification never sees: always 0.
 pub(crate) static NEVER_WATCHED: AtomicIsize = AtomicIsize::new(0);
@@ -71,18 +76,18 @@ pub(crate) static NEVER_WATCHED: AtomicIsize = AtomicIsize::new(0);
 /// The gate of an open file that notification may see ([`FileDescription`]'s
 /// `notify_gate`).
 pub(crate) fn gate() -> &'static AtomicIsize {
-    &WATCHED_ANYWHERE
+    &WATCHED_ANYWHERE.0
 }
 
 /// Whether anything at all may be watched: the hooks' first gate.
 #[inline(always)]
 pub(crate) fn any_watched() -> bool {
-    COMPILED && WATCHED_ANYWHERE.load(Ordering::Relaxed) != 0
+    COMPILED && WATCHED_ANYWHERE.0.load(Ordering::Relaxed) != 0
 }
 
 /// Counts objects that got their first mark or lost their last (under `MARK_LOCK`).
 pub(crate) fn watched_anywhere_add(n: isize) {
-    WATCHED_ANYWHERE.fetch_add(n, Ordering::Relaxed);
+    WATCHED_ANYWHERE.0.fetch_add(n, Ordering::Relaxed);
 }
 
 /// Benchmarks only: makes every hook enter the mark read side and walk the (empty) mark
