@@ -14,6 +14,10 @@ pub const S_IXGRP: u32 = 0o010;
 pub const S_IALLUGO: u32 = 0o7777;
 /// The three execute bits.
 pub const S_IXUGO: u32 = 0o111;
+/// The three read bits.
+pub const S_IRUGO: u32 = 0o444;
+/// The three write bits.
+pub const S_IWUGO: u32 = 0o222;
 
 /// The type of a file, from the `S_IFMT` bits of its mode.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]

@@ -40,9 +40,11 @@ pub(crate) mod fanotify;
 mod file;
 mod handle;
 pub(crate) mod inotify;
+pub mod kernfs;
 mod metadata;
 pub mod pipefs;
 pub(crate) mod pseudo;
+pub mod sysfs;
 pub mod tmpfs;
 mod watch;
 

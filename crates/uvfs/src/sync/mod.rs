@@ -10,6 +10,7 @@
 //! `rcu.rs`). The reclamation protocol (retire only what is unreachable, guard every walk) is
 //! therefore argued in `dcache.rs`, not checked.
 
+pub(crate) mod active;
 pub(crate) mod budget;
 pub(crate) mod cell;
 pub(crate) mod dist_counter;
@@ -24,15 +25,18 @@ pub use seqcount::SeqCount;
 pub(crate) mod atomic {
     #[cfg(loom)]
     pub use loom::sync::atomic::{
-        fence, AtomicBool, AtomicI64, AtomicPtr, AtomicU16, AtomicU32, AtomicU64, Ordering,
+        fence, AtomicBool, AtomicI64, AtomicPtr, AtomicU16, AtomicU32, AtomicU64, AtomicUsize,
+        Ordering,
     };
     #[cfg(all(not(loom), feature = "shuttle"))]
     pub use shuttle::sync::atomic::{
-        fence, AtomicBool, AtomicI64, AtomicPtr, AtomicU16, AtomicU32, AtomicU64, Ordering,
+        fence, AtomicBool, AtomicI64, AtomicPtr, AtomicU16, AtomicU32, AtomicU64, AtomicUsize,
+        Ordering,
     };
     #[cfg(all(not(loom), not(feature = "shuttle")))]
     pub use std::sync::atomic::{
-        fence, AtomicBool, AtomicI64, AtomicPtr, AtomicU16, AtomicU32, AtomicU64, Ordering,
+        fence, AtomicBool, AtomicI64, AtomicPtr, AtomicU16, AtomicU32, AtomicU64, AtomicUsize,
+        Ordering,
     };
 }
 

@@ -219,7 +219,11 @@ impl Dentry {
             Some(Arc::downgrade(self)),
             inode,
         ));
-        if negative && (w.negatives() >= super::dcache::MAX_NEGATIVE_CHILDREN || self.is_dead()) {
+        if negative
+            && (w.negatives() >= super::dcache::MAX_NEGATIVE_CHILDREN
+                || self.is_dead()
+                || self.inode().is_some_and(|i| i.ops().revalidates()))
+        {
             return d;
         }
         d.update_parent_watched(self);
@@ -227,10 +231,21 @@ impl Dentry {
         d
     }
 
-    /// Looks up a cached child while holding the table's writer lock.
+    /// Looks up a cached child while holding the table's writer lock. A child whose inode the
+    /// filesystem removed behind the VFS ([`Inode::is_stale`]) is dropped from the table here
+    /// and not returned (Linux: `d_invalidate()` after a failed `d_revalidate`).
+    ///
+    /// # Locking
+    /// Caller holds this directory's inode lock (shared suffices).
     pub(crate) fn cached_child(&self, name: &[u8]) -> Option<Arc<Dentry>> {
         let hl = hash_len(hash_seed(), name);
-        self.children.writer().find(hl, name).cloned()
+        let mut w = self.children.writer();
+        let d = w.find(hl, name)?.clone();
+        if d.inode().is_some_and(|i| i.is_stale()) {
+            Self::kill(&mut w, hl, name, &d);
+            return None;
+        }
+        Some(d)
     }
 
     /// Replaces whatever is cached under `name` with a positive dentry for `inode`

@@ -25,6 +25,14 @@ const HAS_LOCK_CONTEXT: u32 = 4;
 const HAS_MARKS: u32 = 8;
 /// Inode flag: `IN_DELETE_SELF` was sent (once per inode).
 const REMOVED_NOTIFIED: u32 = 16;
+/// Inode flag: the inode's cached dentries are checked at every step of the walk (Linux:
+/// `DCACHE_OP_REVALIDATE`, set on dentries whose filesystem has `d_revalidate`): kernfs sets
+/// it on its inodes, whose names its owner removes behind the VFS. Set once, never cleared.
+const REVALIDATE: u32 = 32;
+/// Inode flag: the filesystem removed the inode's name behind the VFS (kernfs), so a cached
+/// dentry of it is stale (Linux: `kernfs_dop_revalidate()` failing for an inactive node).
+/// Set once, with `REVALIDATE`, never cleared.
+const STALE: u32 = 64;
 
 /// The three changeable timestamps, seconds then nanoseconds (36 bytes where three
 /// second/nanosecond pairs of words take 48), with btime's nanoseconds in the last 4 bytes;
@@ -479,6 +487,37 @@ impl Inode {
         } else {
             self.flags.fetch_and(!HAS_MARKS, Ordering::Relaxed);
         }
+    }
+
+    /// Makes the walk check the inode's cached dentries at every step ([`Inode::is_stale`],
+    /// and the vanilla kernfs locking of the benchmarks): for a filesystem whose names change
+    /// behind the VFS, which sets it on each inode before the inode is first looked up
+    /// (Linux: `d_set_d_op()` setting `DCACHE_OP_REVALIDATE`).
+    pub fn set_revalidate(&self) {
+        self.flags.fetch_or(REVALIDATE, Ordering::Release);
+    }
+
+    /// True if the walk must check this inode's cached dentries: one load, on the walk's fast
+    /// path.
+    #[inline]
+    pub(crate) fn needs_revalidate(&self) -> bool {
+        self.flags.load(Ordering::Acquire) & REVALIDATE != 0
+    }
+
+    /// Marks the inode's names stale: its filesystem removed it behind the VFS (a kernfs node
+    /// removed by code), so every cached dentry of it is treated as missing from now on and
+    /// the next lookup of its name asks the filesystem again (Linux: `kernfs_dop_revalidate()`
+    /// failing once the node is deactivated). Never undone; only directories whose
+    /// [`InodeOps::revalidates`](super::ops::InodeOps::revalidates) is true may hold such
+    /// names.
+    pub fn set_stale(&self) {
+        self.flags.fetch_or(STALE | REVALIDATE, Ordering::Release);
+    }
+
+    /// True once [`Inode::set_stale`] was called.
+    #[inline]
+    pub fn is_stale(&self) -> bool {
+        self.flags.load(Ordering::Acquire) & STALE != 0
     }
 
     /// Claims the one `IN_DELETE_SELF` of the inode: true the first time.

@@ -33,8 +33,9 @@
 //!   call, and serves `stat` from them without calling out.
 //! - **Lookups are cached**: [`InodeOps::lookup`] runs on a dcache miss, and its answer,
 //!   positive or negative (`Ok(None)`), stays cached until the name is removed through the
-//!   VFS. A filesystem whose names change behind the VFS's back is not supported (Linux's
-//!   `d_revalidate` has no counterpart yet).
+//!   VFS. A filesystem whose names change behind the VFS's back says so with
+//!   [`InodeOps::revalidates`] and marks what it removed with [`Inode::set_stale`] (Linux:
+//!   `d_revalidate`; kernfs, `crate::fs::kernfs`, does this).
 //! - **`readdir`** emits `.` and `..` itself, first, then the entries, each with its inode
 //!   number and its type as [`FileType::dirent_type`](crate::abi::FileType::dirent_type)
 //!   gives it (`DT_DIR`, `DT_REG`, ...); `..` of the filesystem's root is the root itself
@@ -252,6 +253,16 @@ pub trait InodeOps: Send + Sync + 'static {
     /// [`InodeOps::lookup`] for it (Linux: `simple_lookup()`, which only adds a negative
     /// dentry). Debug builds still call it and check that it finds nothing.
     fn dcache_complete(&self) -> bool {
+        false
+    }
+
+    /// True for a directory whose names the filesystem adds and removes itself, not through
+    /// the VFS (kernfs: nodes made and removed by code). The VFS then caches no negative
+    /// entry in it (a name added later would be hidden by one) and treats a cached entry
+    /// whose inode [`Inode::is_stale`] as missing: the next lookup drops it and asks
+    /// [`InodeOps::lookup`] again (Linux: `d_revalidate`, `kernfs_dop_revalidate()`). Read
+    /// on the locked lookup only; the answer must not change.
+    fn revalidates(&self) -> bool {
         false
     }
 

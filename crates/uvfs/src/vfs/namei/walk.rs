@@ -383,8 +383,14 @@ impl<'a> Walker<'a> {
             {
                 Err(Errno::EAGAIN)
             }
-            Cached::Hit(d) => Ok(Ref::B(d)),
-            Cached::Miss => {
+            Cached::Hit(d)
+                if !d
+                    .inode()
+                    .is_some_and(|i| i.needs_revalidate() && !super::fast::revalidate(i)) =>
+            {
+                Ok(Ref::B(d))
+            }
+            Cached::Hit(_) | Cached::Miss => {
                 if self.resolve.contains(ResolveFlags::CACHED) {
                     return Err(Errno::EAGAIN);
                 }

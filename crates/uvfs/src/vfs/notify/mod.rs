@@ -419,6 +419,32 @@ pub(crate) fn name_gone(inode: &Inode) {
     }
 }
 
+/// A kernfs node's contents changed, as its owner said (Linux: `kernfs_notify_workfn()`):
+/// `IN_MODIFY` with the node's name to its directory's marks that watch children, then
+/// `IN_MODIFY` to the node's own marks and its filesystem's.
+pub(crate) fn child_modified(dir: Option<&Inode>, name: &[u8], inode: &Inode) {
+    if !any_watched() || !sb_watched(inode) {
+        return;
+    }
+    if let Some(dir) = dir {
+        let dir_mask = dir.notify_mask();
+        if mark::watches_children(dir_mask) && dir_mask & IN_MODIFY != 0 {
+            let mut objects = [None; SLOTS];
+            objects[Slot::Parent as usize] = Some(dir as *const Inode as usize);
+            let ev = Event {
+                mask: IN_MODIFY,
+                name: Some(name),
+                dirent: false,
+                cookie: 0,
+                unlinked: false,
+                path: None,
+            };
+            deliver(objects, &ev);
+        }
+    }
+    inode_event(inode, IN_MODIFY);
+}
+
 /// `inode` was moved (Linux: `fsnotify_inode(source, FS_MOVE_SELF)`).
 #[inline]
 fn move_self(inode: &Inode) {

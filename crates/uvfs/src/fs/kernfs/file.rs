@@ -1,0 +1,280 @@
+//! Open kernfs files: attributes served from a per-open buffer (Linux: `seq_file` under
+//! `kernfs_fop_read_iter()`), binary attributes read and written at their offsets
+//! (`kernfs_file_read_iter()`), and directories listed in hash order
+//! (`kernfs_fop_readdir()`).
+
+use std::sync::Arc;
+
+use super::node::{Kind, Node};
+use super::KernfsNode;
+use crate::abi::{Errno, PollEvents, Result, Whence, PAGE_SIZE};
+use crate::vfs::file::FileDescription;
+use crate::vfs::ops::{generic_llseek, DirEntry, FileOps, WritePos};
+use crate::vfs::poll::{PollTable, WaitQueue, WaitSource, Waker};
+
+/// The largest write an attribute's `store` is given; longer writes are cut (Linux:
+/// `kernfs_fop_write_iter()` without `atomic_write_len`).
+const MAX_WRITE: usize = PAGE_SIZE as usize;
+
+fn node_of(n: &KernfsNode) -> &Node {
+    Node::of(&n.inode).expect("a kernfs file's inode is a kernfs node")
+}
+
+/// An open attribute.
+pub(crate) struct AttrFile {
+    pub(crate) node: KernfsNode,
+    /// Protects: the buffer and the event count this open last read. Order: a leaf but for
+    /// the attribute's callbacks, which run under it (Linux: `kernfs_open_file::mutex`).
+    state: parking_lot::Mutex<AttrState>,
+}
+
+struct AttrState {
+    /// What `show` gave at the last read from offset 0 (or the first read).
+    buf: Option<Vec<u8>>,
+    /// The node's event count when `buf` was made (or when the file was opened).
+    event: u64,
+}
+
+impl AttrFile {
+    pub(crate) fn new(node: KernfsNode) -> AttrFile {
+        let event = node_of(&node)
+            .event
+            .load(std::sync::atomic::Ordering::Acquire);
+        AttrFile {
+            node,
+            state: parking_lot::Mutex::new(AttrState { buf: None, event }),
+        }
+    }
+}
+
+impl FileOps for AttrFile {
+    fn read(&self, _file: &FileDescription, buf: &mut [u8], pos: u64) -> Result<usize> {
+        let node = node_of(&self.node);
+        let Kind::Attr(attr) = &node.kind else {
+            return Err(Errno::EINVAL);
+        };
+        let mut st = self.state.lock();
+        // A read from offset 0 shows the attribute again (Linux: `seq_read_iter()` restarts
+        // at position 0); others are served from what the last show gave.
+        if pos == 0 || st.buf.is_none() {
+            let (out, event) = node.with_active(|| {
+                let event = node.event.load(std::sync::atomic::Ordering::Acquire);
+                let mut out = Vec::new();
+                attr.show(&mut out)?;
+                Ok((out, event))
+            })?;
+            st.buf = Some(out);
+            st.event = event;
+        }
+        let shown = st.buf.as_deref().unwrap_or_default();
+        let at = usize::try_from(pos).unwrap_or(usize::MAX);
+        if at >= shown.len() {
+            // The end: Linux asks the node for its next record, which a removed node refuses.
+            node.with_active(|| Ok(()))?;
+            return Ok(0);
+        }
+        let n = buf.len().min(shown.len() - at);
+        buf[..n].copy_from_slice(&shown[at..at + n]);
+        Ok(n)
+    }
+
+    fn write(&self, file: &FileDescription, buf: &[u8], pos: WritePos) -> Result<(usize, u64)> {
+        let node = node_of(&self.node);
+        let Kind::Attr(attr) = &node.kind else {
+            return Err(Errno::EINVAL);
+        };
+        let at = match pos {
+            WritePos::At(p) => p,
+            WritePos::Append => file.inode().size(),
+        };
+        let data = &buf[..buf.len().min(MAX_WRITE)];
+        let _st = self.state.lock();
+        let n = node.with_active(|| {
+            if data.is_empty() {
+                return Ok(0);
+            }
+            attr.store(data)
+        })?;
+        let n = n.min(data.len());
+        Ok((n, at + n as u64))
+    }
+
+    fn llseek(&self, file: &FileDescription, offset: i64, whence: Whence, cur: u64) -> Result<u64> {
+        // Linux: `kernfs_fop_llseek()` takes an active reference around
+        // `generic_file_llseek()` (the attribute's size is a page).
+        node_of(&self.node).with_active(|| generic_llseek(file.inode().size(), offset, whence, cur))
+    }
+
+    fn poll(&self, _file: &FileDescription, pt: Option<&mut PollTable<'_>>) -> PollEvents {
+        let node = node_of(&self.node);
+        if let Some(pt) = pt {
+            let q = node.poll.get_or_init(|| Box::new(WaitQueue::new()));
+            q.register(pt, Arc::new(PollSource(self.node.clone())));
+        }
+        // Linux: `kernfs_generic_poll()`: a change notified since this open last read, or a
+        // removed node, is `POLLERR | POLLPRI` beside the usual readiness.
+        let seen = self.state.lock().event;
+        if !node.is_active() || node.event.load(std::sync::atomic::Ordering::Acquire) != seen {
+            PollEvents::DEFAULT | PollEvents::ERR | PollEvents::PRI
+        } else {
+            PollEvents::DEFAULT
+        }
+    }
+
+    fn can_poll(&self) -> bool {
+        true
+    }
+}
+
+/// The node whose queue a poller registered on.
+struct PollSource(KernfsNode);
+
+impl WaitSource for PollSource {
+    fn remove_waiter(&self, w: &Arc<dyn Waker>) {
+        if let Some(q) = node_of(&self.0).poll.get() {
+            q.remove(w);
+        }
+    }
+}
+
+/// An open binary attribute.
+pub(crate) struct BinFile {
+    pub(crate) node: KernfsNode,
+}
+
+impl FileOps for BinFile {
+    fn read(&self, _file: &FileDescription, buf: &mut [u8], pos: u64) -> Result<usize> {
+        let node = node_of(&self.node);
+        let Kind::Bin(attr) = &node.kind else {
+            return Err(Errno::EINVAL);
+        };
+        node.with_active(|| {
+            // Linux: `sysfs_kf_bin_read()`: at most the attribute's size (0: no limit), and a
+            // page per call (`kernfs_file_read_iter()`).
+            let mut count = buf.len().min(MAX_WRITE);
+            let size = attr.size();
+            if size > 0 {
+                if pos >= size {
+                    return Ok(0);
+                }
+                count = count.min(usize::try_from(size - pos).unwrap_or(usize::MAX));
+            }
+            if count == 0 {
+                return Ok(0);
+            }
+            let n = attr.read(&mut buf[..count], pos)?;
+            Ok(n.min(count))
+        })
+    }
+
+    fn write(&self, file: &FileDescription, buf: &[u8], pos: WritePos) -> Result<(usize, u64)> {
+        let node = node_of(&self.node);
+        let Kind::Bin(attr) = &node.kind else {
+            return Err(Errno::EINVAL);
+        };
+        let at = match pos {
+            WritePos::At(p) => p,
+            WritePos::Append => file.inode().size(),
+        };
+        let n = node.with_active(|| {
+            // Linux: `sysfs_kf_bin_write()`: `EFBIG` at or past the size.
+            let mut count = buf.len().min(MAX_WRITE);
+            let size = attr.size();
+            if size > 0 {
+                if at >= size {
+                    return Err(Errno::EFBIG);
+                }
+                count = count.min(usize::try_from(size - at).unwrap_or(usize::MAX));
+            }
+            if count == 0 {
+                return Ok(0);
+            }
+            Ok(attr.write(&buf[..count], at)?.min(count))
+        })?;
+        Ok((n, at + n as u64))
+    }
+
+    fn llseek(&self, file: &FileDescription, offset: i64, whence: Whence, cur: u64) -> Result<u64> {
+        node_of(&self.node).with_active(|| generic_llseek(file.inode().size(), offset, whence, cur))
+    }
+}
+
+/// An open directory.
+pub(crate) struct DirFile {
+    pub(crate) node: KernfsNode,
+}
+
+/// The position after the last entry (Linux: `INT_MAX` in `kernfs_fop_readdir()`).
+const END: u64 = i32::MAX as u64;
+
+impl FileOps for DirFile {
+    fn readdir(
+        &self,
+        _file: &FileDescription,
+        pos: &mut u64,
+        sink: &mut dyn FnMut(DirEntry<'_>) -> bool,
+    ) -> Result<()> {
+        let node = node_of(&self.node);
+        let Kind::Dir { children, .. } = &node.kind else {
+            return Err(Errno::ENOTDIR);
+        };
+        let me = &self.node.inode;
+        // The entries from `pos` on, in hash order, removed ones left out.
+        let from = (*pos).max(2);
+        let entries: Vec<(u32, Box<[u8]>, Arc<crate::vfs::Inode>)> = if from >= END {
+            Vec::new()
+        } else {
+            children
+                .read()
+                .range((from as u32, Box::<[u8]>::default())..)
+                .filter(|(_, i)| Node::of(i).is_some_and(Node::is_active))
+                .map(|((h, n), i)| (*h, n.clone(), i.clone()))
+                .collect()
+        };
+        let first = entries.first().map_or(END, |e| u64::from(e.0));
+        if *pos == 0 {
+            let dot = DirEntry {
+                name: b".",
+                ino: me.ino(),
+                d_type: crate::abi::FileType::Directory.dirent_type(),
+                next_pos: 1,
+            };
+            if !sink(dot) {
+                return Ok(());
+            }
+            *pos = 1;
+        }
+        if *pos == 1 {
+            let up = node
+                .parent
+                .as_ref()
+                .and_then(std::sync::Weak::upgrade)
+                .map_or(me.ino(), |p| p.ino());
+            let dotdot = DirEntry {
+                name: b"..",
+                ino: up,
+                d_type: crate::abi::FileType::Directory.dirent_type(),
+                next_pos: first,
+            };
+            if !sink(dotdot) {
+                return Ok(());
+            }
+            *pos = first;
+        }
+        for (k, (_, name, inode)) in entries.iter().enumerate() {
+            let next = entries.get(k + 1).map_or(END, |e| u64::from(e.0));
+            let e = DirEntry {
+                name,
+                ino: inode.ino(),
+                d_type: inode.file_type().dirent_type(),
+                next_pos: next,
+            };
+            if !sink(e) {
+                return Ok(());
+            }
+            *pos = next;
+        }
+        *pos = END;
+        Ok(())
+    }
+}
