@@ -170,6 +170,7 @@ impl Task {
             return Err(Errno::EXDEV);
         }
         let guard = rcu_read();
+        let mounts = crate::vfs::mount::MountSnapshot::new();
         let cred = self.cred.borrow();
         let fs = self.fs.borrow();
         let scoped = resolve.intersects(ResolveFlags::BENEATH | ResolveFlags::IN_ROOT);
@@ -200,7 +201,15 @@ impl Task {
         } else {
             Pos::borrowed(&fs.root)
         };
-        let mut w = Walker::new(&guard, &cred, &self.ns, root, resolve, self.walk_mode.get());
+        let mut w = Walker::new(
+            &guard,
+            &cred,
+            &self.ns,
+            &mounts,
+            root,
+            resolve,
+            self.walk_mode.get(),
+        );
         // An absolute path fetches the root before the walk starts (Linux: `path_init()`).
         w.root_set |= absolute;
         f(&mut w, start)

@@ -16,6 +16,7 @@ use crate::vfs::notify;
 use crate::vfs::permission::{
     inode_permission, may_create, may_create_in_sticky, owner_or_capable, DirAttrs,
 };
+use crate::vfs::pin::FileHold;
 use crate::vfs::{Name, Task, VfsPath};
 
 /// Every flag `openat2` accepts (Linux: `VALID_OPEN_FLAGS`).
@@ -134,7 +135,8 @@ fn build_open_flags(mut flags: OpenFlags, mode: u32, resolve: ResolveFlags) -> R
 
 /// What the last step of an open produced.
 struct Opened {
-    path: VfsPath,
+    /// The file's path and inode: counted, or through the dentry's pin (`vfs::pin`).
+    hold: FileHold,
     created: bool,
     /// With `O_CREAT`, for a name that existed: the mode and owner of the directory it was
     /// found in, read when it was looked up (Linux: `nameidata::dir_mode`, `dir_vfsuid`).
@@ -144,6 +146,19 @@ struct Opened {
 /// # Files: open and close
 ///
 /// `openat`, `openat2` (resolve flags), `close`.
+impl Opened {
+    /// A name found (not created) at `pos`, held for the open (through its dentry's pin when
+    /// it has one: `vfs::pin`).
+    fn found(pos: &Pos<'_>, found_in: Option<DirAttrs>) -> Result<Opened> {
+        let inode = pos.inode().ok_or(Errno::ENOENT)?;
+        Ok(Opened {
+            hold: FileHold::open(pos.mnt.arc().clone(), pos.dentry.arc(), inode),
+            created: false,
+            found_in,
+        })
+    }
+}
+
 impl Task {
     /// `openat(2)`: opens (and with `O_CREAT` creates) `path` relative to `dirfd`; returns the
     /// lowest free fd. Unknown flag bits are ignored, as Linux does for `openat`.
@@ -254,11 +269,7 @@ impl Task {
             } else if req.flags.contains(OpenFlags::PATH) {
                 let follow = follow_of(req.flags);
                 let pos = w.lookup(start, path, follow)?;
-                Opened {
-                    path: pos.to_path(),
-                    created: false,
-                    found_in: None,
-                }
+                Opened::found(&pos, None)?
             } else {
                 open_last(w, start, path, req, umask)?
             };
@@ -337,12 +348,16 @@ fn open_tmpfile<'w>(
         inode,
         !req.flags.contains(OpenFlags::EXCL),
     );
+    let inode = dentry.inode().ok_or(Errno::ENOENT)?.clone();
     Ok((
         Opened {
-            path: VfsPath {
-                mnt: dir.mnt.arc().clone(),
-                dentry,
-            },
+            hold: FileHold::owned(
+                VfsPath {
+                    mnt: dir.mnt.arc().clone(),
+                    dentry,
+                },
+                inode,
+            ),
             created: true,
             found_in: None,
         },
@@ -362,11 +377,7 @@ fn open_last<'w>(
     let (mut parent, last) = w.walk_parent(start, path)?;
     if !req.flags.contains(OpenFlags::CREAT) {
         let pos = w.resolve_last(parent, &last, follow_of(req.flags))?;
-        return Ok(Opened {
-            path: pos.to_path(),
-            created: false,
-            found_in: None,
-        });
+        return Opened::found(&pos, None);
     }
     // Borrowed from `path` until a symbolic link followed below replaces it with an owned
     // name from its body.
@@ -375,11 +386,7 @@ fn open_last<'w>(
         if last.kind != LastKind::Normal {
             // `.`, `..` or `/`: resolved as usual; `do_open()` then says EEXIST or EISDIR.
             let pos = w.resolve_last(parent, &last, crate::vfs::namei::FollowLast::Yes)?;
-            return Ok(Opened {
-                path: pos.to_path(),
-                created: false,
-                found_in: None,
-            });
+            return Opened::found(&pos, None);
         }
         if last.trailing_slash {
             return Err(Errno::EISDIR);
@@ -405,12 +412,15 @@ fn open_last<'w>(
                         .ops()
                         .create(&dinode, &name, &new_inode(w.cred, &dinode, mode, 0))?;
                 notify::create(&dinode, &last.name, &inode);
-                let d = dir.d_instantiate_shared(&name, inode);
+                let d = dir.d_instantiate_shared(&name, inode.clone());
                 return Ok(Opened {
-                    path: VfsPath {
-                        mnt: parent.mnt.arc().clone(),
-                        dentry: d,
-                    },
+                    hold: FileHold::owned(
+                        VfsPath {
+                            mnt: parent.mnt.arc().clone(),
+                            dentry: d,
+                        },
+                        inode,
+                    ),
                     created: true,
                     found_in: None,
                 });
@@ -436,11 +446,7 @@ fn open_last<'w>(
                     .inode()
                     .is_some_and(|i| i.file_type() == FileType::Symlink);
                 if !is_link || req.flags.contains(OpenFlags::NOFOLLOW) {
-                    return Ok(Opened {
-                        path: pos.to_path(),
-                        created: false,
-                        found_in: Some(found_in),
-                    });
+                    return Opened::found(&pos, Some(found_in));
                 }
                 // O_CREAT through a symlink: create (or open) its target.
                 let body = w.read_link_body(&pos)?;
@@ -462,18 +468,19 @@ fn finish_open(
     cred_id: u64,
 ) -> Result<Arc<FileDescription>> {
     let Opened {
-        path,
+        hold,
         created,
         found_in,
     } = opened;
-    let inode = path.dentry.inode().ok_or(Errno::ENOENT)?.clone();
+    let path = hold.path();
+    let inode = hold.inode();
     let ft = inode.file_type();
     if req.flags.contains(OpenFlags::PATH) {
         if req.flags.contains(OpenFlags::DIRECTORY) && ft != FileType::Directory {
             return Err(Errno::ENOTDIR);
         }
-        let ops = inode.ops().open_path(&inode);
-        return FileDescription::new(path, inode, req.file_flags, ops, cred_id);
+        let ops = inode.ops().open_path(inode);
+        return FileDescription::new_held(hold, req.file_flags, ops, cred_id);
     }
     if req.flags.contains(OpenFlags::CREAT) {
         if req.flags.contains(OpenFlags::EXCL) && !created {
@@ -483,7 +490,7 @@ fn finish_open(
             return Err(Errno::EISDIR);
         }
         if let Some(dir) = found_in {
-            may_create_in_sticky(cred, dir, &inode)?;
+            may_create_in_sticky(cred, dir, inode)?;
         }
     }
     // `O_TMPFILE` carries the `O_DIRECTORY` bit; it named the directory, not the new file.
@@ -514,8 +521,8 @@ fn finish_open(
             FileType::Fifo | FileType::Socket | FileType::Anon => truncate = false,
             FileType::Regular => {}
         }
-        inode_permission(cred, &inode, req.acc)?;
-        if req.flags.contains(OpenFlags::NOATIME) && !owner_or_capable(cred, &inode) {
+        inode_permission(cred, inode, req.acc)?;
+        if req.flags.contains(OpenFlags::NOATIME) && !owner_or_capable(cred, inode) {
             return Err(Errno::EPERM);
         }
     }
@@ -539,11 +546,11 @@ fn finish_open(
     // block ([`Task::open_description`]). `O_DIRECT` is refused below, after the open, as
     // Linux's `do_dentry_open()` does.
     let ops = if ft == FileType::Fifo {
-        crate::fs::pipefs::fifo_prepare(&inode, req.file_flags)?
+        crate::fs::pipefs::fifo_prepare(inode, req.file_flags)?
     } else {
-        inode.ops().open(&inode, req.file_flags)?
+        inode.ops().open(inode, req.file_flags)?
     };
-    let file = FileDescription::new(path, inode, req.file_flags, ops, cred_id)?;
+    let file = FileDescription::new_held(hold, req.file_flags, ops, cred_id)?;
     let inode = file.inode();
     // Only files that can do direct I/O open with `O_DIRECT`: on tmpfs, regular files
     // (Linux: `do_dentry_open()`, `FMODE_CAN_ODIRECT`, checked after the file's open). The

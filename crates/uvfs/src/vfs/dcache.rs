@@ -564,6 +564,20 @@ impl Drop for ChildTable {
         // Relaxed: `&mut self` means every store to `buckets` happened before this drop.
         let b = self.buckets.load(Ordering::Relaxed);
         if !b.is_null() {
+            // Children leave the dcache with the table: their pins go (`vfs::pin`), else a
+            // pin and its dentry would keep each other.
+            // SAFETY: `&mut self`: no writer runs, and the array is still ours.
+            for s in unsafe { &*b }.slots.get().iter() {
+                let mut p = s.load(Ordering::Acquire);
+                while !p.is_null() {
+                    // SAFETY: as above.
+                    let n = unsafe { &*p };
+                    if n.dentry().is_pinned() {
+                        super::pin::unpin(n.dentry());
+                    }
+                    p = n.next.load(Ordering::Acquire);
+                }
+            }
             // SAFETY: the owning dentry is being dropped, so the array is unreachable for any
             // reader that enters from now on; a reader that reached one of its nodes earlier
             // (through a node of this table found under its guard) is protected by that guard,

@@ -23,8 +23,17 @@ const DEAD: u32 = 1 << 31;
 /// the dentry is made or moved under a watching parent), cleared lazily by the first event
 /// that finds the parent no longer interested.
 const PARENT_WATCHED: u32 = 1 << 30;
+/// Dentry flag: open files may hold the dentry through its pin (`vfs::pin`), which must be
+/// taken out of the pin table when the dentry leaves the dcache. Set once, under the pin
+/// table's lock; a dead dentry may carry it with no pin left.
+const PINNED: u32 = 1 << 29;
+/// Dentry flag: made outside any table (`O_TMPFILE`'s unnamed dentry), so its parent's
+/// watches never flag it (Linux's `d_tmpfile()` dentry is on its parent's child list, which
+/// `fsnotify_set_children_dentry_flags()` walks): its events always ask the parent, as a dead
+/// dentry's do, and it is never pinned (nothing would take the pin out).
+const UNHASHED: u32 = 1 << 28;
 /// The mount count's bits in `Dentry::state`.
-const MOUNTS: u32 = PARENT_WATCHED - 1;
+const MOUNTS: u32 = UNHASHED - 1;
 
 /// Name and parent of a dentry, changed by rename.
 struct Links {
@@ -79,8 +88,9 @@ impl Dentry {
             Some(Arc::downgrade(parent)),
             Some(inode),
         ));
-        // A child of `parent` for notification (Linux: `d_tmpfile()` instantiates it there).
-        d.update_parent_watched(parent);
+        // A child of `parent` for notification (Linux: `d_tmpfile()` instantiates it there),
+        // whatever watches the parent gets later.
+        d.state().fetch_or(UNHASHED, Ordering::Relaxed);
         d
     }
 
@@ -126,13 +136,13 @@ impl Dentry {
         self.state().load(Ordering::Relaxed) & PARENT_WATCHED != 0
     }
 
-    /// True if the parent may watch this dentry's events, or it is unlinked (then its
-    /// parent was never told to flag it, and is asked directly: Linux keeps an unlinked but
-    /// used dentry among its parent's children, which `fsnotify_set_children_dentry_flags()`
-    /// flags): one relaxed load.
+    /// True if the parent may watch this dentry's events, or it is unlinked or was never in
+    /// a table (then its parent was never told to flag it, and is asked directly: Linux keeps
+    /// an unlinked but used dentry, and `d_tmpfile()`'s, among its parent's children, which
+    /// `fsnotify_set_children_dentry_flags()` flags): one relaxed load.
     #[inline]
     pub(crate) fn parent_watched_or_dead(&self) -> bool {
-        self.state().load(Ordering::Relaxed) & (PARENT_WATCHED | DEAD) != 0
+        self.state().load(Ordering::Relaxed) & (PARENT_WATCHED | DEAD | UNHASHED) != 0
     }
 
     pub(crate) fn clear_parent_watched(&self) {
@@ -159,6 +169,21 @@ impl Dentry {
         }
     }
 
+    /// True if the dentry has (or had) a pin: one relaxed load.
+    #[inline]
+    pub(crate) fn is_pinned(&self) -> bool {
+        self.state().load(Ordering::Relaxed) & PINNED != 0
+    }
+
+    /// Flags the dentry pinned; false if it was already, or is dead (then nothing may pin
+    /// it: its killer has looked, or will look, for a pin to take out before this flag).
+    pub(crate) fn set_pinned(&self) -> bool {
+        if self.state().load(Ordering::Relaxed) & UNHASHED != 0 {
+            return false;
+        }
+        self.state().fetch_or(PINNED, Ordering::AcqRel) & (PINNED | DEAD) == 0
+    }
+
     pub(crate) fn add_mount(&self) {
         self.state().fetch_add(1, Ordering::AcqRel);
     }
@@ -168,9 +193,10 @@ impl Dentry {
     }
 
     /// The dead flag (`DEAD`, set with the parent directory's inode lock exclusive after the
-    /// dentry's node left the parent's table, never cleared) and, below it, the number of
-    /// mounts whose mountpoint this dentry is (changed under the namespace lock; fewer than
-    /// 2^31). Kept in the child table's padding (`ChildTable::owner_state`).
+    /// dentry's node left the parent's table, never cleared), the notification and pin flags,
+    /// and, below them, the number of mounts whose mountpoint this dentry is (changed under
+    /// the namespace lock; fewer than 2^29). Kept in the child table's padding
+    /// (`ChildTable::owner_state`).
     #[inline]
     fn state(&self) -> &AtomicU32 {
         &self.children.owner_state
@@ -293,7 +319,9 @@ impl Dentry {
     /// Unpublishes `child` (lookups that start now miss it), then marks it dead.
     fn kill(w: &mut TableWriter<'_>, hl: u64, name: &[u8], child: &Dentry) {
         w.remove(hl, name, child);
-        child.state().fetch_or(DEAD, Ordering::AcqRel);
+        if child.state().fetch_or(DEAD, Ordering::AcqRel) & PINNED != 0 {
+            super::pin::unpin(child);
+        }
     }
 
     /// Drops every cached negative child (before rmdir, so the directory can die empty).

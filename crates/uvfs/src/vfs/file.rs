@@ -31,8 +31,8 @@ pub(crate) const SETFL_MASK: u32 = OpenFlags::APPEND.bits()
 
 /// An open file description.
 pub struct FileDescription {
-    path: VfsPath,
-    inode: Arc<Inode>,
+    /// The path and inode, counted or through the dentry's pin (`vfs::pin`).
+    hold: super::pin::FileHold,
     fmode: FMode,
     /// This file is counted in its mount's and superblock's writers.
     counted_writer: bool,
@@ -74,6 +74,22 @@ impl FileDescription {
         ops: Box<dyn FileOps>,
         opener_cred: u64,
     ) -> crate::abi::Result<Arc<Self>> {
+        Self::new_held(
+            super::pin::FileHold::owned(path, inode),
+            flags,
+            ops,
+            opener_cred,
+        )
+    }
+
+    /// [`FileDescription::new`] with the path and inode held as `hold` holds them.
+    pub(crate) fn new_held(
+        hold: super::pin::FileHold,
+        flags: OpenFlags,
+        ops: Box<dyn FileOps>,
+        opener_cred: u64,
+    ) -> crate::abi::Result<Arc<Self>> {
+        let inode = hold.inode();
         let path_only = flags.contains(OpenFlags::PATH);
         let (read, write) = if path_only {
             (false, false)
@@ -100,8 +116,7 @@ impl FileDescription {
                 | OpenFlags::CLOEXEC)
                 .bits();
         let mut file = FileDescription {
-            path,
-            inode,
+            hold,
             fmode: FMode {
                 read,
                 write,
@@ -126,9 +141,9 @@ impl FileDescription {
         // refused, the file is released as it drops (Linux: `mnt_get_write_access()` in
         // `do_dentry_open()`).
         if counted_writer {
-            file.path.mnt.get_write()?;
+            file.hold.path().mnt.get_write()?;
             file.counted_writer = true;
-            file.inode.count_writer(true);
+            file.hold.inode().count_writer(true);
         }
         Ok(Arc::new(file))
     }
@@ -143,12 +158,17 @@ impl FileDescription {
     /// Where the file was opened.
     #[inline]
     pub fn path(&self) -> &VfsPath {
-        &self.path
+        self.hold.path()
     }
     /// The inode.
     #[inline]
     pub fn inode(&self) -> &Arc<Inode> {
-        &self.inode
+        self.hold.inode()
+    }
+    /// True if the file holds its dentry through the dentry's pin (`vfs::pin`).
+    #[cfg(all(test, not(any(loom, feature = "shuttle"))))]
+    pub(crate) fn is_pinned(&self) -> bool {
+        self.hold.is_pinned()
     }
     /// Access mode.
     #[inline]
@@ -182,7 +202,7 @@ impl FileDescription {
     /// epoll) (Linux: `FMODE_PREAD`/`FMODE_PWRITE`, set by `do_dentry_open()` only).
     #[inline]
     pub(crate) fn has_pread(&self) -> bool {
-        !matches!(self.inode.file_type(), FileType::Fifo | FileType::Anon)
+        !matches!(self.inode().file_type(), FileType::Fifo | FileType::Anon)
     }
 
     /// Records that the open finished, and tells fsnotify (Linux: `fsnotify_open()` after
@@ -237,7 +257,7 @@ impl Drop for FileDescription {
         // Linux: `fsnotify_close()` first in `__fput()`.
         super::notify::close(self);
         // The last close puts the file's path (Linux: `__fput()` → `mntput()`).
-        self.path.mnt.touch();
+        self.path().mnt.touch();
         // The description's OFD and `flock` locks go with it (Linux: `locks_remove_file()`
         // in `__fput()`); one load for a file never locked.
         super::locks::remove_file(self);
@@ -247,8 +267,8 @@ impl Drop for FileDescription {
         }
         self.ops.release(self);
         if self.counted_writer {
-            self.inode.count_writer(false);
-            self.path.mnt.put_write();
+            self.inode().count_writer(false);
+            self.path().mnt.put_write();
         }
     }
 }
@@ -256,7 +276,7 @@ impl Drop for FileDescription {
 impl std::fmt::Debug for FileDescription {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("FileDescription")
-            .field("inode", &self.inode)
+            .field("inode", self.inode())
             .field("fmode", &self.fmode)
             .finish()
     }

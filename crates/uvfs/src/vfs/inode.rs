@@ -508,7 +508,7 @@ impl Inode {
     /// removed by code), so every cached dentry of it is treated as missing from now on and
     /// the next lookup of its name asks the filesystem again (Linux: `kernfs_dop_revalidate()`
     /// failing once the node is deactivated). Never undone; only directories whose
-    /// [`InodeOps::revalidates`](super::ops::InodeOps::revalidates) is true may hold such
+    /// [`InodeOps::revalidates`] is true may hold such
     /// names.
     pub fn set_stale(&self) {
         self.flags.fetch_or(STALE | REVALIDATE, Ordering::Release);

@@ -19,6 +19,7 @@ pub(crate) mod namei;
 pub mod notify;
 pub mod ops;
 pub mod permission;
+pub(crate) mod pin;
 pub mod poll;
 #[cfg(all(test, any(loom, feature = "shuttle")))]
 mod poll_check;

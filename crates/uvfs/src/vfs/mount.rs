@@ -291,9 +291,20 @@ impl VfsPath {
 
 type PointKey = (u64, usize);
 
+/// The mount table as one walk first saw it, loaded at its first mount crossing and kept to
+/// its end, so that the mounts it crosses can be borrowed rather than counted
+/// ([`MountNamespace::lookup_mount_in`]).
+pub(crate) type MountSnapshot = once_cell::unsync::OnceCell<arc_swap::Guard<Arc<MountTable>>>;
+
+/// A mount crossed by a walk: borrowed from its snapshot, or counted.
+pub(crate) enum Crossed<'s> {
+    Borrowed(&'s MountRef),
+    Owned(MountRef),
+}
+
 /// The mount table, replaced as a whole on every change (readers load it without a lock).
 #[derive(Clone, Default)]
-struct MountTable {
+pub(crate) struct MountTable {
     by_point: HashMap<PointKey, MountRef>,
     children: HashMap<u64, Vec<MountRef>>,
 }
@@ -378,6 +389,31 @@ impl MountNamespace {
     /// mountpoint count is non-zero.
     pub fn lookup_mount(&self, mnt: &Mount, dentry: &Dentry) -> Option<MountRef> {
         self.table.load().by_point.get(&key(mnt, dentry)).cloned()
+    }
+
+    /// [`MountNamespace::lookup_mount`] for a walk: the mount borrowed from the table the walk
+    /// loaded into `snap` (at its first crossing) while the namespace still has that table,
+    /// so that a crossing writes no reference count, not even the mount's per-thread one, and
+    /// nothing the threads crossing the same mount share (Linux: `__lookup_mnt()` under RCU
+    /// in `__follow_mount_rcu()`, checked against `mount_lock`); a counted reference when the
+    /// table changed since (a mount or unmount ran during the walk).
+    #[inline]
+    pub(crate) fn lookup_mount_in<'s>(
+        &self,
+        snap: &'s MountSnapshot,
+        mnt: &Mount,
+        dentry: &Dentry,
+    ) -> Option<Crossed<'s>> {
+        let t = snap.get_or_init(|| self.table.load());
+        let now = self.table.load();
+        if !Arc::ptr_eq(t, &now) {
+            return now
+                .by_point
+                .get(&key(mnt, dentry))
+                .cloned()
+                .map(Crossed::Owned);
+        }
+        t.by_point.get(&key(mnt, dentry)).map(Crossed::Borrowed)
     }
 
     /// Mounts attached directly below `mnt`.

@@ -16,13 +16,15 @@ use crate::vfs::poll::{PollTable, WaitQueue, WaitSource, Waker};
 /// `kernfs_fop_write_iter()` without `atomic_write_len`).
 const MAX_WRITE: usize = PAGE_SIZE as usize;
 
-fn node_of(n: &KernfsNode) -> &Node {
-    Node::of(&n.inode).expect("a kernfs file's inode is a kernfs node")
+/// The node of an open kernfs file. Files keep no handle of their own: the file's inode is
+/// the node, so an open takes no reference on it beyond what the VFS holds for every open
+/// (one that many threads opening one attribute do not share: `vfs::pin`).
+fn node_of(file: &FileDescription) -> &Node {
+    Node::of(file.inode()).expect("a kernfs file's inode is a kernfs node")
 }
 
 /// An open attribute.
 pub(crate) struct AttrFile {
-    pub(crate) node: KernfsNode,
     /// Protects: the buffer and the event count this open last read. Order: a leaf but for
     /// the attribute's callbacks, which run under it (Linux: `kernfs_open_file::mutex`).
     state: parking_lot::Mutex<AttrState>,
@@ -36,20 +38,17 @@ struct AttrState {
 }
 
 impl AttrFile {
-    pub(crate) fn new(node: KernfsNode) -> AttrFile {
-        let event = node_of(&node)
-            .event
-            .load(std::sync::atomic::Ordering::Acquire);
+    pub(crate) fn new(node: &Node) -> AttrFile {
+        let event = node.event.load(std::sync::atomic::Ordering::Acquire);
         AttrFile {
-            node,
             state: parking_lot::Mutex::new(AttrState { buf: None, event }),
         }
     }
 }
 
 impl FileOps for AttrFile {
-    fn read(&self, _file: &FileDescription, buf: &mut [u8], pos: u64) -> Result<usize> {
-        let node = node_of(&self.node);
+    fn read(&self, file: &FileDescription, buf: &mut [u8], pos: u64) -> Result<usize> {
+        let node = node_of(file);
         let Kind::Attr(attr) = &node.kind else {
             return Err(Errno::EINVAL);
         };
@@ -79,7 +78,7 @@ impl FileOps for AttrFile {
     }
 
     fn write(&self, file: &FileDescription, buf: &[u8], pos: WritePos) -> Result<(usize, u64)> {
-        let node = node_of(&self.node);
+        let node = node_of(file);
         let Kind::Attr(attr) = &node.kind else {
             return Err(Errno::EINVAL);
         };
@@ -102,14 +101,17 @@ impl FileOps for AttrFile {
     fn llseek(&self, file: &FileDescription, offset: i64, whence: Whence, cur: u64) -> Result<u64> {
         // Linux: `kernfs_fop_llseek()` takes an active reference around
         // `generic_file_llseek()` (the attribute's size is a page).
-        node_of(&self.node).with_active(|| generic_llseek(file.inode().size(), offset, whence, cur))
+        node_of(file).with_active(|| generic_llseek(file.inode().size(), offset, whence, cur))
     }
 
-    fn poll(&self, _file: &FileDescription, pt: Option<&mut PollTable<'_>>) -> PollEvents {
-        let node = node_of(&self.node);
+    fn poll(&self, file: &FileDescription, pt: Option<&mut PollTable<'_>>) -> PollEvents {
+        let node = node_of(file);
         if let Some(pt) = pt {
             let q = node.poll.get_or_init(|| Box::new(WaitQueue::new()));
-            q.register(pt, Arc::new(PollSource(self.node.clone())));
+            let source = KernfsNode {
+                inode: file.inode().clone(),
+            };
+            q.register(pt, Arc::new(PollSource(source)));
         }
         // Linux: `kernfs_generic_poll()`: a change notified since this open last read, or a
         // removed node, is `POLLERR | POLLPRI` beside the usual readiness.
@@ -131,20 +133,18 @@ struct PollSource(KernfsNode);
 
 impl WaitSource for PollSource {
     fn remove_waiter(&self, w: &Arc<dyn Waker>) {
-        if let Some(q) = node_of(&self.0).poll.get() {
+        if let Some(q) = Node::of(&self.0.inode).and_then(|n| n.poll.get()) {
             q.remove(w);
         }
     }
 }
 
 /// An open binary attribute.
-pub(crate) struct BinFile {
-    pub(crate) node: KernfsNode,
-}
+pub(crate) struct BinFile;
 
 impl FileOps for BinFile {
-    fn read(&self, _file: &FileDescription, buf: &mut [u8], pos: u64) -> Result<usize> {
-        let node = node_of(&self.node);
+    fn read(&self, file: &FileDescription, buf: &mut [u8], pos: u64) -> Result<usize> {
+        let node = node_of(file);
         let Kind::Bin(attr) = &node.kind else {
             return Err(Errno::EINVAL);
         };
@@ -168,7 +168,7 @@ impl FileOps for BinFile {
     }
 
     fn write(&self, file: &FileDescription, buf: &[u8], pos: WritePos) -> Result<(usize, u64)> {
-        let node = node_of(&self.node);
+        let node = node_of(file);
         let Kind::Bin(attr) = &node.kind else {
             return Err(Errno::EINVAL);
         };
@@ -195,14 +195,12 @@ impl FileOps for BinFile {
     }
 
     fn llseek(&self, file: &FileDescription, offset: i64, whence: Whence, cur: u64) -> Result<u64> {
-        node_of(&self.node).with_active(|| generic_llseek(file.inode().size(), offset, whence, cur))
+        node_of(file).with_active(|| generic_llseek(file.inode().size(), offset, whence, cur))
     }
 }
 
 /// An open directory.
-pub(crate) struct DirFile {
-    pub(crate) node: KernfsNode,
-}
+pub(crate) struct DirFile;
 
 /// The position after the last entry (Linux: `INT_MAX` in `kernfs_fop_readdir()`).
 const END: u64 = i32::MAX as u64;
@@ -210,15 +208,15 @@ const END: u64 = i32::MAX as u64;
 impl FileOps for DirFile {
     fn readdir(
         &self,
-        _file: &FileDescription,
+        file: &FileDescription,
         pos: &mut u64,
         sink: &mut dyn FnMut(DirEntry<'_>) -> bool,
     ) -> Result<()> {
-        let node = node_of(&self.node);
+        let node = node_of(file);
         let Kind::Dir { children, .. } = &node.kind else {
             return Err(Errno::ENOTDIR);
         };
-        let me = &self.node.inode;
+        let me = file.inode();
         // The entries from `pos` on, in hash order, removed ones left out.
         let from = (*pos).max(2);
         let entries: Vec<(u32, Box<[u8]>, Arc<crate::vfs::Inode>)> = if from >= END {

@@ -211,11 +211,8 @@ impl InodeOps for Node {
             AccessMode::Neither => (false, false),
         };
         let mode = inode.mode();
-        let node = super::KernfsNode {
-            inode: inode.clone(),
-        };
         match &self.kind {
-            Kind::Dir { .. } => Ok(Box::new(DirFile { node })),
+            Kind::Dir { .. } => Ok(Box::new(DirFile)),
             Kind::Attr(a) => {
                 // Linux: `kernfs_fop_open()` refuses an access the mode or the attribute
                 // lacks, even for a caller whom the permission check let through.
@@ -225,7 +222,7 @@ impl InodeOps for Node {
                     return Err(Errno::EACCES);
                 }
                 self.with_active(|| Ok(()))?;
-                Ok(Box::new(AttrFile::new(node)))
+                Ok(Box::new(AttrFile::new(self)))
             }
             Kind::Bin(b) => {
                 if (read && (mode & S_IRUGO == 0 || !b.can_read()))
@@ -234,7 +231,7 @@ impl InodeOps for Node {
                     return Err(Errno::EACCES);
                 }
                 self.with_active(|| Ok(()))?;
-                Ok(Box::new(BinFile { node }))
+                Ok(Box::new(BinFile))
             }
             Kind::Link(_) => Err(Errno::ELOOP),
         }

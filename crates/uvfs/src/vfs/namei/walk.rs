@@ -13,7 +13,7 @@ use crate::vfs::cred::Cred;
 use crate::vfs::dcache::{hash_component_checked, hash_len, hash_seed};
 use crate::vfs::dentry::{Cached, Dentry};
 use crate::vfs::mount::MountRef;
-use crate::vfs::mount::{MntFlags, MountNamespace};
+use crate::vfs::mount::{Crossed, MntFlags, MountNamespace, MountSnapshot};
 use crate::vfs::permission::may_lookup;
 
 /// What the last component of a path is (Linux: `LAST_NORM`, `LAST_DOT`, ...).
@@ -65,6 +65,8 @@ pub(crate) struct Walker<'a> {
     pub(crate) guard: &'a Guard,
     pub(crate) cred: &'a Cred,
     pub(crate) ns: &'a MountNamespace,
+    /// The mount table as the walk's first crossing saw it (see `cross_mounts`).
+    mounts: &'a MountSnapshot,
     /// Where `/` leads and `..` stops.
     pub(crate) root: Pos<'a>,
     pub(crate) resolve: ResolveFlags,
@@ -87,6 +89,7 @@ impl<'a> Walker<'a> {
         guard: &'a Guard,
         cred: &'a Cred,
         ns: &'a MountNamespace,
+        mounts: &'a MountSnapshot,
         root: Pos<'a>,
         resolve: ResolveFlags,
         mode: WalkMode,
@@ -95,6 +98,7 @@ impl<'a> Walker<'a> {
             guard,
             cred,
             ns,
+            mounts,
             root,
             resolve,
             mode,
@@ -399,20 +403,29 @@ impl<'a> Walker<'a> {
         }
     }
 
-    /// Goes down through every mount stacked on `pos` (Linux: `handle_mounts()`).
+    /// Goes down through every mount stacked on `pos` (Linux: `handle_mounts()`). The
+    /// mount and its root are borrowed from the mount table the walk loaded at its first
+    /// crossing (no count written: threads crossing the same mount write nothing in common),
+    /// unless a mount change since makes the walk count them.
     #[inline]
     fn cross_mounts(&self, mut pos: Pos<'a>) -> Result<Pos<'a>> {
         while pos.dentry.is_mountpoint() {
-            let Some(m) = self.ns.lookup_mount(&pos.mnt, &pos.dentry) else {
+            let Some(m) = self.ns.lookup_mount_in(self.mounts, &pos.mnt, &pos.dentry) else {
                 break;
             };
             if self.resolve.contains(ResolveFlags::NO_XDEV) {
                 // Linux finds the crossing only after leaving RCU-walk (`handle_mounts()`).
                 return Err(self.cached_err(Errno::EXDEV));
             }
-            pos = Pos {
-                dentry: Ref::O(m.root().clone()),
-                mnt: Ref::O(m),
+            pos = match m {
+                Crossed::Borrowed(m) => Pos {
+                    dentry: Ref::B(m.root()),
+                    mnt: Ref::B(m),
+                },
+                Crossed::Owned(m) => Pos {
+                    dentry: Ref::O(m.root().clone()),
+                    mnt: Ref::O(m),
+                },
             };
         }
         Ok(pos)
