@@ -11,6 +11,7 @@
 //! therefore argued in `dcache.rs`, not checked.
 
 pub(crate) mod active;
+pub(crate) mod addr_hash;
 pub(crate) mod budget;
 pub(crate) mod cell;
 pub(crate) mod dist_counter;

@@ -305,8 +305,8 @@ pub(crate) enum Crossed<'s> {
 /// The mount table, replaced as a whole on every change (readers load it without a lock).
 #[derive(Clone, Default)]
 pub(crate) struct MountTable {
-    by_point: HashMap<PointKey, MountRef>,
-    children: HashMap<u64, Vec<MountRef>>,
+    by_point: HashMap<PointKey, MountRef, crate::sync::addr_hash::AddrBuild>,
+    children: HashMap<u64, Vec<MountRef>, crate::sync::addr_hash::AddrBuild>,
 }
 
 fn key(mnt: &Mount, d: &Dentry) -> PointKey {

@@ -33,7 +33,6 @@
 #![allow(unsafe_code)] // Reason: a file's path and inode borrowed from its pin as `Arc`s that are never dropped.
 
 use std::collections::HashMap;
-use std::hash::{BuildHasherDefault, Hasher};
 use std::mem::ManuallyDrop;
 use std::sync::{Arc, LazyLock};
 
@@ -42,6 +41,7 @@ use arc_swap::ArcSwap;
 use super::dentry::Dentry;
 use super::inode::Inode;
 use super::mount::{MountRef, VfsPath};
+use crate::sync::addr_hash::AddrBuild;
 use crate::sync::pcpu_ref::PcpuRef;
 
 /// A dentry's pin: the one counted reference its pinned holders share.
@@ -49,27 +49,7 @@ pub(crate) struct Pin {
     dentry: Arc<Dentry>,
 }
 
-/// A hasher for addresses: the address times an odd constant, high bits first.
-#[derive(Default)]
-struct AddrHasher(u64);
-
-impl Hasher for AddrHasher {
-    fn finish(&self) -> u64 {
-        self.0
-    }
-    fn write(&mut self, bytes: &[u8]) {
-        for &b in bytes {
-            self.0 = (self.0 ^ u64::from(b)).wrapping_mul(0x100_0000_01b3);
-        }
-    }
-    fn write_usize(&mut self, n: usize) {
-        self.0 = (n as u64)
-            .wrapping_mul(0x9e37_79b9_7f4a_7c15)
-            .rotate_left(26);
-    }
-}
-
-type PinMap = HashMap<usize, PcpuRef<Pin>, BuildHasherDefault<AddrHasher>>;
+type PinMap = HashMap<usize, PcpuRef<Pin>, AddrBuild>;
 
 /// Shards of the side table (a power of two).
 const SHARDS: usize = 64;
