@@ -14,7 +14,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::thread;
 
 use harness::*;
-use uvfs::abi::{Errno, OpenFlags, AT_FDCWD};
+use uvfs::abi::{Errno, OpenFlags, RenameFlags, AT_FDCWD};
 use uvfs::{Cred, Task, Vfs};
 
 /// One task remounts a bind mount and then its filesystem read-only and back, over and over,
@@ -303,4 +303,124 @@ fn fds_of_a_shared_table_name_their_files_while_another_thread_closes_and_grows(
         reader.rounds > 0 && growths > 0,
         "the reader read and the table grew"
     );
+}
+
+/// Pinned dentries (`vfs::pin`): two readers open one name over and over, each keeping an
+/// older fd of it open (so every open finds the dentry held twice and goes through its pin),
+/// while a writer replaces the file under that name by renaming a new one over it (each
+/// rename kills the old dentry, which takes its pin out while files still hold it). POSIX
+/// (rename(2) is atomic, an open file keeps its inode): every open finds a whole generation,
+/// never an older one than the last it saw, and an fd kept open reads the generation it was
+/// opened on whatever was renamed over its name since.
+#[test]
+#[cfg_attr(
+    any(loom, feature = "shuttle"),
+    ignore = "skipped: uvfs built with loom/shuttle primitives, which work only inside a model"
+)]
+fn opens_through_a_pin_see_whole_generations_while_the_name_is_replaced() {
+    const GENERATIONS: u64 = 3_000;
+    const READERS: u64 = 2;
+    let seed = seed();
+    let content = |g: u64| format!("generation {g:08}\n");
+    let counts = run(move |crew| {
+        let vfs = Vfs::new();
+        let writer = vfs.task(Cred::root());
+        let put = |t: &Task, g: u64| {
+            let fd = t
+                .openat(
+                    AT_FDCWD,
+                    "/new",
+                    OpenFlags::CREAT | OpenFlags::WRONLY | OpenFlags::TRUNC,
+                    0o644,
+                )
+                .expect("create /new");
+            assert_eq!(t.write(fd, content(g).as_bytes()), Ok(content(g).len()));
+            t.close(fd).expect("close");
+            t.renameat2(AT_FDCWD, "/new", AT_FDCWD, "/f", RenameFlags::empty())
+                .expect("rename over /f");
+        };
+        put(&writer, 0);
+        let done = AtomicBool::new(false);
+        let readers: Vec<Task> = (0..READERS).map(|_| vfs.task(Cred::root())).collect();
+        thread::scope(|s| {
+            let done = &done;
+            let w = s.spawn(move || {
+                let _g = crew.enlist();
+                crew.start_line(1 + READERS);
+                for g in 1..=GENERATIONS {
+                    if crew.stopped() {
+                        break;
+                    }
+                    put(&writer, g);
+                }
+                done.store(true, Ordering::SeqCst);
+            });
+            let rs: Vec<_> = readers
+                .into_iter()
+                .map(|t| {
+                    s.spawn(move || {
+                        let _g = crew.enlist();
+                        crew.start_line(1 + READERS);
+                        let read_gen = |fd: i32| -> u64 {
+                            let mut buf = [0u8; 64];
+                            let n = t.pread(fd, &mut buf, 0).expect("pread");
+                            let text = std::str::from_utf8(&buf[..n]).expect("utf-8");
+                            let g = text
+                                .strip_prefix("generation ")
+                                .and_then(|r| r.trim_end().parse::<u64>().ok())
+                                .unwrap_or_else(|| panic!("seed {seed}: torn read {text:?}"));
+                            assert_eq!(text, content(g), "seed {seed}: a whole generation");
+                            g
+                        };
+                        // (opens checked, kept fds checked)
+                        let (mut opens, mut kept_checks) = (0u64, 0u64);
+                        let mut last = 0u64;
+                        let mut kept: Option<(i32, u64)> = None;
+                        while !crew.stopped() {
+                            let finished = done.load(Ordering::SeqCst);
+                            let fd = t
+                                .openat(AT_FDCWD, "/f", OpenFlags::RDONLY, 0)
+                                .expect("open /f");
+                            let g = read_gen(fd);
+                            assert!(g >= last, "seed {seed}: generation {g} after {last}");
+                            last = g;
+                            opens += 1;
+                            if let Some((k, kg)) = kept {
+                                assert_eq!(read_gen(k), kg, "seed {seed}: a kept fd's generation");
+                                kept_checks += 1;
+                                if opens % 16 == 0 {
+                                    t.close(k).expect("close kept");
+                                    kept = Some((fd, g));
+                                } else {
+                                    t.close(fd).expect("close");
+                                }
+                            } else {
+                                kept = Some((fd, g));
+                            }
+                            if finished {
+                                break;
+                            }
+                        }
+                        if let Some((k, _)) = kept {
+                            t.close(k).expect("close kept");
+                        }
+                        (opens, kept_checks, last)
+                    })
+                })
+                .collect();
+            join(w);
+            rs.into_iter().map(join).collect::<Vec<_>>()
+        })
+    });
+    println!("opens_through_a_pin: readers (opens, kept checks, last generation) {counts:?}");
+    for (opens, kept_checks, last) in &counts {
+        assert!(
+            *opens > 0 && *kept_checks + 1 >= *opens,
+            "every open but the first checked a kept fd"
+        );
+        assert_eq!(
+            *last, GENERATIONS,
+            "each reader's last open saw the last generation"
+        );
+    }
 }

@@ -134,9 +134,18 @@ fn build_open_flags(mut flags: OpenFlags, mode: u32, resolve: ResolveFlags) -> R
 }
 
 /// What the last step of an open produced.
+/// Locked walks an open repeats after finding a released inode before it says `ENOENT` (it
+/// takes that many removals of the name, each completed between a lookup and its open, in a
+/// row).
+const STALE_RETRIES: u32 = 64;
+
 struct Opened {
     /// The file's path and inode: counted, or through the dentry's pin (`vfs::pin`).
     hold: FileHold,
+    /// A file this open created is held from its creation, under its directory's lock, to
+    /// the end of the open: an unlink by another thread in between cannot release it before
+    /// the open's own hold (Linux: the creating open's dentry reference).
+    _created_hold: Option<crate::vfs::inode::InodeHold>,
     created: bool,
     /// With `O_CREAT`, for a name that existed: the mode and owner of the directory it was
     /// found in, read when it was looked up (Linux: `nameidata::dir_mode`, `dir_vfsuid`).
@@ -152,6 +161,7 @@ impl Opened {
     fn found(pos: &Pos<'_>, found_in: Option<DirAttrs>) -> Result<Opened> {
         let inode = pos.inode().ok_or(Errno::ENOENT)?;
         Ok(Opened {
+            _created_hold: None,
             hold: FileHold::open(pos.mnt.arc().clone(), pos.dentry.arc(), inode),
             created: false,
             found_in,
@@ -256,6 +266,36 @@ impl Task {
         path: &[u8],
         req: OpenReq,
     ) -> Result<Arc<FileDescription>> {
+        // `ESTALE`: the walk found a name whose inode an unlink (or a rename over it) released
+        // before the open took its hold (tmpfs's `take_open_hold`): the lock-free walk can
+        // see the name between the filesystem's removal and the dcache's. The open happens
+        // after that removal, so the name is looked up again with the locked walk, which waits
+        // for the removal to finish (Linux retries a stale walk once, with `LOOKUP_REVAL`, in
+        // ref-walk).
+        match self.open_description_once(dirfd, path, req) {
+            Err(Errno::ESTALE) => {}
+            r => return r,
+        }
+        let mode = self.walk_mode.replace(crate::vfs::WalkMode::Ref);
+        let mut r = Err(Errno::ESTALE);
+        // Each further try follows another removal of the name, completed between its locked
+        // lookup and its open.
+        for _ in 0..STALE_RETRIES {
+            r = self.open_description_once(dirfd, path, req);
+            if !matches!(r, Err(Errno::ESTALE)) {
+                break;
+            }
+        }
+        self.walk_mode.set(mode);
+        r.map_err(|e| if e == Errno::ESTALE { Errno::ENOENT } else { e })
+    }
+
+    fn open_description_once(
+        &self,
+        dirfd: i32,
+        path: &[u8],
+        req: OpenReq,
+    ) -> Result<Arc<FileDescription>> {
         let umask = self.umask.get();
         let cred_id = self.cred_id.get();
         self.with_path(dirfd, path, EmptyPath::Reject, req.resolve, |w, start| {
@@ -351,6 +391,7 @@ fn open_tmpfile<'w>(
     let inode = dentry.inode().ok_or(Errno::ENOENT)?.clone();
     Ok((
         Opened {
+            _created_hold: None,
             hold: FileHold::owned(
                 VfsPath {
                     mnt: dir.mnt.arc().clone(),
@@ -412,8 +453,10 @@ fn open_last<'w>(
                         .ops()
                         .create(&dinode, &name, &new_inode(w.cred, &dinode, mode, 0))?;
                 notify::create(&dinode, &last.name, &inode);
+                let held = crate::vfs::inode::InodeHold::inode(&inode);
                 let d = dir.d_instantiate_shared(&name, inode.clone());
                 return Ok(Opened {
+                    _created_hold: Some(held),
                     hold: FileHold::owned(
                         VfsPath {
                             mnt: parent.mnt.arc().clone(),
@@ -471,6 +514,7 @@ fn finish_open(
         hold,
         created,
         found_in,
+        _created_hold,
     } = opened;
     let path = hold.path();
     let inode = hold.inode();

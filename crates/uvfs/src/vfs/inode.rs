@@ -74,6 +74,11 @@ impl Times {
     }
 }
 
+/// The top bit of [`Inode::fs_holds`]: the filesystem closed the count (tmpfs: an unlinked
+/// inode released with no holder left; an open that finds it set lost the race with that last
+/// unlink and says `ESTALE`, and the VFS looks the name up again).
+pub const FS_HOLDS_CLOSED: u32 = 1 << 31;
+
 /// A consistent snapshot of an inode's changeable attributes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Attrs {
@@ -270,10 +275,16 @@ impl Inode {
         self.gid.load(Ordering::Relaxed)
     }
     /// The filesystem's count of its holders of this inode (see the field): the filesystem
-    /// alone reads and writes it; the VFS never does.
+    /// alone writes it. Its top bit, [`FS_HOLDS_CLOSED`], is the filesystem's to use.
     #[inline]
     pub fn fs_holds(&self) -> &AtomicU32 {
         &self.fs_holds
+    }
+
+    /// [`Inode::fs_holds`]'s count, without [`FS_HOLDS_CLOSED`].
+    #[inline]
+    pub fn fs_holders(&self) -> u32 {
+        self.fs_holds.load(Ordering::Acquire) & !FS_HOLDS_CLOSED
     }
 
     /// Link count (single load).

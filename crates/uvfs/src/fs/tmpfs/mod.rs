@@ -27,7 +27,7 @@ use crate::abi::{
 };
 use crate::sync::budget::Budget;
 use crate::sync::pcpu_ref::PcpuRef;
-use crate::vfs::inode::{Inode, InodeHold, InodeInit, SetAttr, Stamp};
+use crate::vfs::inode::{Inode, InodeHold, InodeInit, SetAttr, Stamp, FS_HOLDS_CLOSED};
 use crate::vfs::ops::{FileOps, InodeOps, Name, NewInode, SuperOps};
 use crate::vfs::super_block::SbRef;
 use crate::vfs::{Dentry, SuperBlock};
@@ -431,7 +431,14 @@ impl Node {
             return;
         }
         let c = c();
-        if inode.fs_holds().load(Ordering::Acquire) != 0 {
+        // Closed only from no holder, in one step with the test: an open that adds a holder
+        // after it finds the count closed and backs off (`Node::take_open_hold`), so no open
+        // reads an inode whose pages were given back.
+        if inode
+            .fs_holds()
+            .compare_exchange(0, FS_HOLDS_CLOSED, Ordering::SeqCst, Ordering::SeqCst)
+            .is_err()
+        {
             self.mark_orphan(c);
             return;
         }
@@ -487,12 +494,25 @@ impl Node {
         inode.fs_holds().fetch_add(1, Ordering::SeqCst);
     }
 
+    /// Counts an open file's hold, unless the inode was released meanwhile: its walk found the
+    /// name before an unlink (or a rename over it) took its last link, and the unlink found no
+    /// holder and gave its pages back. The open then says `ESTALE`, and the VFS looks the name
+    /// up again (Linux: the walk's dentry reference keeps the inode from eviction, so such an
+    /// open opens the old file; it happens, here, after the unlink instead).
+    fn take_open_hold(inode: &Inode) -> Result<()> {
+        if inode.fs_holds().fetch_add(1, Ordering::SeqCst) & FS_HOLDS_CLOSED != 0 {
+            inode.fs_holds().fetch_sub(1, Ordering::SeqCst);
+            return Err(Errno::ESTALE);
+        }
+        Ok(())
+    }
+
     /// Uncounts a holder; frees an unlinked inode that was the last one's, and gives back the
     /// directories its removed names kept.
     pub(crate) fn drop_hold(&self, inode: &Inode) {
         // `SeqCst` pairs with `keep_parent`: it stores `pinning` and then loads `Inode::fs_holds`, this
         // stores `holds` and then loads `pinning`, so one of the two sees the other.
-        let last = inode.fs_holds().fetch_sub(1, Ordering::SeqCst) == 1;
+        let last = inode.fs_holds().fetch_sub(1, Ordering::SeqCst) & !FS_HOLDS_CLOSED == 1;
         let pins = if last && self.pinning.load(Ordering::SeqCst) {
             let mut p = self.extra(inode).parent_pins.lock();
             self.pinning.store(false, Ordering::SeqCst);
@@ -724,6 +744,9 @@ impl InodeOps for Node {
         if let Some(n) = Node::of(target) {
             // A linked O_TMPFILE inode is live again.
             n.released.store(false, Ordering::Release);
+            target
+                .fs_holds()
+                .fetch_and(!FS_HOLDS_CLOSED, Ordering::SeqCst);
             if n.orphan.swap(false, Ordering::AcqRel) {
                 c.orphans.fetch_sub(1, Ordering::Relaxed);
             }
@@ -816,7 +839,7 @@ impl InodeOps for Node {
     fn open(&self, inode: &Arc<Inode>, _flags: OpenFlags) -> Result<Box<dyn FileOps>> {
         match self.kind {
             Kind::Reg => {
-                Node::take_hold(inode);
+                Node::take_open_hold(inode)?;
                 Ok(Box::new(file::RegFile {
                     data: self
                         .reg_data_if_made()
@@ -849,12 +872,12 @@ impl InodeOps for Node {
     fn keep_parent(&self, inode: &Inode, dir: &Arc<Inode>) {
         // Whether a holder uses this very name is not known: any holder keeps the directory
         // (docs/divergences.md).
-        if inode.fs_holds().load(Ordering::SeqCst) == 0 {
+        if inode.fs_holds().load(Ordering::SeqCst) & !FS_HOLDS_CLOSED == 0 {
             return;
         }
         let mut pins = self.extra(inode).parent_pins.lock();
         self.pinning.store(true, Ordering::SeqCst);
-        if inode.fs_holds().load(Ordering::SeqCst) != 0 {
+        if inode.fs_holds().load(Ordering::SeqCst) & !FS_HOLDS_CLOSED != 0 {
             pins.push(InodeHold::inode(dir));
         }
     }

@@ -410,11 +410,7 @@ fn inode_removed_slow(inode: &Inode) {
 /// end, which the filesystem reports with [`inode_removed`]).
 #[inline]
 pub(crate) fn name_gone(inode: &Inode) {
-    if any_watched()
-        && sb_watched(inode)
-        && inode.nlink() == 0
-        && inode.fs_holds().load(Ordering::Acquire) == 0
-    {
+    if any_watched() && sb_watched(inode) && inode.nlink() == 0 && inode.fs_holders() == 0 {
         inode_removed_slow(inode);
     }
 }
