@@ -18,7 +18,9 @@
 //!   column's runs only ([`VanillaLocking`]): every cached walk step onto a kernfs node takes
 //!   one global mutex twice, as Linux before 5.15 did. The walk itself stays uvfs's lock-free
 //!   one (pre-5.15 Linux also left RCU-walk at the first kernfs component; that is not
-//!   modelled).
+//!   modelled). `uvfs::fs::kernfs` has no getter for the switch, so this crate keeps its own
+//!   record of it ([`vanilla_locking_on`]); a uvfs run whose switch is not as its design says
+//!   fails instead of measuring the other design.
 //! - `uvfs-tmpfs`: the reference: a uvfs tmpfs mounted at `/sys` of a fresh namespace holding
 //!   the same paths with the same contents: the same depth, crossing one mount as `/sys` does.
 //!
@@ -35,7 +37,8 @@
 //! Every read is compared with the value the host's file has (the `core_id` of that CPU, such
 //! as `"0\n"`; on a host without `/sys`, `N\n` for CPU `N`, what the uvfs demo tree makes up
 //! there), so that a wrong read fails the run instead of being timed; each column counts its
-//! checks and a run whose count is not threads × operations fails.
+//! checks and a run whose count is not threads × operations fails. A file of the same contents
+//! as the right one (another CPU with the same `core_id`) cannot be told from it this way.
 //!
 //! # Timing
 //! As the suite's other multi-thread workloads: each thread runs a calibrated number of rounds
