@@ -16,4 +16,5 @@ pub mod runner;
 pub mod scale;
 pub mod stats;
 pub mod svg;
+pub mod sysfs;
 pub mod watch;

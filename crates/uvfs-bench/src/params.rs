@@ -34,11 +34,14 @@ pub enum Workload {
     /// 64 KiB writes streamed from one thread to another through a pipe; ns/op is ns per
     /// 64 KiB write, read whole on the other side.
     PipeBulk,
+    /// open, read, close of `/sys/devices/system/cpu/cpu0/topology/core_id` (seed 004, the
+    /// kernfs global mutex): [`crate::sysfs`].
+    SysfsOpenRead,
 }
 
 impl Workload {
     /// Every workload, in suite order.
-    pub const ALL: [Workload; 10] = [
+    pub const ALL: [Workload; 11] = [
         Workload::Write1,
         Workload::Write1Watch,
         Workload::Read1,
@@ -49,6 +52,7 @@ impl Workload {
         Workload::Messaging,
         Workload::PipePingpong,
         Workload::PipeBulk,
+        Workload::SysfsOpenRead,
     ];
 
     /// The name used on the command line and in output.
@@ -64,6 +68,7 @@ impl Workload {
             Workload::Messaging => "messaging",
             Workload::PipePingpong => "pipe-pingpong",
             Workload::PipeBulk => "pipe-bulk",
+            Workload::SysfsOpenRead => "sysfs-open-read",
         }
     }
 
@@ -232,7 +237,7 @@ pub fn grid(
                 v.push(one(1, d, Sharing::Shared));
             }
         }
-        Workload::OpenReadClose | Workload::CreateUnlink => {
+        Workload::OpenReadClose | Workload::CreateUnlink | Workload::SysfsOpenRead => {
             for &t in threads {
                 if t == 1 {
                     v.push(one(1, 1, Sharing::Shared));

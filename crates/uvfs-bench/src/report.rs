@@ -11,6 +11,7 @@ use crate::machine::LineSample;
 use crate::params::{Workload, BULK_WRITE_BYTES, MESSAGE_BYTES, MESSAGING_FDS};
 use crate::runner::{ConfigResult, RunResult};
 use crate::stats::Summary;
+use crate::sysfs::{attr_path, READ_BYTES};
 
 fn header(names: &[&'static str]) -> Vec<String> {
     let mut h = vec!["ns/op".to_string()];
@@ -109,13 +110,14 @@ fn uvfs_vs_row(cr: &ConfigResult) -> Option<Vec<Cell>> {
     Some(row)
 }
 
-/// Entries per second summed over the walkers (walkers × 10⁹ / mean ns per entry per
-/// walker) for each configuration of a multi-walker workload, and in parentheses the speed-up
-/// over the one-walker configuration of the same column.
-pub fn aggregate_table(names: &[&'static str], configs: &[ConfigResult]) -> Table {
+/// Operations per second summed over the threads (threads × 10⁹ / mean ns per operation per
+/// thread) for each configuration of a multi-thread workload, and in parentheses the speed-up
+/// over the one-thread configuration of the same column; `heading` names the operations
+/// (`entries/s (all walkers)` for `find`).
+pub fn aggregate_table(heading: &str, names: &[&'static str], configs: &[ConfigResult]) -> Table {
     let mut t = Table::new();
     t.load_preset(UTF8_FULL_CONDENSED);
-    let mut h = vec!["entries/s (all walkers)".to_string()];
+    let mut h = vec![heading.to_string()];
     h.extend(names.iter().map(|s| s.to_string()));
     t.set_header(h);
     let rate = |cr: &ConfigResult, ci: usize| {
@@ -286,14 +288,29 @@ pub fn print(r: &RunResult) {
                 println!("{}", workload_table(&r.column_names, configs));
                 println!("uvfs vs x: uvfs's time difference from that column's (* where the 95% intervals do not overlap)");
             }
+            Workload::SysfsOpenRead => {
+                println!(
+                    "seed 004: open(O_RDONLY), read {READ_BYTES} bytes, close of {} (shared: every thread; per-thread: thread i reads cpu(i mod the CPUs)'s, shared beyond that); ns/op is per thread",
+                    attr_path(0)
+                );
+                println!("{}", workload_table(&r.column_names, configs));
+            }
             Workload::Write1 | Workload::Read1 => {
                 println!("{}", workload_table(&r.column_names, configs));
                 println!("uvfs vs x: uvfs's time difference from that column's (* where the 95% intervals do not overlap)");
             }
             _ => println!("{}", workload_table(&r.column_names, configs)),
         }
-        if *w == Workload::Find {
-            println!("{}", aggregate_table(&r.column_names, configs));
+        match w {
+            Workload::Find => println!(
+                "{}",
+                aggregate_table("entries/s (all walkers)", &r.column_names, configs)
+            ),
+            Workload::SysfsOpenRead => println!(
+                "{}",
+                aggregate_table("ops/s (all threads)", &r.column_names, configs)
+            ),
+            _ => {}
         }
         if configs
             .iter()

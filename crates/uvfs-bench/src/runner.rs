@@ -26,6 +26,8 @@ pub struct Options {
     pub iterations: usize,
     /// Thread counts of multi-thread workloads.
     pub threads: Vec<usize>,
+    /// Thread counts of `sysfs-open-read` ([`crate::sysfs::thread_counts`]).
+    pub sysfs_threads: Vec<usize>,
     /// Group counts and loops of `messaging`.
     pub messaging: MessagingGrid,
     /// The watch scenarios of `write1-watch`, in order.
@@ -33,6 +35,28 @@ pub struct Options {
 }
 
 impl Options {
+    /// A smoke pass of `workloads` (`--quick`, 2 samples) on `threads` threads (`sysfs-open-read`
+    /// too), `messaging`'s quick grid and every watch scenario.
+    pub fn smoke(workloads: Vec<Workload>, threads: Vec<usize>) -> Options {
+        Options {
+            workloads,
+            quick: true,
+            iterations: 2,
+            sysfs_threads: threads.clone(),
+            threads,
+            messaging: MessagingGrid::default_for(true),
+            watches: Watch::ALL.to_vec(),
+        }
+    }
+
+    /// The thread counts of `w`.
+    fn threads_of(&self, w: Workload) -> &[usize] {
+        match w {
+            Workload::SysfsOpenRead => &self.sysfs_threads,
+            _ => &self.threads,
+        }
+    }
+
     /// Target wall time of one sample.
     fn sample_time(&self) -> Duration {
         if self.quick {
@@ -149,7 +173,7 @@ pub fn run(
         .flat_map(|&w| {
             grid(
                 w,
-                &opts.threads,
+                opts.threads_of(w),
                 Tree::default_for(opts.quick),
                 &opts.messaging,
                 &opts.watches,

@@ -7,21 +7,13 @@ use indicatif::ProgressBar;
 use uvfs_bench::column::Column;
 use uvfs_bench::columns::host::Host;
 use uvfs_bench::columns::uvfs::{Design, Uvfs};
-use uvfs_bench::params::{MessagingGrid, Workload};
+use uvfs_bench::params::Workload;
 use uvfs_bench::runner::{run, Options};
-use uvfs_bench::watch::Watch;
 use uvfs_bench::{report, svg};
 
 #[test]
 fn quick_run_covers_every_workload_and_writes_outputs() {
-    let opts = Options {
-        workloads: Workload::ALL.to_vec(),
-        quick: true,
-        iterations: 2,
-        threads: vec![1, 2],
-        messaging: MessagingGrid::default_for(true),
-        watches: Watch::ALL.to_vec(),
-    };
+    let opts = Options::smoke(Workload::ALL.to_vec(), vec![1, 2]);
     let mut columns: Vec<Box<dyn Column>> = vec![
         Box::new(Host::new()),
         Box::new(Uvfs::new(Design::Current)),
@@ -61,8 +53,8 @@ fn quick_run_covers_every_workload_and_writes_outputs() {
     }
     // write1, write1-watch (7 scenarios), read1, orc (1 + 2x2), stat-walk x5, create-unlink
     // (1 + 2x2), find (1 and 2 walkers), messaging (groups 1 and 2), pipe-pingpong,
-    // pipe-bulk: 26 configurations.
-    assert_eq!(uvfs_samples, 26 * 2);
+    // pipe-bulk, sysfs-open-read (1 + 2x1): 29 configurations.
+    assert_eq!(uvfs_samples, 29 * 2);
     let text = String::from_utf8(json).expect("utf-8");
     assert!(text
         .lines()

@@ -100,7 +100,8 @@ struct BenchArgs {
     #[arg(long, value_name = "N", value_parser = values::iterations, allow_negative_numbers = true)]
     iterations: Option<usize>,
     /// Thread counts of the multi-thread workloads, comma-separated, 1 to 1024 (each thread
-    /// reserves a 2 MiB stack) (default: 1 and the CPUs; find always runs 1 and 2 walkers).
+    /// reserves a 2 MiB stack) (default: 1 and the CPUs; sysfs-open-read 1,2,4,16,96, 1,2,16
+    /// with --quick, and always 1; find always runs 1 and 2 walkers).
     #[arg(long, value_name = "N,...", value_delimiter = ',', value_parser = values::threads, allow_negative_numbers = true)]
     threads: Option<Vec<usize>>,
     /// Columns to run, comma-separated (default: all). With no workload named, host and uvfs
@@ -539,6 +540,7 @@ fn bench_columns(chosen: &[ColumnArg], mut gvisor: Option<Gvisor>) -> Vec<Box<dy
                 ColumnArg::Uvfs => Box::new(Uvfs::new(Design::Current)),
                 ColumnArg::UvfsVanilla => Box::new(Uvfs::new(Design::Vanilla)),
                 ColumnArg::UvfsVanillaNotify => Box::new(Uvfs::new(Design::VanillaNotify)),
+                ColumnArg::UvfsTmpfs => Box::new(Uvfs::new(Design::TmpfsReference)),
                 ColumnArg::UvfsNonotify => {
                     Box::new(NoNotify::find(std::env::current_exe().ok().as_deref()))
                 }
@@ -598,6 +600,7 @@ fn bench(a: BenchArgs) -> anyhow::Result<()> {
         workloads,
         quick: a.quick,
         iterations: a.iterations.unwrap_or(if a.quick { 2 } else { 10 }),
+        sysfs_threads: uvfs_bench::sysfs::thread_counts(a.threads.as_deref(), a.quick),
         threads,
         messaging,
         watches: a.watch.as_ref().map_or_else(

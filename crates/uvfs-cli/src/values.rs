@@ -206,6 +206,8 @@ pub enum ColumnArg {
     UvfsVanilla,
     /// uvfs with the notification hooks of before 2015 (write1, messaging).
     UvfsVanillaNotify,
+    /// uvfs with sysfs-open-read's files on a tmpfs: that workload's reference.
+    UvfsTmpfs,
     /// The `vfs` crate's MemoryFS.
     VfsCrate,
     /// gVisor's Sentry VFS (needs `go`).
@@ -214,12 +216,13 @@ pub enum ColumnArg {
 
 impl ColumnArg {
     /// Every column, in table order.
-    pub const ALL: [ColumnArg; 7] = [
+    pub const ALL: [ColumnArg; 8] = [
         ColumnArg::Host,
         ColumnArg::Uvfs,
         ColumnArg::UvfsNonotify,
         ColumnArg::UvfsVanilla,
         ColumnArg::UvfsVanillaNotify,
+        ColumnArg::UvfsTmpfs,
         ColumnArg::VfsCrate,
         ColumnArg::Gvisor,
     ];
@@ -319,7 +322,8 @@ mod tests {
                 "find",
                 "messaging",
                 "pipe-pingpong",
-                "pipe-bulk"
+                "pipe-bulk",
+                "sysfs-open-read"
             ]
         );
         let c: Vec<_> = ColumnArg::ALL
@@ -334,6 +338,7 @@ mod tests {
                 "uvfs-nonotify",
                 "uvfs-vanilla",
                 "uvfs-vanilla-notify",
+                "uvfs-tmpfs",
                 "vfs-crate",
                 "gvisor"
             ]

@@ -131,7 +131,7 @@ fn bench_refuses_unknown_names_and_lists_the_valid_ones() {
     refused(&["bench", "write1,nope"], "[WORKLOADS]...", workloads);
     refused(&["bench", "-1"], "[WORKLOADS]...", workloads);
     let columns =
-        "takes host, uvfs, uvfs-nonotify, uvfs-vanilla, uvfs-vanilla-notify, vfs-crate, gvisor";
+        "takes host, uvfs, uvfs-nonotify, uvfs-vanilla, uvfs-vanilla-notify, uvfs-tmpfs, vfs-crate, gvisor";
     for bad in ["hots", "uvfs,gVisor", "", "0"] {
         refused(
             &["bench", "--quick", "--columns", bad, "write1"],

@@ -320,6 +320,7 @@ fn find_quick_reports_ns_per_entry_for_one_and_two_walkers() {
                 "uvfs-nonotify",
                 "uvfs-vanilla",
                 "uvfs-vanilla-notify",
+                "uvfs-tmpfs",
                 "vfs-crate",
                 "gvisor"
             ]
@@ -330,7 +331,13 @@ fn find_quick_reports_ns_per_entry_for_one_and_two_walkers() {
             if let Some(why) = k["skipped"].as_str() {
                 // gvisor without go; the notification columns run write1 and messaging only.
                 assert!(
-                    ["gvisor", "uvfs-nonotify", "uvfs-vanilla-notify"].contains(&name),
+                    [
+                        "gvisor",
+                        "uvfs-nonotify",
+                        "uvfs-vanilla-notify",
+                        "uvfs-tmpfs"
+                    ]
+                    .contains(&name),
                     "only gvisor (go) may be skipped: {why}"
                 );
                 assert!(why.starts_with("skipped: "), "{why}");

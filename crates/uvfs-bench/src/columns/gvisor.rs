@@ -48,6 +48,10 @@ use crate::watch::Watch;
 /// Why the gVisor column skips the `mount` scenario of `write1-watch`.
 pub const GVISOR_MOUNT_SKIPPED: &str = "skipped: gVisor has no fanotify";
 
+/// Why the gVisor column skips `sysfs-open-read`.
+pub const GVISOR_SYSFS_SKIPPED: &str =
+    "skipped: gVisor's sysfs is not driven here (the driver mounts its tmpfs only)";
+
 /// The Go module that provides the VFS, as named in the driver's `go.mod`.
 const GVISOR_MODULE: &str = "gvisor.dev/gvisor";
 
@@ -116,6 +120,9 @@ impl Column for Gvisor {
         match &self.driver {
             Ok(_) if p.workload.uses_pipes() => Support::No(GVISOR_PIPES_SKIPPED.into()),
             Ok(_) if p.watch == Watch::Mount => Support::No(GVISOR_MOUNT_SKIPPED.into()),
+            Ok(_) if p.workload == Workload::SysfsOpenRead => {
+                Support::No(GVISOR_SYSFS_SKIPPED.into())
+            }
             Ok(_) => Support::Yes,
             Err(why) => Support::No(why.clone()),
         }

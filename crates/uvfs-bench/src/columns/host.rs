@@ -18,6 +18,7 @@ use crate::find::{
 use crate::params::{walk_components, Params, Sharing, Workload};
 use crate::pipes::{self, PipeSys};
 use crate::private_tmpfs::{Backing, PrivateTmpfs};
+use crate::sysfs::{self, Cpus, Reads};
 use crate::watch::{Placed, Watch, WatchState, Watcher, UNRELATED_FILE, WATCH_DIR, WRITTEN_FILE};
 
 /// Bytes in the small file that `read1` and `open-read-close` read.
@@ -33,6 +34,8 @@ pub struct Host {
     names: Vec<CString>,
     /// The watch of a `write1-watch` configuration, and the calls it was placed with.
     watch: Placed<HostNotify>,
+    /// The host's sysfs files of a `sysfs-open-read` configuration.
+    sysfs: Option<Reads>,
 }
 
 impl Host {
@@ -45,6 +48,7 @@ impl Host {
             file: None,
             names: Vec::new(),
             watch: Placed::default(),
+            sysfs: None,
         }
     }
 
@@ -63,6 +67,12 @@ impl Host {
         self.watch.wait_drained(events, timeout)
     }
 
+    /// The reads checked so far in the current `sysfs-open-read` configuration (0 without
+    /// one).
+    pub fn sysfs_checks(&self) -> u64 {
+        self.sysfs.as_ref().map_or(0, Reads::checks)
+    }
+
     /// Removes the watch of a `write1-watch` configuration, if any.
     fn remove_watch(&mut self) -> anyhow::Result<()> {
         self.watch.remove()
@@ -72,8 +82,12 @@ impl Host {
         let removed = self.remove_watch();
         self.file = None;
         self.names.clear();
-        // Start every configuration from an empty tmpfs.
-        self.tmpfs.clear()?;
+        self.sysfs = None;
+        // Start every configuration from an empty tmpfs (if there is one: sysfs-open-read
+        // runs without).
+        if self.tmpfs.support() == Support::Yes {
+            self.tmpfs.clear()?;
+        }
         removed
     }
 }
@@ -214,6 +228,10 @@ impl Column for Host {
     }
 
     fn supports(&self, p: &Params) -> Support {
+        if p.workload == Workload::SysfsOpenRead {
+            // The host's own /sys, not the private tmpfs.
+            return sysfs::host_support();
+        }
         match self.tmpfs.support() {
             // A mount mark on the plain directory's file system would see every other
             // process's writes there.
@@ -229,6 +247,10 @@ impl Column for Host {
 
     fn setup(&mut self, p: &Params) -> anyhow::Result<()> {
         self.clear()?;
+        if p.workload == Workload::SysfsOpenRead {
+            self.sysfs = Some(Reads::new(&Cpus::read(), p));
+            return Ok(());
+        }
         let dir = self.tmpfs.dir()?.try_clone_to_owned()?;
         let data = [7u8; SMALL_FILE_BYTES];
         let mk = |name: &CString| -> anyhow::Result<OwnedFd> {
@@ -300,11 +322,24 @@ impl Column for Host {
             }
             // Each run makes its own pipes.
             Workload::Messaging | Workload::PipePingpong | Workload::PipeBulk => {}
+            Workload::SysfsOpenRead => {}
         }
         Ok(())
     }
 
     fn run(&mut self, p: &Params, ops: u64) -> anyhow::Result<Duration> {
+        if p.workload == Workload::SysfsOpenRead {
+            let reads = self
+                .sysfs
+                .as_ref()
+                .ok_or_else(|| anyhow!("no sysfs files"))?;
+            let before = reads.checks();
+            let d = timed_threads(p.threads, |i| {
+                reads.thread(i, ops, sysfs::host_open_read_close)
+            })?;
+            reads.verify(before, ops)?;
+            return Ok(d);
+        }
         let dir = self.tmpfs.dir()?;
         match p.workload {
             Workload::Write1 | Workload::Write1Watch => {
@@ -374,6 +409,7 @@ impl Column for Host {
             Workload::Messaging => pipes::messaging(&HostPipes, p.messaging_size()?),
             Workload::PipePingpong => pipes::pingpong(&HostPipes, ops),
             Workload::PipeBulk => pipes::bulk(&HostPipes, ops),
+            Workload::SysfsOpenRead => Err(anyhow!("sysfs-open-read is run above")),
         }
     }
 
@@ -383,8 +419,8 @@ impl Column for Host {
 
     fn note(&self) -> &'static str {
         match self.tmpfs.backing() {
-            Backing::Tmpfs => "host: real system calls on a private tmpfs (paths relative to its directory fd); threads (find: walkers) share the process's fd table",
-            Backing::PlainDir => "host (not tmpfs): real system calls in a plain directory under the system temporary directory, on whatever file system that is, because no private tmpfs could be mounted (not root and no user namespace); threads (find: walkers) share the process's fd table",
+            Backing::Tmpfs => "host: real system calls on a private tmpfs (paths relative to its directory fd); sysfs-open-read: on the host's own /sys; threads (find: walkers) share the process's fd table",
+            Backing::PlainDir => "host (not tmpfs): real system calls in a plain directory under the system temporary directory, on whatever file system that is, because no private tmpfs could be mounted (not root and no user namespace); sysfs-open-read: on the host's own /sys; threads (find: walkers) share the process's fd table",
         }
     }
 }

@@ -4,6 +4,7 @@ use std::time::Duration;
 
 use anyhow::{anyhow, bail};
 use uvfs::abi::{AtFlags, OpenFlags, AT_FDCWD};
+use uvfs::fs::sysfs::Sysfs;
 use uvfs::vfs::WalkMode;
 use uvfs::{Cred, Task, Vfs};
 
@@ -16,6 +17,9 @@ use crate::find::{
 };
 use crate::params::{walk_components, Params, Sharing, Workload};
 use crate::pipes::{self, PipeSys};
+use crate::sysfs::{
+    mount_on_uvfs, uvfs_open_read_close, vanilla_locking_on, Backing, Cpus, Reads, VanillaLocking,
+};
 use crate::watch::{Placed, Watch, WatchState, Watcher, UNRELATED_FILE, WATCH_DIR, WRITTEN_FILE};
 
 /// Which uvfs design a column runs.
@@ -33,18 +37,30 @@ pub enum Design {
     /// uvfs with the notification hooks of before 2015 and nothing else changed, for `write1`
     /// and `messaging` (seeds 001 and 000), where [`Design::Vanilla`] is another design.
     VanillaNotify,
+    /// Not a design: uvfs with `sysfs-open-read`'s files on a tmpfs mounted at `/sys`, the
+    /// reference for its sysfs columns ([`crate::sysfs`]). Runs that workload only.
+    TmpfsReference,
 }
 
 impl Design {
     /// Whether a run of `p` in this design has the vanilla notification hooks on.
     pub fn vanilla_hooks(self, p: &Params) -> bool {
         match self {
-            Design::Current => false,
+            Design::Current | Design::TmpfsReference => false,
             Design::Vanilla => p.workload == Workload::Write1Watch,
             Design::VanillaNotify => true,
         }
     }
+
+    /// Whether a run of `p` in this design has the pre-5.15 kernfs locking on
+    /// ([`VanillaLocking`]).
+    fn vanilla_kernfs(self, p: &Params) -> bool {
+        self == Design::Vanilla && p.workload == Workload::SysfsOpenRead
+    }
 }
+
+/// Why `uvfs-tmpfs` skips a workload.
+const TMPFS_REFERENCE_ONLY: &str = "skipped: sysfs-open-read's reference only";
 
 /// Why `uvfs-vanilla-notify` skips a workload.
 const VANILLA_NOTIFY_ONLY: &str = "skipped: run on write1 and messaging only";
@@ -65,6 +81,10 @@ pub struct Uvfs {
     names: Vec<String>,
     /// The watch of a `write1-watch` configuration, and the calls it was placed with.
     watch: Placed<UvfsNotify>,
+    /// The sysfs mounted at `/sys` for `sysfs-open-read`, kept while it is mounted.
+    sysfs: Option<Sysfs>,
+    /// The files of a `sysfs-open-read` configuration and the checks of their reads.
+    reads: Option<Reads>,
 }
 
 impl Uvfs {
@@ -80,7 +100,15 @@ impl Uvfs {
             fd: -1,
             names: Vec::new(),
             watch: Placed::default(),
+            sysfs: None,
+            reads: None,
         }
+    }
+
+    /// The reads checked so far in the current `sysfs-open-read` configuration (0 without
+    /// one).
+    pub fn sysfs_checks(&self) -> u64 {
+        self.reads.as_ref().map_or(0, Reads::checks)
     }
 
     /// What the watch of the current `write1-watch` configuration has seen so far (nothing
@@ -103,9 +131,11 @@ impl Uvfs {
         self.watch.remove()
     }
 
-    fn task_for_design(&self) -> Task {
+    /// The main task of a configuration of `p`: ref-walk in the vanilla design, except for
+    /// `sysfs-open-read`, whose vanilla design is uvfs's walk with the kernfs global mutex.
+    fn task_for_design(&self, p: &Params) -> Task {
         let t = self.vfs.task(Cred::root());
-        if self.design == Design::Vanilla {
+        if self.design == Design::Vanilla && p.workload != Workload::SysfsOpenRead {
             t.set_walk_mode(WalkMode::Ref);
         }
         t
@@ -284,6 +314,7 @@ impl Column for Uvfs {
             Design::Current => "uvfs",
             Design::Vanilla => "uvfs-vanilla",
             Design::VanillaNotify => "uvfs-vanilla-notify",
+            Design::TmpfsReference => "uvfs-tmpfs",
         }
     }
 
@@ -293,6 +324,8 @@ impl Column for Uvfs {
             return Support::No("skipped: built without notification".into());
         }
         match (self.design, p.workload) {
+            (Design::TmpfsReference, Workload::SysfsOpenRead) => Support::Yes,
+            (Design::TmpfsReference, _) => Support::No(TMPFS_REFERENCE_ONLY.into()),
             (Design::Vanilla, Workload::CreateUnlink) => {
                 Support::No("no vanilla design for this workload yet".into())
             }
@@ -309,9 +342,11 @@ impl Column for Uvfs {
         // A fresh namespace per configuration, so every one starts from an empty tmpfs.
         self.remove_watch()?;
         self.vfs = Vfs::new();
-        self.task = self.task_for_design();
+        self.task = self.task_for_design(p);
         self.sibling = None;
         self.names.clear();
+        self.sysfs = None;
+        self.reads = None;
         let t = &self.task;
         let data = [7u8; SMALL_FILE_BYTES];
         let mk = |path: &str| -> anyhow::Result<i32> {
@@ -388,6 +423,15 @@ impl Column for Uvfs {
             }
             // Each run makes its own pipes.
             Workload::Messaging | Workload::PipePingpong | Workload::PipeBulk => {}
+            Workload::SysfsOpenRead => {
+                let backing = match self.design {
+                    Design::TmpfsReference => Backing::Tmpfs,
+                    _ => Backing::Sysfs,
+                };
+                let cpus = Cpus::read();
+                self.sysfs = mount_on_uvfs(t, backing, &cpus)?;
+                self.reads = Some(Reads::new(&cpus, p));
+            }
         }
         Ok(())
     }
@@ -395,6 +439,18 @@ impl Column for Uvfs {
     fn run(&mut self, p: &Params, ops: u64) -> anyhow::Result<Duration> {
         // The vanilla hooks for this run only, off again when it returns.
         let _hooks = self.design.vanilla_hooks(p).then(VanillaHooks::on);
+        // And the pre-5.15 kernfs locking; a run whose switch is not as its design says would
+        // measure the other design.
+        let _locking = self.design.vanilla_kernfs(p).then(VanillaLocking::on);
+        if p.workload == Workload::SysfsOpenRead
+            && vanilla_locking_on() != self.design.vanilla_kernfs(p)
+        {
+            bail!(
+                "{}: a run with the pre-5.15 kernfs locking {}",
+                self.name(),
+                if vanilla_locking_on() { "on" } else { "off" }
+            );
+        }
         if p.workload == Workload::Find {
             return self.run_find(p, ops);
         }
@@ -420,6 +476,8 @@ impl Column for Uvfs {
         };
         let fd = self.fd;
         let names = &self.names;
+        let reads = self.reads.as_ref();
+        let checked_before = self.sysfs_checks();
         let r = timed_threads(threads, |i| {
             let t = take(i);
             let r = (|| -> anyhow::Result<()> {
@@ -451,6 +509,10 @@ impl Column for Uvfs {
                         for _ in 0..ops {
                             t.fstatat(AT_FDCWD, name, AtFlags::empty()).map_err(errno)?;
                         }
+                    }
+                    Workload::SysfsOpenRead => {
+                        let reads = reads.ok_or_else(|| anyhow!("no sysfs files"))?;
+                        reads.thread(i, ops, |path, buf| uvfs_open_read_close(&t, path, buf))?;
                     }
                     Workload::Find => return Err(anyhow!("find is run by run_find")),
                     Workload::Messaging | Workload::PipePingpong | Workload::PipeBulk => {
@@ -484,6 +546,9 @@ impl Column for Uvfs {
             .into_inner()
             .expect("not poisoned")
             .ok_or_else(|| anyhow!("main task lost"))?;
+        if let (Ok(_), Some(reads)) = (&r, &self.reads) {
+            reads.verify(checked_before, ops)?;
+        }
         r
     }
 
@@ -493,15 +558,20 @@ impl Column for Uvfs {
         }
         self.sibling = None;
         self.names.clear();
+        self.reads = None;
+        self.sysfs = None;
     }
 
     fn note(&self) -> &'static str {
         match self.design {
             Design::Current => {
-                "uvfs: in process, no syscall boundary or user copies; threads are tasks sharing one fd table, as the host's threads do (find: each walker its own task, Task::fork); pipe workloads: anonymous pipes do no timestamp work (Linux since 2025)"
+                "uvfs: in process, no syscall boundary or user copies; threads are tasks sharing one fd table, as the host's threads do (find: each walker its own task, Task::fork); pipe workloads: anonymous pipes do no timestamp work (Linux since 2025); sysfs-open-read: uvfs's sysfs (the host's cpu topology) mounted at /sys"
             }
             Design::Vanilla => {
-                "uvfs-vanilla: uvfs with the replaced design — locked walk with a reference per component (ref-walk); write1/read1 through a shared fd table; write1-watch with the notification hooks of Linux before 2015 (every hook enters the mark read side and walks the empty mark lists); pipe workloads with anonymous pipes stamping atime on reads and mtime/ctime on writes as Linux did before 2025 (strictatime, as on pipe_mnt)"
+                "uvfs-vanilla: uvfs with the replaced design — locked walk with a reference per component (ref-walk); write1/read1 through a shared fd table; write1-watch with the notification hooks of Linux before 2015 (every hook enters the mark read side and walks the empty mark lists); pipe workloads with anonymous pipes stamping atime on reads and mtime/ctime on writes as Linux did before 2025 (strictatime, as on pipe_mnt); sysfs-open-read: uvfs's walk with one global mutex taken twice at every kernfs component, as Linux before 5.15 in kernfs_iop_permission and kernfs_dop_revalidate (it also left RCU-walk there: not modelled)"
+            }
+            Design::TmpfsReference => {
+                "uvfs-tmpfs: sysfs-open-read only, the same /sys/devices/system/cpu/cpuN/topology/core_id paths and contents on a uvfs tmpfs mounted at /sys (the reference: uvfs's tmpfs walk and open)"
             }
             Design::VanillaNotify => {
                 "uvfs-vanilla-notify: uvfs with only the notification hooks of Linux before 2015 (every hook enters the mark read side and walks the empty mark lists), on write1 and messaging"

@@ -185,6 +185,9 @@ fn vfs_find(fs: &MemoryFS, tree: &Tree, walker: usize) -> anyhow::Result<()> {
 /// Why the vfs crate skips `write1-watch`.
 const VFS_CRATE_NO_WATCHES: &str = "skipped: the vfs crate has no notification";
 
+/// Why the `vfs` crate's column skips `sysfs-open-read`.
+const VFS_CRATE_NO_SYSFS: &str = "skipped: the vfs crate has no pseudo filesystem";
+
 /// Builds the file system and the per-thread objects `p` needs.
 fn build(p: &Params) -> anyhow::Result<(Arc<MemoryFS>, Plan)> {
     ensure!(p.threads >= 1, "threads must be at least 1");
@@ -262,6 +265,7 @@ fn build(p: &Params) -> anyhow::Result<(Arc<MemoryFS>, Plan)> {
             bail!("vfs-crate: the vfs crate has no pipes")
         }
         Workload::Write1Watch => bail!("{VFS_CRATE_NO_WATCHES}"),
+        Workload::SysfsOpenRead => bail!("{VFS_CRATE_NO_SYSFS}"),
     };
     Ok((fs, plan))
 }
@@ -332,6 +336,9 @@ impl Column for VfsCrate {
         }
         if p.workload == Workload::Write1Watch {
             return Support::No(VFS_CRATE_NO_WATCHES.into());
+        }
+        if p.workload == Workload::SysfsOpenRead {
+            return Support::No(VFS_CRATE_NO_SYSFS.into());
         }
         Support::Yes
     }
@@ -454,6 +461,10 @@ mod tests {
                         }
                         if workload == Workload::Write1Watch {
                             assert_eq!(col.supports(&p), Support::No(VFS_CRATE_NO_WATCHES.into()));
+                            continue;
+                        }
+                        if workload == Workload::SysfsOpenRead {
+                            assert_eq!(col.supports(&p), Support::No(VFS_CRATE_NO_SYSFS.into()));
                             continue;
                         }
                         assert_eq!(col.supports(&p), Support::Yes);
