@@ -346,35 +346,54 @@ fn make_inode(tree: &Arc<Tree>, node: Node, perm: u32) -> Arc<Inode> {
     inode
 }
 
-/// The benchmarks' "vanilla" kernfs: one global mutex taken twice at every cached step onto a
-/// kernfs node, as Linux before 5.15 took `kernfs_mutex` in `kernfs_iop_permission()` and
-/// in `kernfs_dop_revalidate()` for each component (seed 004). Off unless
-/// [`set_vanilla_locking`] turns it on.
+/// The benchmarks' "vanilla" kernfs: Linux's kernfs before 5.15 (seed 004), for
+/// `uvfs bench sysfs-open-read`'s vanilla column. Off unless [`set_vanilla_locking`] turns it
+/// on. That kernfs refused RCU-walk (`kernfs_iop_permission()` returned `-ECHILD` under
+/// `MAY_NOT_BLOCK`), so its walks took a reference per component (the column's tasks use
+/// [`WalkMode::Ref`](crate::vfs::WalkMode::Ref), uvfs's ref-walk); and every kernfs component
+/// took one global mutex twice: in `kernfs_iop_permission()`, around `kernfs_refresh_inode()`
+/// (the node's attributes copied into its inode), and in `kernfs_dop_revalidate()`, around the
+/// node's checks.
 static VANILLA: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
 static VANILLA_MUTEX: parking_lot::Mutex<()> = parking_lot::Mutex::new(());
 
-/// Turns the vanilla kernfs locking on or off, process-wide: with it on, every cached walk
-/// step onto a kernfs node takes one global mutex twice (permission, then revalidation), as
-/// Linux did before 5.15. For `uvfs bench sysfs-open-read`'s vanilla column; never on by
-/// default.
+/// Turns the vanilla kernfs locking on or off, process-wide (see the benchmarks' vanilla
+/// column): with it on, every walk step onto a kernfs node takes one global mutex twice, once
+/// around a copy of the node's attributes into its inode and once around its revalidation, as
+/// Linux did before 5.15. Never on by default.
 pub fn set_vanilla_locking(on: bool) {
     VANILLA.store(on, std::sync::atomic::Ordering::SeqCst);
 }
 
-/// The vanilla steps of [`set_vanilla_locking`], when it is on.
+/// Whether [`set_vanilla_locking`] is on.
+pub fn vanilla_locking() -> bool {
+    VANILLA.load(std::sync::atomic::Ordering::SeqCst)
+}
+
+/// The vanilla steps of [`set_vanilla_locking`] for a walk step onto `inode`, when it is on.
 #[inline]
-pub(crate) fn vanilla_step() {
+pub(crate) fn vanilla_step(inode: &Inode) {
     if VANILLA.load(std::sync::atomic::Ordering::Relaxed) {
-        vanilla_lock_twice();
+        vanilla_lock_twice(inode);
     }
 }
 
 #[cold]
 #[inline(never)]
-fn vanilla_lock_twice() {
-    // kernfs_iop_permission(), then kernfs_dop_revalidate().
-    drop(VANILLA_MUTEX.lock());
-    drop(VANILLA_MUTEX.lock());
+fn vanilla_lock_twice(inode: &Inode) {
+    {
+        // kernfs_iop_permission(): kernfs_refresh_inode() under the mutex.
+        let _g = VANILLA_MUTEX.lock();
+        let (perm, uid, gid) = (inode.mode() & 0o7777, inode.uid(), inode.gid());
+        inode.write_attrs(|w| {
+            w.set_perm(perm);
+            w.set_uid(uid);
+            w.set_gid(gid);
+        });
+    }
+    // kernfs_dop_revalidate(): the node's checks under the mutex.
+    let _g = VANILLA_MUTEX.lock();
+    std::hint::black_box(Node::of(inode).map(|n| (n.is_active(), n.name.len(), n.parent.is_some())));
 }
 
 /// A node of a [`Kernfs`] tree: a handle its owner keeps to add nodes below it, notify

@@ -55,7 +55,7 @@ pub(crate) fn step_cached<'g>(
 /// `kernfs_iop_permission()` and `kernfs_dop_revalidate()` for every kernfs component.
 #[inline(never)]
 pub(crate) fn revalidate(inode: &crate::vfs::Inode) -> bool {
-    crate::fs::kernfs::vanilla_step();
+    crate::fs::kernfs::vanilla_step(inode);
     !inode.is_stale()
 }
 
