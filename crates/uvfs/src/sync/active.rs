@@ -189,6 +189,14 @@ impl Registration {
     }
 }
 
+#[cfg(all(test, any(loom, feature = "shuttle")))]
+impl Registration {
+    /// The thread's slots, which the model checks' setup stores to (`active_check`).
+    pub(crate) fn slots(&self) -> &[AtomicUsize; DEPTH] {
+        &self.cell.held.0
+    }
+}
+
 /// A running callback's active reference (Linux: between `kernfs_get_active()` and
 /// `kernfs_put_active()`).
 pub(crate) struct Active<'r> {
@@ -213,8 +221,32 @@ thread_local! {
     static OWN: Registration = DOMAIN.register();
 }
 
+// Under a model checker the domain and the threads' registrations are the model's lazy
+// static and thread locals, made afresh in each explored execution (a plain static would keep
+// the model atomics of an execution that has ended). kernfs reaches them through `with_own`
+// and `DOMAIN` in these builds too, so that they compile; the model checks themselves
+// (`active_check`) make their own domains.
+#[cfg(loom)]
+loom::lazy_static! {
+    pub(crate) static ref DOMAIN: Domain = Domain::new();
+}
+
+#[cfg(loom)]
+loom::thread_local! {
+    static OWN: Registration = DOMAIN.register();
+}
+
+#[cfg(all(not(loom), feature = "shuttle"))]
+shuttle::lazy_static! {
+    pub(crate) static ref DOMAIN: Domain = Domain::new();
+}
+
+#[cfg(all(not(loom), feature = "shuttle"))]
+shuttle::thread_local! {
+    static OWN: Registration = DOMAIN.register();
+}
+
 /// Runs `f` with the calling thread's registration in [`DOMAIN`] (made at its first call).
-#[cfg(not(any(loom, feature = "shuttle")))]
 #[inline]
 pub(crate) fn with_own<R>(f: impl FnOnce(&Registration) -> R) -> R {
     OWN.with(f)
