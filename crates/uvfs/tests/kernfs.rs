@@ -1040,3 +1040,71 @@ fn issue_11_a_removal_waits_for_the_drain_of_another_removal() {
         });
     }
 }
+
+/// Regression (issue 11): two callbacks of one attribute that each remove the attribute (a
+/// `store` that deletes its device, on two threads at once) both return. Oracle: Linux's
+/// `kernfs_remove_self()`, which drops the caller's own active reference before removing
+/// (`kernfs_break_active_protection()`), so competing self-removals never wait for each
+/// other. Each removal waiting for the other's callback would never end: the test fails at
+/// its deadline instead of hanging.
+#[test]
+fn issue_11_two_callbacks_removing_their_own_node_do_not_wait_for_each_other() {
+    let tree = Kernfs::new("kfs", 0x6b66);
+    let dev = tree.root().create_dir("dev", 0o755).expect("dir");
+    let inside = Arc::new(AtomicUsize::new(0));
+    let me: Arc<Mutex<Option<KernfsNode>>> = Arc::default();
+    let attr = {
+        let (inside, me) = (inside.clone(), me.clone());
+        dev.create_file(
+            "remove",
+            0o200,
+            show_store(
+                |_| {},
+                move |data| {
+                    // Both writers inside the callback before either removes.
+                    inside.fetch_add(1, Ordering::SeqCst);
+                    let start = Instant::now();
+                    while inside.load(Ordering::SeqCst) < 2 {
+                        if start.elapsed() > Duration::from_secs(20) {
+                            return Err(Errno::EIO);
+                        }
+                        std::thread::yield_now();
+                    }
+                    let node = me.lock().expect("me").clone().expect("set");
+                    node.remove();
+                    Ok(data.len())
+                },
+            ),
+        )
+        .expect("file")
+    };
+    *me.lock().expect("me") = Some(attr.clone());
+    let (_vfs, task) = mounted(&tree);
+    let done = Arc::new(AtomicUsize::new(0));
+    let results = Arc::new(Mutex::new(Vec::new()));
+    for _ in 0..2 {
+        let (task, done, results) = (task.clone_thread(), done.clone(), results.clone());
+        let fd = open(&task, "/k/dev/remove", OpenFlags::WRONLY);
+        // Not scoped: a deadlocked writer must not keep the test from failing.
+        std::thread::spawn(move || {
+            let r = task.write(fd, b"1");
+            results.lock().expect("results").push(r);
+            done.fetch_add(1, Ordering::SeqCst);
+        });
+    }
+    let start = Instant::now();
+    while done.load(Ordering::SeqCst) < 2 {
+        assert!(
+            start.elapsed() < Duration::from_secs(20),
+            "the two self-removals wait for each other"
+        );
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    assert_eq!(*results.lock().expect("results"), [Ok(1), Ok(1)]);
+    assert!(attr.is_removed());
+    assert_eq!(
+        task.fstatat(AT_FDCWD, "/k/dev/remove", AtFlags::empty())
+            .err(),
+        Some(Errno::ENOENT)
+    );
+}

@@ -9,7 +9,8 @@
 //! flag is not set, at its start and at its end), and a callback that passed the check is
 //! waited for (the remover, after `drain`, sees what the body wrote; a relaxed write, so
 //! under loom only a happens-before edge from the body makes it visible). A callback that
-//! removes its own object does not wait for itself, and still waits for another thread's.
+//! removes its own object does not wait for itself, and still waits for another thread's;
+//! two callbacks on two threads that both remove their object both return.
 //!
 //! Each scenario counts its executions and their outcomes (callback ran, refused, drain found
 //! it running) and asserts that the model reached each of them, so that a scenario whose
@@ -255,4 +256,43 @@ fn active_check_a_callback_removing_its_own_object_waits_for_others_only() {
     OUTCOMES.assert_all_reached(
         "active_check_a_callback_removing_its_own_object_waits_for_others_only",
     );
+}
+
+/// Two callbacks of one object on two threads that each remove it (Linux: competing
+/// `kernfs_remove_self()`): each drain gives up its own thread's slot before waiting, so
+/// neither waits for the other and both return.
+#[test]
+fn active_check_two_callbacks_removing_their_object_both_return() {
+    static EXECUTIONS: StdCount = StdCount::new(0);
+    static BOTH_REMOVED: StdCount = StdCount::new(0);
+    check(|| {
+        let domain = Arc::new(Domain::new());
+        let flags = live_flags();
+        let (reg, other_reg) = (register(&domain), register(&domain));
+        let other = {
+            let (domain, flags) = (domain.clone(), flags.clone());
+            thread::spawn(move || remove_self(&domain, &other_reg, &flags))
+        };
+        let mine = remove_self(&domain, &reg, &flags);
+        let theirs = other.join().expect("the other self-removal panicked");
+        count(&EXECUTIONS);
+        if mine && theirs {
+            count(&BOTH_REMOVED);
+        }
+    });
+    let (e, b) = (read(&EXECUTIONS), read(&BOTH_REMOVED));
+    eprintln!("active_check_two_callbacks_removing_their_object_both_return: {e} executions, both removed in {b}");
+    assert!(b > 0, "no execution had both callbacks remove the object");
+}
+
+/// A callback of [`KEY`] that deactivates and drains its own object; false if it was refused.
+fn remove_self(domain: &Domain, reg: &Registration, flags: &AtomicU32) -> bool {
+    match reg.enter(KEY, flags) {
+        Ok(_active) => {
+            deactivate(flags);
+            domain.drain(Some(reg), &|k| k == KEY);
+            true
+        }
+        Err(_) => false,
+    }
 }
