@@ -22,8 +22,10 @@
 //!
 //! A remover does not wait for its own thread's slots: a callback that removes its own node
 //! is running the call that removes it (Linux: `kernfs_remove_self()`), and waiting for it
-//! would never end. Callbacks of other objects are never waited for, so a callback of one
-//! node may remove another.
+//! would never end. It also empties its own slots that hold removed keys before it waits, so
+//! that no other remover waits for its callback either: two callbacks removing each other's
+//! node (or the same one) on two threads would otherwise wait for each other. Callbacks of
+//! other objects are never waited for, so a callback of one node may remove another.
 //!
 //! # Fast path
 //! `enter` and the guard's drop: a `SeqCst` store and a relaxed store to a cache-line pair
@@ -102,6 +104,19 @@ impl Domain {
     /// in the flag word of every such object with [`deactivate`]. Returns how many times it
     /// found a callback running (0 if none was).
     pub(crate) fn drain(&self, own: Option<&Registration>, gone: &dyn Fn(usize) -> bool) -> usize {
+        // The caller's own callbacks of removed objects give up their slots now (Linux:
+        // `kernfs_break_active_protection()` in `kernfs_remove_self()`): they go on after the
+        // removal, and another thread's drain must not wait for them, or two callbacks that
+        // remove each other's objects would wait for each other for ever. Only this thread
+        // writes these slots; the guards' drop stores 0 again.
+        if let Some(r) = own {
+            for slot in &r.cell.held.0 {
+                let k = slot.load(Ordering::Relaxed);
+                if k != 0 && gone(k) {
+                    slot.store(0, Ordering::Release);
+                }
+            }
+        }
         // A thread registered after this snapshot registered after the flags were set, so it
         // sees them (the list's lock orders the two).
         let cells: Vec<Arc<Cell>> = self.lock().clone();
@@ -189,6 +204,14 @@ impl Registration {
     }
 }
 
+#[cfg(all(test, any(loom, feature = "shuttle")))]
+impl Registration {
+    /// The thread's slots, which the model checks' setup stores to (`active_check`).
+    pub(crate) fn slots(&self) -> &[AtomicUsize; DEPTH] {
+        &self.cell.held.0
+    }
+}
+
 /// A running callback's active reference (Linux: between `kernfs_get_active()` and
 /// `kernfs_put_active()`).
 pub(crate) struct Active<'r> {
@@ -204,11 +227,37 @@ impl Drop for Active<'_> {
     }
 }
 
-/// The process's domain, which kernfs uses. (Model-checking scenarios make domains of
-/// their own: a registration made here outside a model holds no modelled atomics.)
+/// The process's domain, which kernfs uses.
+#[cfg(not(any(loom, feature = "shuttle")))]
 pub(crate) static DOMAIN: Domain = Domain::new();
 
+#[cfg(not(any(loom, feature = "shuttle")))]
 thread_local! {
+    static OWN: Registration = DOMAIN.register();
+}
+
+// Under a model checker the domain and the threads' registrations are the model's lazy
+// static and thread locals, made afresh in each explored execution (a plain static would keep
+// the model atomics of an execution that has ended). kernfs reaches them through `with_own`
+// and `DOMAIN` in these builds too, so that they compile; the model checks themselves
+// (`active_check`) make their own domains.
+#[cfg(loom)]
+loom::lazy_static! {
+    pub(crate) static ref DOMAIN: Domain = Domain::new();
+}
+
+#[cfg(loom)]
+loom::thread_local! {
+    static OWN: Registration = DOMAIN.register();
+}
+
+#[cfg(all(not(loom), feature = "shuttle"))]
+shuttle::lazy_static! {
+    pub(crate) static ref DOMAIN: Domain = Domain::new();
+}
+
+#[cfg(all(not(loom), feature = "shuttle"))]
+shuttle::thread_local! {
     static OWN: Registration = DOMAIN.register();
 }
 

@@ -11,6 +11,8 @@
 //! therefore argued in `dcache.rs`, not checked.
 
 pub(crate) mod active;
+#[cfg(all(test, any(loom, feature = "shuttle")))]
+mod active_check;
 pub(crate) mod addr_hash;
 pub(crate) mod budget;
 pub(crate) mod cell;

@@ -393,7 +393,9 @@ fn vanilla_lock_twice(inode: &Inode) {
     }
     // kernfs_dop_revalidate(): the node's checks under the mutex.
     let _g = VANILLA_MUTEX.lock();
-    std::hint::black_box(Node::of(inode).map(|n| (n.is_active(), n.name.len(), n.parent.is_some())));
+    std::hint::black_box(
+        Node::of(inode).map(|n| (n.is_active(), n.name.len(), n.parent.is_some())),
+    );
 }
 
 /// A node of a [`Kernfs`] tree: a handle its owner keeps to add nodes below it, notify
@@ -576,19 +578,35 @@ impl KernfsNode {
     /// lookups miss them, open files' reads, writes and seeks fail with `ENODEV`, and no
     /// callback of theirs starts; returns once every callback of theirs already running has
     /// returned (but for the caller's own, when a callback removes its own node: Linux's
-    /// `kernfs_remove_self()`). Removing a removed node does nothing; the root cannot be
-    /// removed (nothing happens).
+    /// `kernfs_remove_self()`), also when another thread's removal of the node, or of a node
+    /// below it, began first and is still waiting. The name stays taken (`EEXIST`) until the
+    /// node's callbacks have returned. Removing a removed node does nothing; the root cannot
+    /// be removed (nothing happens).
     pub fn remove(&self) {
         let me = self.node();
         let Some(parent) = me.parent.as_ref().and_then(Weak::upgrade) else {
             return;
         };
+        let Some(Kind::Dir {
+            children: siblings, ..
+        }) = Node::of(&parent).map(|n| &n.kind)
+        else {
+            return;
+        };
+        let key = (me.hash, me.name.clone());
+        let linked = |map: &std::collections::BTreeMap<node::Key, Arc<Inode>>| {
+            map.get(&key).is_some_and(|i| Arc::ptr_eq(i, &self.inode))
+        };
         let tree = me.tree.clone();
         let g = tree.structure.lock();
-        if !me.is_active() {
+        // A node leaves its parent only once drained (below), so one that has left it has no
+        // callback running (Linux: `__kernfs_remove()` returns for a node off its parent's
+        // rbtree). One still on it may be another removal's, still draining: drain it too.
+        if !linked(&siblings.read()) {
             return;
         }
-        // Every node of the subtree, deactivated and its dentries made stale.
+        // Every node of the subtree (those another removal deactivated included),
+        // deactivated and its dentries made stale.
         let mut gone: Vec<Arc<Inode>> = vec![self.inode.clone()];
         let mut i = 0;
         while i < gone.len() {
@@ -603,21 +621,25 @@ impl KernfsNode {
             active::deactivate(&n.flags);
             inode.set_stale();
         }
-        if let Some(pnode) = Node::of(&parent) {
-            if let Kind::Dir { children, .. } = &pnode.kind {
-                children.write().remove(&(me.hash, me.name.clone()));
-            }
-        }
-        if self.inode.is_dir() {
-            parent.write_attrs(|w| w.add_nlink(-1));
-        }
-        parent.touch_ctime(crate::vfs::Stamp::CtimeMtime);
         drop(g);
         let keys: HashSet<usize> = gone
             .iter()
             .map(|i| Node::of(i).expect("kernfs") as *const Node as usize)
             .collect();
         active::with_own(|own| active::DOMAIN.drain(Some(own), &|k| keys.contains(&k)));
+        // Off the parent once drained; of concurrent removals, the first to get here.
+        let g = tree.structure.lock();
+        let unlinked = {
+            let mut map = siblings.write();
+            linked(&map) && map.remove(&key).is_some()
+        };
+        if unlinked {
+            if self.inode.is_dir() {
+                parent.write_attrs(|w| w.add_nlink(-1));
+            }
+            parent.touch_ctime(crate::vfs::Stamp::CtimeMtime);
+        }
+        drop(g);
         for inode in &gone {
             let n = Node::of(inode).expect("kernfs");
             if let Some(q) = n.poll.get() {
