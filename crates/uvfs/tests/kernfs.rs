@@ -768,11 +768,10 @@ fn removal_while_open_gives_enodev_and_a_new_node_of_the_name_is_found() {
 /// Oracle: Linux's `iterate_dir()`, which refuses only a directory whose inode is dead
 /// (`S_DEAD`, set by `vfs_rmdir()`, never by `kernfs_remove()`), and
 /// `kernfs_fop_readdir()`, which lists `.` and `..` of a removed directory. uvfs marks the
-/// dentry dead when a walk drops the stale name (`Dentry::cached_child`, as an unlink), and
-/// `getdents64` then fails with `ENOENT`: a divergence in the VFS (not kernfs), reported to
-/// the lead rather than fixed here.
+/// dentry dead when a walk drops the stale name (`Dentry::cached_child`, as an unlink);
+/// `getdents64` refuses a dead directory only if its inode is not stale (it failed with
+/// `ENOENT` before that test).
 #[test]
-#[ignore = "divergence: getdents64 of a removed kernfs directory is ENOENT once a walk dropped its name (Linux: . and ..)"]
 fn a_removed_directory_open_before_lists_dots_also_after_a_walk() {
     let tree = Kernfs::new("kfs", 0x6b66);
     let dev = tree.root().create_dir("dev", 0o755).expect("dir");

@@ -74,8 +74,10 @@ impl Task {
         }
         let mut pos = file.pos.lock();
         let dir_lock = file.inode().lock.read();
-        // Checked under the lock, which rmdir holds exclusive when it kills the directory.
-        if file.path().dentry.is_dead() {
+        // Checked under the lock, which rmdir holds exclusive when it kills the directory. A
+        // directory its filesystem removed behind the VFS (kernfs) is listed by it (Linux:
+        // kernfs marks no removed directory `S_DEAD`; its listing has `.` and `..`).
+        if file.path().dentry.is_dead() && !file.inode().is_stale() {
             return Err(Errno::ENOENT);
         }
         let mut p = *pos;
