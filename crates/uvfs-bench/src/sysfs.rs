@@ -9,18 +9,23 @@
 //!
 //! # Columns
 //! - `host`: the host kernel's own sysfs file through real system calls (`openat`, `read`,
-//!   `close`), the threads of this process (one fd table). Skipped, with the reason, where the
-//!   host has no such file.
+//!   `close`), the threads of this process, each with an fd table of its own
+//!   (`unshare(CLONE_FILES)` at its start). Skipped, with the reason, where the host has no
+//!   such file.
 //! - `uvfs`: a [`Sysfs::with_cpu_topology`] mounted at `/sys` of a fresh namespace; each thread
-//!   its own task made with `Task::clone_thread`, so that the tasks share one fd table as the
-//!   host's threads do (`Task::fork` would give each its own, as processes have).
-//! - `uvfs-vanilla`: the same, with [`uvfs::fs::kernfs::set_vanilla_locking`] on for this
-//!   column's runs only ([`VanillaLocking`]): every cached walk step onto a kernfs node takes
-//!   one global mutex twice, as Linux before 5.15 did. The walk itself stays uvfs's lock-free
-//!   one (pre-5.15 Linux also left RCU-walk at the first kernfs component; that is not
-//!   modelled). `uvfs::fs::kernfs` has no getter for the switch, so this crate keeps its own
-//!   record of it ([`vanilla_locking_on`]); a uvfs run whose switch is not as its design says
-//!   fails instead of measuring the other design.
+//!   its own task made with `Task::fork`, an fd table of its own as the host's threads have.
+//!   Every thread's table of its own, on both sides: threads that share one table write its
+//!   free-fd state on every open and close (POSIX's lowest-free-fd rule; Linux's
+//!   `files_struct::file_lock`, uvfs's `FdTable::inner`, docs/locking.md), a shared write
+//!   that is not kernfs's, and that on uvfs's shorter operation is most of two threads' cost
+//!   (issue 7: `uvfs bench scale open1` in threads mode).
+//! - `uvfs-vanilla`: the same, as Linux before 5.15 did it: [`uvfs::fs::kernfs::set_vanilla_locking`]
+//!   on for this column's runs only ([`VanillaLocking`]): every walk step onto a kernfs node
+//!   takes one global mutex twice, around a copy of the node's attributes into its inode
+//!   (`kernfs_iop_permission()`'s `kernfs_refresh_inode()`) and around its revalidation
+//!   (`kernfs_dop_revalidate()`); and its tasks walk in uvfs's ref-walk
+//!   (`WalkMode::Ref`: a reference per component), since that kernfs refused RCU-walk. A uvfs
+//!   run whose switch is not as its design says fails instead of measuring the other design.
 //! - `uvfs-tmpfs`: the reference: a uvfs tmpfs mounted at `/sys` of a fresh namespace holding
 //!   the same paths with the same contents: the same depth, crossing one mount as `/sys` does.
 //!
@@ -53,7 +58,7 @@
 //! does both.
 
 use std::ffi::{CStr, CString};
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use anyhow::{anyhow, bail, ensure};
 use uvfs::abi::{OpenFlags, AT_FDCWD};
@@ -329,6 +334,23 @@ pub fn uvfs_open_read_close(task: &Task, path: &CStr, buf: &mut [u8]) -> anyhow:
     read.map_err(|e| errno("read", e))
 }
 
+/// Gives the calling thread an fd table of its own (`unshare(CLONE_FILES)`), as each uvfs
+/// thread of this workload has.
+///
+/// # Errors
+/// The kernel's refusal.
+pub fn host_own_fd_table() -> anyhow::Result<()> {
+    #[allow(unsafe_code)]
+    // Reason: libc's unshare is an extern function; CLONE_FILES only copies this thread's fd
+    // table, whose fds stay open and owned as they were.
+    // SAFETY: no memory is passed; the call changes only which table this thread's fds are in.
+    let r = unsafe { libc::unshare(libc::CLONE_FILES) };
+    if r != 0 {
+        return Err(std::io::Error::last_os_error().into());
+    }
+    Ok(())
+}
+
 /// One round on the host: `openat(AT_FDCWD, path, O_RDONLY)`, one `read` into `buf`, `close`.
 ///
 /// # Errors
@@ -343,13 +365,9 @@ pub fn host_open_read_close(path: &CStr, buf: &mut [u8]) -> anyhow::Result<usize
     Ok(rustix::io::read(&fd, buf)?)
 }
 
-/// What the bench last set the vanilla kernfs locking to ([`uvfs::fs::kernfs`] has no getter;
-/// this crate sets it only through [`VanillaLocking`]).
-static VANILLA_LOCKING: AtomicBool = AtomicBool::new(false);
-
-/// Whether the vanilla kernfs locking is on, as this crate last set it.
+/// Whether the vanilla kernfs locking is on ([`uvfs::fs::kernfs::vanilla_locking`]).
 pub fn vanilla_locking_on() -> bool {
-    VANILLA_LOCKING.load(Ordering::SeqCst)
+    uvfs::fs::kernfs::vanilla_locking()
 }
 
 /// The vanilla kernfs locking ([`uvfs::fs::kernfs::set_vanilla_locking`]) on while this lives:
@@ -361,7 +379,6 @@ impl VanillaLocking {
     /// Turns the vanilla locking on.
     pub fn on() -> VanillaLocking {
         uvfs::fs::kernfs::set_vanilla_locking(true);
-        VANILLA_LOCKING.store(true, Ordering::SeqCst);
         VanillaLocking(())
     }
 }
@@ -369,7 +386,6 @@ impl VanillaLocking {
 impl Drop for VanillaLocking {
     fn drop(&mut self) {
         uvfs::fs::kernfs::set_vanilla_locking(false);
-        VANILLA_LOCKING.store(false, Ordering::SeqCst);
     }
 }
 

@@ -335,6 +335,7 @@ impl Column for Host {
                 .ok_or_else(|| anyhow!("no sysfs files"))?;
             let before = reads.checks();
             let d = timed_threads(p.threads, |i| {
+                sysfs::host_own_fd_table()?;
                 reads.thread(i, ops, sysfs::host_open_read_close)
             })?;
             reads.verify(before, ops)?;

@@ -131,11 +131,12 @@ impl Uvfs {
         self.watch.remove()
     }
 
-    /// The main task of a configuration of `p`: ref-walk in the vanilla design, except for
-    /// `sysfs-open-read`, whose vanilla design is uvfs's walk with the kernfs global mutex.
+    /// The main task of a configuration of `p`: ref-walk in the vanilla design (for
+    /// `sysfs-open-read` with the kernfs global mutex too: Linux's kernfs before 5.15).
     fn task_for_design(&self, p: &Params) -> Task {
+        let _ = p;
         let t = self.vfs.task(Cred::root());
-        if self.design == Design::Vanilla && p.workload != Workload::SysfsOpenRead {
+        if self.design == Design::Vanilla {
             t.set_walk_mode(WalkMode::Ref);
         }
         t
@@ -459,9 +460,16 @@ impl Column for Uvfs {
         }
         let threads = p.threads;
         // Thread 0 uses the main task; the others clones sharing its fd table (built before
-        // the clock starts, moved into their threads).
+        // the clock starts, moved into their threads), or for `sysfs-open-read` forks with
+        // tables of their own, as the host's threads have there (`crate::sysfs`).
         let clones: Vec<std::sync::Mutex<Option<Task>>> = (1..threads)
-            .map(|_| std::sync::Mutex::new(Some(self.task.clone_thread())))
+            .map(|_| {
+                std::sync::Mutex::new(Some(if p.workload == Workload::SysfsOpenRead {
+                    self.task.fork()
+                } else {
+                    self.task.clone_thread()
+                }))
+            })
             .collect();
         let main = std::sync::Mutex::new(Some(std::mem::replace(
             &mut self.task,
