@@ -420,8 +420,8 @@ impl Column for Host {
 
     fn note(&self) -> &'static str {
         match self.tmpfs.backing() {
-            Backing::Tmpfs => "host: real system calls on a private tmpfs (paths relative to its directory fd); sysfs-open-read: on the host's own /sys; threads (find: walkers) share the process's fd table",
-            Backing::PlainDir => "host (not tmpfs): real system calls in a plain directory under the system temporary directory, on whatever file system that is, because no private tmpfs could be mounted (not root and no user namespace); sysfs-open-read: on the host's own /sys; threads (find: walkers) share the process's fd table",
+            Backing::Tmpfs => "host: real system calls on a private tmpfs (paths relative to its directory fd); sysfs-open-read: on the host's own /sys, each thread with an fd table of its own (unshare(CLONE_FILES)); other threads (find: walkers) share the process's fd table",
+            Backing::PlainDir => "host (not tmpfs): real system calls in a plain directory under the system temporary directory, on whatever file system that is, because no private tmpfs could be mounted (not root and no user namespace); sysfs-open-read: on the host's own /sys, each thread with an fd table of its own (unshare(CLONE_FILES)); other threads (find: walkers) share the process's fd table",
         }
     }
 }

@@ -573,10 +573,10 @@ impl Column for Uvfs {
     fn note(&self) -> &'static str {
         match self.design {
             Design::Current => {
-                "uvfs: in process, no syscall boundary or user copies; threads are tasks sharing one fd table, as the host's threads do (find: each walker its own task, Task::fork); pipe workloads: anonymous pipes do no timestamp work (Linux since 2025); sysfs-open-read: uvfs's sysfs (the host's cpu topology) mounted at /sys"
+                "uvfs: in process, no syscall boundary or user copies; threads are tasks sharing one fd table, as the host's threads do (find: each walker its own task, Task::fork); pipe workloads: anonymous pipes do no timestamp work (Linux since 2025); sysfs-open-read: uvfs's sysfs (the host's cpu topology) mounted at /sys, each thread a task with an fd table of its own (Task::fork), as the host's threads there"
             }
             Design::Vanilla => {
-                "uvfs-vanilla: uvfs with the replaced design — locked walk with a reference per component (ref-walk); write1/read1 through a shared fd table; write1-watch with the notification hooks of Linux before 2015 (every hook enters the mark read side and walks the empty mark lists); pipe workloads with anonymous pipes stamping atime on reads and mtime/ctime on writes as Linux did before 2025 (strictatime, as on pipe_mnt); sysfs-open-read: uvfs's walk with one global mutex taken twice at every kernfs component, as Linux before 5.15 in kernfs_iop_permission and kernfs_dop_revalidate (it also left RCU-walk there: not modelled)"
+                "uvfs-vanilla: uvfs with the replaced design — locked walk with a reference per component (ref-walk); write1/read1 through a shared fd table; write1-watch with the notification hooks of Linux before 2015 (every hook enters the mark read side and walks the empty mark lists); pipe workloads with anonymous pipes stamping atime on reads and mtime/ctime on writes as Linux did before 2025 (strictatime, as on pipe_mnt); sysfs-open-read: Linux's kernfs before 5.15: ref-walk, and one global mutex taken twice at every kernfs component (kernfs_iop_permission around kernfs_refresh_inode, kernfs_dop_revalidate)"
             }
             Design::TmpfsReference => {
                 "uvfs-tmpfs: sysfs-open-read only, the same /sys/devices/system/cpu/cpuN/topology/core_id paths and contents on a uvfs tmpfs mounted at /sys (the reference: uvfs's tmpfs walk and open)"
