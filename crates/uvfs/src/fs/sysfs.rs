@@ -49,6 +49,8 @@ impl Sysfs {
     /// An empty sysfs (its root only).
     pub fn new() -> Sysfs {
         let kernfs = Kernfs::new("sysfs", SYSFS_MAGIC);
+        // Linux: `sysfs_init()` makes the root `S_IRUGO | S_IXUGO`.
+        kernfs.root().set_mode(0o555);
         let root = Kobject {
             node: kernfs.root().clone(),
         };

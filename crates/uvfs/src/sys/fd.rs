@@ -98,7 +98,8 @@ impl Task {
                 // Only files that can do direct I/O take `O_DIRECT`: on tmpfs regular files, and
                 // pipes (packet mode) (Linux: `setfl()`, `FMODE_CAN_ODIRECT`).
                 if f.contains(OpenFlags::DIRECT)
-                    && !matches!(file.inode().file_type(), FileType::Regular | FileType::Fifo)
+                    && (!matches!(file.inode().file_type(), FileType::Regular | FileType::Fifo)
+                        || !file.ops().can_odirect())
                 {
                     return Err(Errno::EINVAL);
                 }

@@ -599,7 +599,9 @@ fn finish_open(
     // Only files that can do direct I/O open with `O_DIRECT`: on tmpfs, regular files
     // (Linux: `do_dentry_open()`, `FMODE_CAN_ODIRECT`, checked after the file's open). The
     // file is released as it drops, giving back what its open took (an inode hold).
-    if req.flags.contains(OpenFlags::DIRECT) && !matches!(ft, FileType::Regular | FileType::Fifo) {
+    if req.flags.contains(OpenFlags::DIRECT)
+        && (!matches!(ft, FileType::Regular | FileType::Fifo) || !file.ops().can_odirect())
+    {
         return Err(Errno::EINVAL);
     }
     // A FIFO's open finishes after its rendezvous ([`Task::open_description`]); the truncate

@@ -71,6 +71,17 @@ fn check_no_pread(file: &FileDescription) -> Result<()> {
     Ok(())
 }
 
+/// [`check_no_pread`] for `pwrite`: also `ESPIPE` for a file that takes no positional write
+/// ([`FileOps::can_pwrite`](crate::vfs::ops::FileOps::can_pwrite)).
+#[inline]
+fn check_no_pwrite(file: &FileDescription) -> Result<()> {
+    check_no_pread(file)?;
+    if !file.ops().can_pwrite() {
+        return Err(Errno::ESPIPE);
+    }
+    Ok(())
+}
+
 #[inline]
 fn check_writable(file: &FileDescription) -> Result<()> {
     if !file.fmode().write {
@@ -379,7 +390,7 @@ impl Task {
 
     #[inline(always)]
     fn pwrite_file_inner(&self, file: &FileDescription, buf: &[u8], offset: i64) -> Result<usize> {
-        check_no_pread(file)?;
+        check_no_pwrite(file)?;
         check_writable(file)?;
         let pos = verify_area(offset, buf.len())?;
         let at = if file.flags().contains(OpenFlags::APPEND) {
@@ -515,7 +526,7 @@ impl Task {
         {
             let file = self.fget(fd)?;
             if offset.is_some() {
-                check_no_pread(&file)?;
+                check_no_pwrite(&file)?;
             }
             check_writable(&file)?;
             check_anon_io(&file)?;

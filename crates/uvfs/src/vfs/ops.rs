@@ -547,6 +547,20 @@ pub trait FileOps: Send + Sync + 'static {
         PollEvents::DEFAULT
     }
 
+    /// Whether the file takes `pwrite` (Linux: `FMODE_PWRITE`); `pwrite` and `pwritev` of a
+    /// file that does not say `ESPIPE`, before the access mode. kernfs attributes opened
+    /// without write access do not (Linux: `seq_open()` clears it).
+    fn can_pwrite(&self) -> bool {
+        true
+    }
+
+    /// Whether the file takes `O_DIRECT` at its open and in `F_SETFL` (Linux:
+    /// `FMODE_CAN_ODIRECT`, set by filesystems that do direct I/O); the VFS asks only a
+    /// regular file's (pipes do). `EINVAL` if not.
+    fn can_odirect(&self) -> bool {
+        true
+    }
+
     /// Whether the file's readiness can change, so that epoll may watch it (Linux:
     /// `file_can_poll()`, true when the file has a `->poll`). `epoll_ctl` refuses others with
     /// `EPERM`; `poll` reports [`FileOps::poll`] for every file.

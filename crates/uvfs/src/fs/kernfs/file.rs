@@ -25,6 +25,9 @@ fn node_of(file: &FileDescription) -> &Node {
 
 /// An open attribute.
 pub(crate) struct AttrFile {
+    /// Opened for writing (Linux: `kernfs_fop_open()` gives a seq_file `FMODE_PWRITE` back
+    /// only then).
+    writable: bool,
     /// Protects: the buffer and the event count this open last read. Order: a leaf but for
     /// the attribute's callbacks, which run under it (Linux: `kernfs_open_file::mutex`).
     state: parking_lot::Mutex<AttrState>,
@@ -38,10 +41,16 @@ struct AttrState {
 }
 
 impl AttrFile {
-    pub(crate) fn new(node: &Node) -> AttrFile {
-        let event = node.event.load(std::sync::atomic::Ordering::Acquire);
+    /// An open of `node`. Its event count starts below any the node has (Linux: an open file's
+    /// `event` is 0 and an open node's starts at 1, `kernfs_get_open_node()`), so a poll before
+    /// the first read reports `POLLERR | POLLPRI`.
+    pub(crate) fn new(_node: &Node, writable: bool) -> AttrFile {
         AttrFile {
-            state: parking_lot::Mutex::new(AttrState { buf: None, event }),
+            writable,
+            state: parking_lot::Mutex::new(AttrState {
+                buf: None,
+                event: 0,
+            }),
         }
     }
 }
@@ -101,7 +110,7 @@ impl FileOps for AttrFile {
     fn llseek(&self, file: &FileDescription, offset: i64, whence: Whence, cur: u64) -> Result<u64> {
         // Linux: `kernfs_fop_llseek()` takes an active reference around
         // `generic_file_llseek()` (the attribute's size is a page).
-        node_of(file).with_active(|| generic_llseek(file.inode().size(), offset, whence, cur))
+        node_of(file).with_active(|| seek(file, offset, whence, cur))
     }
 
     fn poll(&self, file: &FileDescription, pt: Option<&mut PollTable<'_>>) -> PollEvents {
@@ -125,6 +134,14 @@ impl FileOps for AttrFile {
 
     fn can_poll(&self) -> bool {
         true
+    }
+
+    fn can_pwrite(&self) -> bool {
+        self.writable
+    }
+
+    fn can_odirect(&self) -> bool {
+        false
     }
 }
 
@@ -195,8 +212,25 @@ impl FileOps for BinFile {
     }
 
     fn llseek(&self, file: &FileDescription, offset: i64, whence: Whence, cur: u64) -> Result<u64> {
-        node_of(file).with_active(|| generic_llseek(file.inode().size(), offset, whence, cur))
+        node_of(file).with_active(|| seek(file, offset, whence, cur))
     }
+
+    fn can_odirect(&self) -> bool {
+        false
+    }
+}
+
+/// The largest file position of a kernfs file (Linux: kernfs's superblock keeps the default
+/// `s_maxbytes`, `MAX_NON_LFS`).
+pub(crate) const MAX_BYTES: u64 = i32::MAX as u64;
+
+/// `generic_file_llseek()` within [`MAX_BYTES`]: a position past it is `EINVAL`.
+fn seek(file: &FileDescription, offset: i64, whence: Whence, cur: u64) -> Result<u64> {
+    let at = generic_llseek(file.inode().size(), offset, whence, cur)?;
+    if at > MAX_BYTES {
+        return Err(Errno::EINVAL);
+    }
+    Ok(at)
 }
 
 /// An open directory.
@@ -267,6 +301,9 @@ impl FileOps for DirFile {
                 d_type: inode.file_type().dirent_type(),
                 next_pos: next,
             };
+            // Linux's `kernfs_fop_readdir()` moves the position to the entry before it emits
+            // it, so a call whose buffer cannot take it still leaves the position there.
+            *pos = u64::from(entries[k].0);
             if !sink(e) {
                 return Ok(());
             }
@@ -274,5 +311,14 @@ impl FileOps for DirFile {
         }
         *pos = END;
         Ok(())
+    }
+
+    fn fsync(&self, _file: &FileDescription) -> Result<()> {
+        // Linux: kernfs directories have no `fsync` (`vfs_fsync_range()`).
+        Err(Errno::EINVAL)
+    }
+
+    fn llseek(&self, file: &FileDescription, offset: i64, whence: Whence, cur: u64) -> Result<u64> {
+        seek(file, offset, whence, cur)
     }
 }

@@ -77,7 +77,8 @@ impl Node {
             parent,
             kind,
             flags: AtomicU32::new(0),
-            event: std::sync::atomic::AtomicU64::new(0),
+            // An open file's count starts at 0 (`AttrFile::new`).
+            event: std::sync::atomic::AtomicU64::new(1),
             poll: once_cell::race::OnceBox::new(),
             xattrs: parking_lot::Mutex::new(Vec::new()),
             tree: tree.clone(),
@@ -191,7 +192,30 @@ impl InodeOps for Node {
         Ok(super::relative_path(self.parent.as_ref(), &target).into())
     }
 
+    fn rename(
+        &self,
+        _old_dir: &Inode,
+        _old_name: &[u8],
+        _src: &Arc<Inode>,
+        _new_dir: &Inode,
+        _new_name: &[u8],
+        _tgt: Option<&Arc<Inode>>,
+        flags: crate::abi::RenameFlags,
+        _whiteout: Option<&NewInode<'_>>,
+    ) -> Result<Option<Arc<Inode>>> {
+        // Linux: `kernfs_iop_rename()` refuses any flag first, then a tree without a rename
+        // operation.
+        if !flags.is_empty() {
+            return Err(Errno::EINVAL);
+        }
+        Err(Errno::EPERM)
+    }
+
     fn setattr(&self, inode: &Inode, attr: &SetAttr) -> Result<()> {
+        // Linux: `inode_newsize_ok()` against kernfs's `s_maxbytes` (`MAX_NON_LFS`).
+        if attr.size.is_some_and(|s| s > super::file::MAX_BYTES) {
+            return Err(Errno::EFBIG);
+        }
         // A size is accepted and ignored: kernfs keeps no data to resize (Linux:
         // `kernfs_iop_setattr()` copies mode, owner and times only), so `O_TRUNC` and
         // `truncate(2)` of an attribute succeed and change nothing.
@@ -222,7 +246,7 @@ impl InodeOps for Node {
                     return Err(Errno::EACCES);
                 }
                 self.with_active(|| Ok(()))?;
-                Ok(Box::new(AttrFile::new(self)))
+                Ok(Box::new(AttrFile::new(self, write)))
             }
             Kind::Bin(b) => {
                 if (read && (mode & S_IRUGO == 0 || !b.can_read()))
@@ -273,6 +297,11 @@ impl InodeOps for Node {
     }
 
     fn removexattr(&self, _inode: &Inode, name: &[u8]) -> Result<()> {
+        // As `setxattr`: only the namespaces sysfs has handlers for (a removal is a set of
+        // nothing to Linux's handlers).
+        if !(name.starts_with(b"trusted.") || name.starts_with(b"security.")) {
+            return Err(Errno::EOPNOTSUPP);
+        }
         let mut xs = self.xattrs.lock();
         let i = xs
             .iter()
