@@ -293,6 +293,11 @@ impl Task {
             })?
         };
         let sb = root.inode().ok_or(Errno::EINVAL)?.sb().clone();
+        // An instance mounted before (a `get_tree` that returned an existing root: kernfs's
+        // trees) keeps its superblock's flags: `MS_RDONLY` makes only the new mount read-only
+        // (Linux: `kernfs_get_tree()` reuses the superblock as it is; `path_mount()` turns
+        // `MS_RDONLY` into the mount's `MNT_READONLY`).
+        let existing = sb.mount_count() > 0;
         // The mount exists from here on, so that a failure below frees the new superblock
         // with it: a superblock is counted spread until its last mount ends.
         let m = Mount::new(sb, root, mnt_flags_of(flags));
@@ -303,11 +308,13 @@ impl Task {
                 return Err(Errno::ENOTDIR);
             }
             let sb = m.sb();
-            if flags.contains(MountFlags::RDONLY) || sb.ops().always_rdonly() {
+            if (flags.contains(MountFlags::RDONLY) && !existing) || sb.ops().always_rdonly() {
                 sb.set_rdonly(true);
             }
-            sb.set_synchronous(flags.contains(MountFlags::SYNCHRONOUS));
-            sb.set_lazytime(flags.contains(MountFlags::LAZYTIME));
+            if !existing {
+                sb.set_synchronous(flags.contains(MountFlags::SYNCHRONOUS));
+                sb.set_lazytime(flags.contains(MountFlags::LAZYTIME));
+            }
             self.ns.graft(&m, &target, false, || Ok(()))
         });
         if grafted.is_err() {

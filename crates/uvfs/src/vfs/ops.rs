@@ -154,7 +154,9 @@ pub trait FileSystemType: Send + Sync + 'static {
     /// [`Dentry::new_root`] of a directory inode of a new [`SuperBlock`] (Linux:
     /// `get_tree`, usually through `fill_super`). Returning the root of an instance made
     /// earlier mounts that instance again; its superblock, and so its read-only state, is
-    /// then shared with the earlier mounts (Linux: `sget_fc()` finding an existing one).
+    /// then shared with the earlier mounts, and the new mount's `MS_RDONLY` makes only that
+    /// mount read-only (Linux: `sget_fc()` finding an existing one, as `kernfs_get_tree()`
+    /// does).
     ///
     /// # Locking
     /// No VFS lock is held. Called after the mount target was looked up and the caller's

@@ -173,6 +173,11 @@ impl SuperBlock {
         self.mounts.fetch_add(1, Ordering::Relaxed);
     }
 
+    /// How many mounts the filesystem has.
+    pub(crate) fn mount_count(&self) -> u64 {
+        self.mounts.load(Ordering::Acquire)
+    }
+
     /// Uncounts a mount that went; true if it was the last.
     pub(crate) fn mount_gone(&self) -> bool {
         self.mounts.fetch_sub(1, Ordering::AcqRel) == 1
