@@ -26,6 +26,7 @@ use crate::parse::Case;
 use crate::snapshot::{observe_tree, Observe, XATTR_BUF};
 
 mod cred;
+mod sysfs;
 
 /// A uvfs namespace whose root is a tmpfs with the case's options, the case's tasks in it
 /// (task 1 starts as root at the namespace root), and a separate root task that observes
@@ -44,6 +45,8 @@ impl UvfsBackend {
     /// The errno number uvfs gives for bad options.
     pub fn new(mount: Option<&str>) -> Result<UvfsBackend, i32> {
         let vfs = Vfs::with_root_options(mount).map_err(Errno::raw)?;
+        vfs.register_filesystem(Arc::new(sysfs::LazySysfs::default()))
+            .expect("a fresh namespace has no type named sysfs");
         Ok(UvfsBackend {
             tasks: vec![Some(vfs.task(cred::root_cred()))],
             current: 0,
@@ -153,6 +156,10 @@ impl Observe for Observer<'_> {
         listdir_with(self.task, path, flags, ListDir::EntriesOnly)
             .map(|l| l.entries)
             .map_err(Errno::raw)
+    }
+
+    fn fs_type(&mut self, path: &[u8]) -> Result<i64, i32> {
+        self.task.statfs(path).map(|s| s.f_type).map_err(Errno::raw)
     }
 }
 
@@ -853,11 +860,20 @@ impl Backend for UvfsBackend {
                     data.as_deref(),
                 );
                 // uvfs never gives a device number or a mount ID twice, so it has no labels
-                // to forget.
+                // to forget; but a new sysfs mount names its device, whose stamps the
+                // normaliser must leave alone as it does the host's (`machine_stamps`).
+                let sysfs = fstype.as_deref() == Some("sysfs") && op.new_fs_target().is_some();
                 match r {
                     Ok(()) => Outcome::Ok(Value::Mounted {
-                        dev: None,
+                        dev: if sysfs {
+                            t.fstatat(AT_FDCWD, target, AtFlags::empty())
+                                .ok()
+                                .map(|s| stat_fields(s).dev)
+                        } else {
+                            None
+                        },
                         ids: Vec::new(),
+                        machine_stamps: sysfs,
                     }),
                     r => unit(r),
                 }
