@@ -55,6 +55,18 @@ const ANON_IDENTITY: &str = "ino=anon dev=anon times=anon";
 /// (`__kernfs_iattrs()`), later ones with the coarse one.
 const MACHINE_STAMPS: &str = " times=machine";
 
+/// The nlink of a directory on a sysfs (a device with [`MACHINE_STAMPS`]): `2` for one
+/// without subdirectories, `2+` for one with (the host's have the machine's subdirectories,
+/// uvfs's demo tree only its own: `cpuN` holds `cache`, `power` ... beside `topology`), and
+/// exactly for anything else.
+fn sysfs_nlink(mode: u32, nlink: u64) -> String {
+    if mode & S_IFMT == 0o040000 && nlink > 2 {
+        "2+".into()
+    } else {
+        nlink.to_string()
+    }
+}
+
 /// The device a `d_ino` is counted on when the listing's directory is unknown.
 const UNKNOWN_DEV: Dev = Dev {
     major: u32::MAX,
@@ -377,9 +389,14 @@ impl Normaliser {
                 },
             )
         };
+        let nlink = if self.machine_stamps.contains(&s.dev) {
+            sysfs_nlink(s.mode, s.nlink)
+        } else {
+            s.nlink.to_string()
+        };
         format!(
-            "stat mode=0{:o} nlink={} uid={} gid={} size={} blocks={} blksize={} rdev={}:{} ino=ino#{ino} dev=dev#{dev}{times}",
-            s.mode, s.nlink, s.uid, s.gid, s.size, s.blocks, s.blksize, s.rdev.major, s.rdev.minor,
+            "stat mode=0{:o} nlink={nlink} uid={} gid={} size={} blocks={} blksize={} rdev={}:{} ino=ino#{ino} dev=dev#{dev}{times}",
+            s.mode, s.uid, s.gid, s.size, s.blocks, s.blksize, s.rdev.major, s.rdev.minor,
         )
     }
 
@@ -448,7 +465,11 @@ impl Normaliser {
             s.attributes,
             s.attributes_mask,
             show(STATX_TYPE | STATX_MODE, &|| format!("0{:o}", s.mode)),
-            show(STATX_NLINK, &|| s.nlink.to_string()),
+            show(STATX_NLINK, &|| if machine {
+                sysfs_nlink(u32::from(s.mode), u64::from(s.nlink))
+            } else {
+                s.nlink.to_string()
+            }),
             show(STATX_UID, &|| s.uid.to_string()),
             show(STATX_GID, &|| s.gid.to_string()),
             show(STATX_SIZE, &|| s.size.to_string()),
@@ -1093,5 +1114,14 @@ mod tests {
         assert_eq!(again, sysfs, "no stamp is compared, so nothing changes");
         let tmpfs = n.stat(&rec(23, 7, 1, 2, 3));
         assert!(tmpfs.contains("mtime=first ctime=first"), "{tmpfs}");
+        // A sysfs directory's nlink: 2 exactly, more as `2+`; elsewhere exactly.
+        let dir = |dev, nlink| StatRec {
+            mode: 0o040755,
+            nlink,
+            ..rec(dev, 8, 1, 2, 3)
+        };
+        assert!(n.stat(&dir(22, 2)).contains(" nlink=2 "));
+        assert!(n.stat(&dir(22, 7)).contains(" nlink=2+ "));
+        assert!(n.stat(&dir(23, 7)).contains(" nlink=7 "));
     }
 }

@@ -40,8 +40,7 @@ pub trait Observe {
     fn fs_type(&mut self, path: &[u8]) -> Result<i64, i32>;
 }
 
-/// sysfs's `statfs` `f_type`.
-const SYSFS_MAGIC: i64 = 0x6265_6572;
+use crate::sysfs_guard::SYSFS_MAGIC;
 
 /// Whether a sysfs directory's entry `name` is in the part of sysfs both sides show: the
 /// path to and into `devices/system/cpu/cpuN/topology/` (CASES.md, "sysfs"). The host's
@@ -90,8 +89,7 @@ fn sized(mut call: impl FnMut(usize) -> Result<Vec<u8>, i32>) -> Result<Vec<u8>,
 /// 5fdf096 long run, in ticked timing, on a link whose mtime lay in the future, so that
 /// relatime updated its atime on every read).
 ///
-/// In a sysfs, only the entries [`sysfs_shared`] keeps are visited, and a directory outside a
-/// `topology` directory shows nlink 0: the host's has the machine's subdirectories.
+/// In a sysfs, only the entries [`sysfs_shared`] keeps are visited.
 fn visit(
     o: &mut dyn Observe,
     path: Vec<u8>,
@@ -102,7 +100,7 @@ fn visit(
     if out.len() >= MAX_ENTRIES {
         return;
     }
-    let mut stat = o.lstat(&path);
+    let stat = o.lstat(&path);
     let kind = stat.as_ref().map_or(0, |s| s.mode & S_IFMT);
     let dir_name = path
         .rsplit(|&c| c == b'/')
@@ -122,12 +120,6 @@ fn visit(
         }
         _ => None,
     };
-    if let (Ok(s), Some(p)) = (&mut stat, place) {
-        let in_topology = parent.is_some_and(|q| q.sysfs) && dir_name == b"topology";
-        if p.sysfs && !in_topology {
-            s.nlink = 0;
-        }
-    }
     let link = match &stat {
         Ok(s) if kind == S_IFLNK => Some(
             targets
@@ -320,7 +312,7 @@ mod tests {
     }
 
     /// In a sysfs only the path to `devices/system/cpu/cpuN/topology/` and what is in it are
-    /// walked (the host's is the machine's), and its directories but `topology` show nlink 0.
+    /// walked (the host's is the machine's).
     #[test]
     fn walks_only_the_shared_part_of_a_sysfs() {
         let mut f = Fake::default();
@@ -370,11 +362,11 @@ mod tests {
             .collect();
         let want = [
             ("/", 7),
-            ("/sys", 0),
-            ("/sys/devices", 0),
-            ("/sys/devices/system", 0),
-            ("/sys/devices/system/cpu", 0),
-            ("/sys/devices/system/cpu/cpu0", 0),
+            ("/sys", 7),
+            ("/sys/devices", 7),
+            ("/sys/devices/system", 7),
+            ("/sys/devices/system/cpu", 7),
+            ("/sys/devices/system/cpu/cpu0", 7),
             ("/sys/devices/system/cpu/cpu0/topology", 7),
             ("/sys/devices/system/cpu/cpu0/topology/core_id", 7),
             ("/sys/devices/system/cpu/cpu0/topology/die_id", 7),

@@ -84,6 +84,37 @@ impl UvfsBackend {
         Outcome::Ok(Value::Unit)
     }
 
+    /// Whether `op` would change a sysfs node or superblock in the current task's view
+    /// ([`crate::sysfs_guard`]): the random generator draws again rather than make a call
+    /// the host refuses.
+    pub(crate) fn changes_sysfs(&self, op: &Op, fds: &Fds) -> bool {
+        crate::sysfs_guard::changes_sysfs(op, fds, &mut TaskProbe(self.task()))
+    }
+
+    /// Whether `path` from `dirfd` (followed; the file open at `dirfd`, or the cwd, for an
+    /// empty one) names a file on a sysfs in the current task's view.
+    pub(crate) fn on_sysfs_at(&self, dirfd: i32, path: &[u8]) -> bool {
+        use crate::sysfs_guard::SysfsProbe;
+        let mut probe = TaskProbe(self.task());
+        match (path.is_empty(), dirfd) {
+            (true, AT_FDCWD) => probe.at_on_sysfs(AT_FDCWD, b".", true),
+            (true, _) => probe.fd_on_sysfs(dirfd),
+            (false, _) => probe.at_on_sysfs(dirfd, path, true),
+        }
+    }
+
+    /// Whether the file open at `fd` in the current task is on a sysfs.
+    pub(crate) fn fd_on_sysfs(&self, fd: i32) -> bool {
+        use crate::sysfs_guard::SysfsProbe;
+        TaskProbe(self.task()).fd_on_sysfs(fd)
+    }
+
+    /// What a `snapshot` op would give now, without bound fds.
+    #[cfg(test)]
+    pub(crate) fn snapshot_now(&self) -> Value {
+        self.snapshot(&Fds::default())
+    }
+
     /// The bound fds' `fstat`s first, then the walk, as on the host (`host::observer`).
     fn snapshot(&self, fds: &Fds) -> Value {
         let fds = fds
@@ -106,6 +137,32 @@ impl UvfsBackend {
             buf: vec![0u8; XATTR_BUF],
         });
         Value::Snapshot(SnapshotRec { entries, fds })
+    }
+}
+
+/// [`crate::sysfs_guard::SysfsProbe`] through a task's calls.
+struct TaskProbe<'a>(&'a Task);
+
+impl crate::sysfs_guard::SysfsProbe for TaskProbe<'_> {
+    fn fd_on_sysfs(&mut self, fd: i32) -> bool {
+        self.0
+            .fstatfs(fd)
+            .is_ok_and(|s| s.f_type == crate::sysfs_guard::SYSFS_MAGIC)
+    }
+
+    fn at_on_sysfs(&mut self, dirfd: i32, path: &[u8], follow: bool) -> bool {
+        let mut flags = OpenFlags::PATH | OpenFlags::CLOEXEC;
+        if !follow {
+            flags |= OpenFlags::NOFOLLOW;
+        }
+        match self.0.openat(dirfd, path, flags, 0) {
+            Ok(fd) => {
+                let on = self.fd_on_sysfs(fd);
+                let _ = self.0.close(fd);
+                on
+            }
+            Err(_) => false,
+        }
     }
 }
 
