@@ -101,3 +101,49 @@ pub fn changes_sysfs(op: &Op, fds: &Fds, probe: &mut dyn SysfsProbe) -> bool {
         _ => false,
     }
 }
+
+/// The mode and owner of every node of the machine's `/sys/devices/system/cpu/cpuN/topology/`
+/// (and of those directories), as `path mode uid gid` lines: a long run takes it before and
+/// after, and fails if any changed (the guard let a change through).
+pub fn machine_topology_state() -> Vec<String> {
+    use std::os::unix::fs::MetadataExt;
+    let mut out = Vec::new();
+    let Ok(cpus) = std::fs::read_dir("/sys/devices/system/cpu") else {
+        return out;
+    };
+    let mut dirs: Vec<std::path::PathBuf> = cpus
+        .flatten()
+        .map(|e| e.path().join("topology"))
+        .filter(|p| p.is_dir())
+        .collect();
+    dirs.sort();
+    for dir in dirs {
+        let mut paths = vec![dir.clone()];
+        if let Ok(entries) = std::fs::read_dir(&dir) {
+            let mut names: Vec<_> = entries.flatten().map(|e| e.path()).collect();
+            names.sort();
+            paths.extend(names);
+        }
+        for p in paths {
+            if let Ok(m) = std::fs::symlink_metadata(&p) {
+                out.push(format!(
+                    "{} {:o} {} {}",
+                    p.display(),
+                    m.mode(),
+                    m.uid(),
+                    m.gid()
+                ));
+            }
+        }
+    }
+    out
+}
+
+/// The lines of `after` that are not in `before`: what changed in the machine's sysfs.
+pub fn machine_topology_changes(before: &[String], after: &[String]) -> Vec<String> {
+    after
+        .iter()
+        .filter(|l| !before.contains(l))
+        .cloned()
+        .collect()
+}

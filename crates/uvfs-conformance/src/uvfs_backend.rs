@@ -103,6 +103,29 @@ impl UvfsBackend {
         }
     }
 
+    /// Whether the directory `path` from `dirfd` (the file open at `dirfd` for `None`) is a
+    /// sysfs directory with subdirectories: a listing of the host's shows the machine's
+    /// entries (CASES.md, "sysfs").
+    pub(crate) fn sysfs_dir_with_subdirs(&self, dirfd: i32, path: Option<&[u8]>) -> bool {
+        let t = self.task();
+        let st = match path {
+            None => t.fstat(dirfd),
+            Some(p) => t.fstatat(dirfd, p, AtFlags::empty()),
+        };
+        let on = match path {
+            None => self.fd_on_sysfs(dirfd),
+            Some(p) => self.on_sysfs_at(dirfd, p),
+        };
+        on && st.is_ok_and(|s| s.mode & 0o170000 == 0o040000 && s.nlink > 2)
+    }
+
+    /// Whether `fd` in the current task is open on a directory.
+    pub(crate) fn is_dir_fd(&self, fd: i32) -> bool {
+        self.task()
+            .fstat(fd)
+            .is_ok_and(|s| s.mode & 0o170000 == 0o040000)
+    }
+
     /// Whether the file open at `fd` in the current task is on a sysfs.
     pub(crate) fn fd_on_sysfs(&self, fd: i32) -> bool {
         use crate::sysfs_guard::SysfsProbe;

@@ -340,7 +340,8 @@ impl Gen {
     }
 
     /// Whether `op` meets a uvfs bug on sysfs that expected-divergences.txt lists and that is
-    /// not fixed yet; each arm goes with its fix (the cases named keep the bug in view).
+    /// not fixed yet (each arm goes with its fix; the cases named keep the bug in view), or
+    /// lists a sysfs directory whose host listing is the machine's.
     pub(super) fn meets_open_sysfs_bug(&self, op: &Op) -> bool {
         let Some(guide) = self.guide.as_ref() else {
             return false;
@@ -353,12 +354,38 @@ impl Gen {
         match op {
             // sysfs_pwrite_on_a_read_only_open_attr_is_espipe
             Op::Pwrite { fd, .. } | Op::Pwritev { fd, .. } => on(fd),
-            // sysfs_lseek_past_the_non_lfs_limit_is_einval (a listed directory is at INT_MAX)
+            // sysfs_lseek_past_the_non_lfs_limit_is_einval (a listed directory is at INT_MAX),
+            // sysfs_getdents_that_emits_nothing_still_moves_the_position (SEEK_CUR shows it)
             Op::Lseek {
                 fd,
                 off: Offset::Raw(o),
                 whence,
-            } => on(fd) && (!(-FAR..=FAR).contains(o) || *whence == 1 && *o > 0),
+            } => {
+                on(fd)
+                    && (!(-FAR..=FAR).contains(o)
+                        || *whence == 1 && (*o > 0 || guide.is_dir_fd(self.guide_fds.get(fd))))
+            }
+            // sysfs_sendfile_past_the_non_lfs_limit_is_eoverflow
+            Op::Sendfile { in_fd, off, .. } => {
+                on(in_fd)
+                    && (off.is_some_and(|o| o > FAR) || guide.is_dir_fd(self.guide_fds.get(in_fd)))
+            }
+            // Not a bug: a listing of a sysfs directory above a topology one shows the
+            // machine's entries (CASES.md, "sysfs").
+            Op::Listdir { path } => guide.sysfs_dir_with_subdirs(AT_FDCWD, Some(path)),
+            Op::Getdents { fd, .. } => guide.sysfs_dir_with_subdirs(self.guide_fds.get(fd), None),
+            // sysfs_rename_flags_in_a_sysfs_dir_are_einval
+            Op::Renameat2 {
+                olddirfd,
+                old,
+                newdirfd,
+                new,
+                flags,
+            } => {
+                *flags != 0
+                    && (guide.on_sysfs_at(self.guide_fds.get(olddirfd), old)
+                        || guide.on_sysfs_at(self.guide_fds.get(newdirfd), new))
+            }
             // sysfs_truncate_past_the_non_lfs_limit_is_efbig
             Op::Truncate { path, len } => *len > FAR && guide.on_sysfs_at(AT_FDCWD, path),
             Op::Ftruncate { fd, len } => *len > FAR && on(fd),
