@@ -7,7 +7,8 @@
 //! [`host::observer`] that hands ops to one actor per task running [`HostBackend`] (raw
 //! system calls, inside the sandbox of [`host::sandbox`]), in the `uvfs-conformance-host`
 //! binary, one case at a time or served ([`HostServer`]); [`snapshot`] is the walk both sides'
-//! `snapshot` op makes; [`outcome`] is what a call returned; [`normalise`] and [`report`]
+//! `snapshot` op makes; [`sysfs_guard`] says which calls would change the machine's sysfs
+//! (the host refuses them); [`outcome`] is what a call returned; [`normalise`] and [`report`]
 //! compare and summarise. `tests/differential.rs` ties them together.
 
 pub mod backend;
@@ -23,6 +24,7 @@ pub mod print;
 pub mod random;
 pub mod report;
 pub mod snapshot;
+pub mod sysfs_guard;
 pub mod uvfs_backend;
 
 pub use backend::{run_case, Backend, CaseRun, Fds};

@@ -47,6 +47,26 @@ const S_IFMT: u32 = 0o170000;
 /// are `EOPNOTSUPP` on it). Its mode, owner, size and the rest compare as usual.
 const ANON_IDENTITY: &str = "ino=anon dev=anon times=anon";
 
+/// What `stat`, `statx` and snapshots show instead of the stamps of an inode on a sysfs: the
+/// host's are the machine's, not the case's. A kernfs inode is made with the time it is made
+/// (`simple_inode_init_ts()`), and sysfs drops an inode nobody holds
+/// (`generic_delete_inode()`), so the next lookup may make it again with new stamps, or find
+/// one made days ago; the first setattr of a node since boot stamps it with the fine clock
+/// (`__kernfs_iattrs()`), later ones with the coarse one.
+const MACHINE_STAMPS: &str = " times=machine";
+
+/// The nlink of a directory on a sysfs (a device with [`MACHINE_STAMPS`]): `2` for one
+/// without subdirectories, `2+` for one with (the host's have the machine's subdirectories,
+/// uvfs's demo tree only its own: `cpuN` holds `cache`, `power` ... beside `topology`), and
+/// exactly for anything else.
+fn sysfs_nlink(mode: u32, nlink: u64) -> String {
+    if mode & S_IFMT == 0o040000 && nlink > 2 {
+        "2+".into()
+    } else {
+        nlink.to_string()
+    }
+}
+
 /// The device a `d_ino` is counted on when the listing's directory is unknown.
 const UNKNOWN_DEV: Dev = Dev {
     major: u32::MAX,
@@ -95,6 +115,9 @@ pub struct Normaliser {
     pids: HashMap<i32, usize>,
     /// inotify cookies other than 0, by first appearance (`c1`, `c2`, ...).
     cookies: HashMap<u32, usize>,
+    /// Devices whose stamps are the machine's, not the case's (a sysfs: [`Value::Mounted`]'s
+    /// `machine_stamps`): their inodes' stamps are not compared.
+    machine_stamps: std::collections::HashSet<Dev>,
     now_sec: i64,
 }
 
@@ -138,6 +161,7 @@ impl Normaliser {
             seen: HashMap::new(),
             pids: HashMap::new(),
             cookies: HashMap::new(),
+            machine_stamps: std::collections::HashSet::new(),
             now_sec,
         }
     }
@@ -224,9 +248,16 @@ impl Normaliser {
             Value::Snapshot(s) => self.snapshot(s),
             Value::AtEntry(name) => format!("ok the d_off of {}", quote(&name.0)),
             Value::FdPair(r, w) => format!("ok fds {r} {w}"),
-            Value::Mounted { dev, ids } => {
+            Value::Mounted {
+                dev,
+                ids,
+                machine_stamps,
+            } => {
                 if let Some(dev) = dev {
                     self.forget_dev(*dev);
+                    if *machine_stamps {
+                        self.machine_stamps.insert(*dev);
+                    }
                 }
                 for id in ids {
                     self.mnts.remove(id);
@@ -345,18 +376,27 @@ impl Normaliser {
         }
         let ino = self.ino(s.dev, s.ino);
         let dev = self.dev(s.dev);
-        let times = self.times(
-            Some(ino),
-            Stamps {
-                atime: Some(s.atime),
-                mtime: Some(s.mtime),
-                ctime: Some(s.ctime),
-                btime: None,
-            },
-        );
+        let times = if self.machine_stamps.contains(&s.dev) {
+            MACHINE_STAMPS.to_string()
+        } else {
+            self.times(
+                Some(ino),
+                Stamps {
+                    atime: Some(s.atime),
+                    mtime: Some(s.mtime),
+                    ctime: Some(s.ctime),
+                    btime: None,
+                },
+            )
+        };
+        let nlink = if self.machine_stamps.contains(&s.dev) {
+            sysfs_nlink(s.mode, s.nlink)
+        } else {
+            s.nlink.to_string()
+        };
         format!(
-            "stat mode=0{:o} nlink={} uid={} gid={} size={} blocks={} blksize={} rdev={}:{} ino=ino#{ino} dev=dev#{dev}{times}",
-            s.mode, s.nlink, s.uid, s.gid, s.size, s.blocks, s.blksize, s.rdev.major, s.rdev.minor,
+            "stat mode=0{:o} nlink={nlink} uid={} gid={} size={} blocks={} blksize={} rdev={}:{} ino=ino#{ino} dev=dev#{dev}{times}",
+            s.mode, s.uid, s.gid, s.size, s.blocks, s.blksize, s.rdev.major, s.rdev.minor,
         )
     }
 
@@ -400,15 +440,23 @@ impl Normaliser {
             "-".into()
         };
         let stamp = |bit: u32, t: Ts| has(bit).then_some(t);
-        let times = self.times(
-            ino,
-            Stamps {
-                atime: stamp(STATX_ATIME, s.atime),
-                mtime: stamp(STATX_MTIME, s.mtime),
-                ctime: stamp(STATX_CTIME, s.ctime),
-                btime: Some(s.btime).filter(|_| has(STATX_BTIME)),
-            },
-        );
+        let machine = self.machine_stamps.contains(&Dev {
+            major: s.dev.major,
+            minor: s.dev.minor,
+        });
+        let times = if machine {
+            MACHINE_STAMPS.to_string()
+        } else {
+            self.times(
+                ino,
+                Stamps {
+                    atime: stamp(STATX_ATIME, s.atime),
+                    mtime: stamp(STATX_MTIME, s.mtime),
+                    ctime: stamp(STATX_CTIME, s.ctime),
+                    btime: Some(s.btime).filter(|_| has(STATX_BTIME)),
+                },
+            )
+        };
         let btime = if has(STATX_BTIME) { "" } else { " btime=-" };
         format!(
             "statx mask={:#x} attributes={:#x} attributes_mask={:#x} mode={} nlink={} uid={} gid={} size={} \
@@ -417,7 +465,11 @@ impl Normaliser {
             s.attributes,
             s.attributes_mask,
             show(STATX_TYPE | STATX_MODE, &|| format!("0{:o}", s.mode)),
-            show(STATX_NLINK, &|| s.nlink.to_string()),
+            show(STATX_NLINK, &|| if machine {
+                sysfs_nlink(u32::from(s.mode), u64::from(s.nlink))
+            } else {
+                s.nlink.to_string()
+            }),
             show(STATX_UID, &|| s.uid.to_string()),
             show(STATX_GID, &|| s.gid.to_string()),
             show(STATX_SIZE, &|| s.size.to_string()),
@@ -1016,6 +1068,7 @@ mod tests {
                 minor: 40,
             }),
             ids: Vec::new(),
+            machine_stamps: false,
         });
         assert_eq!(mounted, "ok");
         let second = n.snapshot(&snap(1, 9));
@@ -1036,5 +1089,39 @@ mod tests {
         // A new label never repeats an old one.
         let other = n.stat(&rec(41, 7, 1, 1, 1));
         assert!(other.contains("ino=ino#4 dev=dev#4"), "{other}");
+    }
+
+    /// The inodes of a sysfs the case mounted show no stamps (the host's are the machine's);
+    /// those of every other device still do.
+    #[test]
+    fn a_sysfs_device_shows_no_stamps() {
+        let mut n = Normaliser::new(Timing::Burst);
+        let mounted = n.value(&Value::Mounted {
+            dev: Some(Dev {
+                major: 0,
+                minor: 22,
+            }),
+            ids: Vec::new(),
+            machine_stamps: true,
+        });
+        assert_eq!(mounted, "ok");
+        let sysfs = n.stat(&rec(22, 7, 1, 2, 3));
+        assert!(
+            sysfs.ends_with("ino=ino#1 dev=dev#1 times=machine"),
+            "{sysfs}"
+        );
+        let again = n.stat(&rec(22, 7, 5, 6, 7));
+        assert_eq!(again, sysfs, "no stamp is compared, so nothing changes");
+        let tmpfs = n.stat(&rec(23, 7, 1, 2, 3));
+        assert!(tmpfs.contains("mtime=first ctime=first"), "{tmpfs}");
+        // A sysfs directory's nlink: 2 exactly, more as `2+`; elsewhere exactly.
+        let dir = |dev, nlink| StatRec {
+            mode: 0o040755,
+            nlink,
+            ..rec(dev, 8, 1, 2, 3)
+        };
+        assert!(n.stat(&dir(22, 2)).contains(" nlink=2 "));
+        assert!(n.stat(&dir(22, 7)).contains(" nlink=2+ "));
+        assert!(n.stat(&dir(23, 7)).contains(" nlink=7 "));
     }
 }

@@ -104,6 +104,11 @@ pub enum Value {
         /// several): Linux hands each the lowest free 32-bit mount ID (`mnt_alloc_id()`), which
         /// may be one a mount gone before had.
         ids: Vec<u64>,
+        /// The new instance is a sysfs, whose stamps are the machine's (on the host, every
+        /// sysfs mount shows the machine's tree): the normaliser compares none of them. Both
+        /// sides say so, with `dev`.
+        #[serde(default)]
+        machine_stamps: bool,
     },
 }
 

@@ -36,12 +36,38 @@ pub trait Observe {
     fn lgetxattr(&mut self, path: &[u8], name: &[u8], size: usize) -> Result<Vec<u8>, i32>;
     /// The records of the directory at `path`, `.` and `..` included.
     fn list_dir(&mut self, path: &[u8]) -> Result<Vec<DirentRec>, i32>;
+    /// `statfs(path)`'s `f_type`.
+    fn fs_type(&mut self, path: &[u8]) -> Result<i64, i32>;
+}
+
+use crate::sysfs_guard::SYSFS_MAGIC;
+
+/// Whether a sysfs directory's entry `name` is in the part of sysfs both sides show: the
+/// path to and into `devices/system/cpu/cpuN/topology/` (CASES.md, "sysfs"). The host's
+/// sysfs is the machine's, thousands of names, uvfs's the demo tree; everything in a
+/// `topology` directory is kept, elsewhere only directories on that path.
+fn sysfs_shared(dir_name: &[u8], name: &[u8]) -> bool {
+    if dir_name == b"topology" {
+        return true;
+    }
+    let cpu_n = name
+        .strip_prefix(b"cpu")
+        .is_some_and(|n| !n.is_empty() && n.iter().all(u8::is_ascii_digit));
+    matches!(name, b"devices" | b"system" | b"cpu" | b"topology") || cpu_n
+}
+
+/// Where a snapshot walk is: the device of the directory being listed, and whether it is a
+/// sysfs (asked with `statfs` at each mount crossing).
+#[derive(Clone, Copy)]
+struct Place {
+    dev: (u32, u32),
+    sysfs: bool,
 }
 
 /// Walks the tree from `/`.
 pub fn observe_tree(o: &mut dyn Observe) -> Vec<EntryRec> {
     let mut out = Vec::new();
-    visit(o, b"/".to_vec(), &mut out, &mut HashMap::new());
+    visit(o, b"/".to_vec(), &mut out, &mut HashMap::new(), None);
     out
 }
 
@@ -62,12 +88,38 @@ fn sized(mut call: impl FnMut(usize) -> Result<Vec<u8>, i32>) -> Result<Vec<u8>,
 /// the clock decides (a tick between the two reads on the slower side: seed 356160 of the
 /// 5fdf096 long run, in ticked timing, on a link whose mtime lay in the future, so that
 /// relatime updated its atime on every read).
-fn visit(o: &mut dyn Observe, path: Vec<u8>, out: &mut Vec<EntryRec>, targets: &mut Targets) {
+///
+/// In a sysfs, only the entries [`sysfs_shared`] keeps are visited.
+fn visit(
+    o: &mut dyn Observe,
+    path: Vec<u8>,
+    out: &mut Vec<EntryRec>,
+    targets: &mut Targets,
+    parent: Option<Place>,
+) {
     if out.len() >= MAX_ENTRIES {
         return;
     }
     let stat = o.lstat(&path);
     let kind = stat.as_ref().map_or(0, |s| s.mode & S_IFMT);
+    let dir_name = path
+        .rsplit(|&c| c == b'/')
+        .next()
+        .unwrap_or_default()
+        .to_vec();
+    let place = match &stat {
+        Ok(s) if kind == S_IFDIR => {
+            let dev = (s.dev.major, s.dev.minor);
+            Some(match parent {
+                Some(p) if p.dev == dev => p,
+                _ => Place {
+                    dev,
+                    sysfs: o.fs_type(&path) == Ok(SYSFS_MAGIC),
+                },
+            })
+        }
+        _ => None,
+    };
     let link = match &stat {
         Ok(s) if kind == S_IFLNK => Some(
             targets
@@ -99,8 +151,12 @@ fn visit(o: &mut dyn Observe, path: Vec<u8>, out: &mut Vec<EntryRec>, targets: &
         list_errno: children.as_ref().and_then(|c| c.as_ref().err().copied()),
     });
     let Some(Ok(children)) = children else { return };
+    let sysfs = place.is_some_and(|p| p.sysfs);
     for e in children {
         if e.name.0 == b"." || e.name.0 == b".." {
+            continue;
+        }
+        if sysfs && !sysfs_shared(&dir_name, &e.name.0) {
             continue;
         }
         let mut child = path.clone();
@@ -108,7 +164,7 @@ fn visit(o: &mut dyn Observe, path: Vec<u8>, out: &mut Vec<EntryRec>, targets: &
             child.push(b'/');
         }
         child.extend_from_slice(&e.name.0);
-        visit(o, child, out, targets);
+        visit(o, child, out, targets, place);
     }
 }
 
@@ -132,7 +188,11 @@ mod tests {
         aliases: BTreeMap<Vec<u8>, Vec<u8>>,
         calls: Vec<String>,
         readlinks: Vec<String>,
+        /// Mount roots that are sysfs (their trees are on device 2, the rest on device 1).
+        sysfs: Vec<Vec<u8>>,
     }
+
+    const TMPFS_MAGIC: i64 = 0x0102_1994;
 
     impl Observe for Fake {
         fn lstat(&mut self, path: &[u8]) -> Result<StatRec, i32> {
@@ -142,9 +202,15 @@ mod tests {
             // Each name its own inode (its place in the map), an alias its first name's.
             let first = self.aliases.get(path).map_or(path, Vec::as_slice);
             let ino = self.nodes.keys().position(|k| k == first).ok_or(2)? as u64 + 1;
+            let on_sysfs = self.sysfs.iter().any(|r| path.starts_with(r));
             Ok(StatRec {
                 mode: n.0,
                 ino,
+                nlink: 7,
+                dev: crate::outcome::Dev {
+                    major: 0,
+                    minor: if on_sysfs { 2 } else { 1 },
+                },
                 ..StatRec::default()
             })
         }
@@ -167,6 +233,13 @@ mod tests {
                 .find(|(k, _)| *k == name)
                 .map(|(_, v)| v.to_vec())
                 .ok_or(61)
+        }
+        fn fs_type(&mut self, path: &[u8]) -> Result<i64, i32> {
+            Ok(if self.sysfs.iter().any(|p| p == path) {
+                SYSFS_MAGIC
+            } else {
+                TMPFS_MAGIC
+            })
         }
         fn list_dir(&mut self, path: &[u8]) -> Result<Vec<DirentRec>, i32> {
             let mut names: Vec<&[u8]> = vec![b".", b".."];
@@ -236,5 +309,72 @@ mod tests {
                 Some(Ok(Bytes(b"/y".to_vec())))
             ]
         );
+    }
+
+    /// In a sysfs only the path to `devices/system/cpu/cpuN/topology/` and what is in it are
+    /// walked (the host's is the machine's).
+    #[test]
+    fn walks_only_the_shared_part_of_a_sysfs() {
+        let mut f = Fake::default();
+        let dir = |kids: Vec<&'static [u8]>| (S_IFDIR, vec![], vec![], kids);
+        let file = || (0o100444, vec![], vec![], vec![]);
+        f.nodes.insert(b"/".to_vec(), dir(vec![b"sys", b"a"]));
+        f.nodes
+            .insert(b"/a".to_vec(), dir(vec![b"cpu9", b"kernel"]));
+        f.nodes.insert(b"/a/cpu9".to_vec(), file());
+        f.nodes.insert(b"/a/kernel".to_vec(), file());
+        f.nodes
+            .insert(b"/sys".to_vec(), dir(vec![b"kernel", b"devices", b"block"]));
+        f.nodes
+            .insert(b"/sys/devices".to_vec(), dir(vec![b"virtual", b"system"]));
+        f.nodes.insert(
+            b"/sys/devices/system".to_vec(),
+            dir(vec![b"cpu", b"memory"]),
+        );
+        f.nodes.insert(
+            b"/sys/devices/system/cpu".to_vec(),
+            dir(vec![b"online", b"cpu0", b"cpufreq"]),
+        );
+        f.nodes.insert(
+            b"/sys/devices/system/cpu/cpu0".to_vec(),
+            dir(vec![b"cache", b"topology", b"online"]),
+        );
+        f.nodes.insert(
+            b"/sys/devices/system/cpu/cpu0/topology".to_vec(),
+            dir(vec![b"core_id", b"die_id"]),
+        );
+        f.nodes.insert(
+            b"/sys/devices/system/cpu/cpu0/topology/core_id".to_vec(),
+            file(),
+        );
+        f.nodes.insert(
+            b"/sys/devices/system/cpu/cpu0/topology/die_id".to_vec(),
+            file(),
+        );
+        f.sysfs.push(b"/sys".to_vec());
+        let t = observe_tree(&mut f);
+        let seen: Vec<(String, u64)> = t
+            .iter()
+            .map(|e| {
+                let nlink = e.stat.as_ref().map_or(99, |s| s.nlink);
+                (String::from_utf8_lossy(&e.path.0).into_owned(), nlink)
+            })
+            .collect();
+        let want = [
+            ("/", 7),
+            ("/sys", 7),
+            ("/sys/devices", 7),
+            ("/sys/devices/system", 7),
+            ("/sys/devices/system/cpu", 7),
+            ("/sys/devices/system/cpu/cpu0", 7),
+            ("/sys/devices/system/cpu/cpu0/topology", 7),
+            ("/sys/devices/system/cpu/cpu0/topology/core_id", 7),
+            ("/sys/devices/system/cpu/cpu0/topology/die_id", 7),
+            ("/a", 7),
+            ("/a/cpu9", 7),
+            ("/a/kernel", 7),
+        ];
+        let want: Vec<(String, u64)> = want.iter().map(|(p, n)| (p.to_string(), *n)).collect();
+        assert_eq!(seen, want);
     }
 }

@@ -26,6 +26,7 @@ use crate::parse::Case;
 use crate::snapshot::{observe_tree, Observe, XATTR_BUF};
 
 mod cred;
+mod sysfs;
 
 /// A uvfs namespace whose root is a tmpfs with the case's options, the case's tasks in it
 /// (task 1 starts as root at the namespace root), and a separate root task that observes
@@ -44,6 +45,8 @@ impl UvfsBackend {
     /// The errno number uvfs gives for bad options.
     pub fn new(mount: Option<&str>) -> Result<UvfsBackend, i32> {
         let vfs = Vfs::with_root_options(mount).map_err(Errno::raw)?;
+        vfs.register_filesystem(Arc::new(sysfs::LazySysfs::default()))
+            .expect("a fresh namespace has no type named sysfs");
         Ok(UvfsBackend {
             tasks: vec![Some(vfs.task(cred::root_cred()))],
             current: 0,
@@ -81,6 +84,60 @@ impl UvfsBackend {
         Outcome::Ok(Value::Unit)
     }
 
+    /// Whether `op` would change a sysfs node or superblock in the current task's view
+    /// ([`crate::sysfs_guard`]): the random generator draws again rather than make a call
+    /// the host refuses.
+    pub(crate) fn changes_sysfs(&self, op: &Op, fds: &Fds) -> bool {
+        crate::sysfs_guard::changes_sysfs(op, fds, &mut TaskProbe(self.task()))
+    }
+
+    /// Whether `path` from `dirfd` (followed; the file open at `dirfd`, or the cwd, for an
+    /// empty one) names a file on a sysfs in the current task's view.
+    pub(crate) fn on_sysfs_at(&self, dirfd: i32, path: &[u8]) -> bool {
+        use crate::sysfs_guard::SysfsProbe;
+        let mut probe = TaskProbe(self.task());
+        match (path.is_empty(), dirfd) {
+            (true, AT_FDCWD) => probe.at_on_sysfs(AT_FDCWD, b".", true),
+            (true, _) => probe.fd_on_sysfs(dirfd),
+            (false, _) => probe.at_on_sysfs(dirfd, path, true),
+        }
+    }
+
+    /// Whether the directory `path` from `dirfd` (the file open at `dirfd` for `None`) is a
+    /// sysfs directory with subdirectories: a listing of the host's shows the machine's
+    /// entries (CASES.md, "sysfs").
+    pub(crate) fn sysfs_dir_with_subdirs(&self, dirfd: i32, path: Option<&[u8]>) -> bool {
+        let t = self.task();
+        let st = match path {
+            None => t.fstat(dirfd),
+            Some(p) => t.fstatat(dirfd, p, AtFlags::empty()),
+        };
+        let on = match path {
+            None => self.fd_on_sysfs(dirfd),
+            Some(p) => self.on_sysfs_at(dirfd, p),
+        };
+        on && st.is_ok_and(|s| s.mode & 0o170000 == 0o040000 && s.nlink > 2)
+    }
+
+    /// Whether `fd` in the current task is open on a directory.
+    pub(crate) fn is_dir_fd(&self, fd: i32) -> bool {
+        self.task()
+            .fstat(fd)
+            .is_ok_and(|s| s.mode & 0o170000 == 0o040000)
+    }
+
+    /// Whether the file open at `fd` in the current task is on a sysfs.
+    pub(crate) fn fd_on_sysfs(&self, fd: i32) -> bool {
+        use crate::sysfs_guard::SysfsProbe;
+        TaskProbe(self.task()).fd_on_sysfs(fd)
+    }
+
+    /// What a `snapshot` op would give now, without bound fds.
+    #[cfg(test)]
+    pub(crate) fn snapshot_now(&self) -> Value {
+        self.snapshot(&Fds::default())
+    }
+
     /// The bound fds' `fstat`s first, then the walk, as on the host (`host::observer`).
     fn snapshot(&self, fds: &Fds) -> Value {
         let fds = fds
@@ -103,6 +160,32 @@ impl UvfsBackend {
             buf: vec![0u8; XATTR_BUF],
         });
         Value::Snapshot(SnapshotRec { entries, fds })
+    }
+}
+
+/// [`crate::sysfs_guard::SysfsProbe`] through a task's calls.
+struct TaskProbe<'a>(&'a Task);
+
+impl crate::sysfs_guard::SysfsProbe for TaskProbe<'_> {
+    fn fd_on_sysfs(&mut self, fd: i32) -> bool {
+        self.0
+            .fstatfs(fd)
+            .is_ok_and(|s| s.f_type == crate::sysfs_guard::SYSFS_MAGIC)
+    }
+
+    fn at_on_sysfs(&mut self, dirfd: i32, path: &[u8], follow: bool) -> bool {
+        let mut flags = OpenFlags::PATH | OpenFlags::CLOEXEC;
+        if !follow {
+            flags |= OpenFlags::NOFOLLOW;
+        }
+        match self.0.openat(dirfd, path, flags, 0) {
+            Ok(fd) => {
+                let on = self.fd_on_sysfs(fd);
+                let _ = self.0.close(fd);
+                on
+            }
+            Err(_) => false,
+        }
     }
 }
 
@@ -153,6 +236,10 @@ impl Observe for Observer<'_> {
         listdir_with(self.task, path, flags, ListDir::EntriesOnly)
             .map(|l| l.entries)
             .map_err(Errno::raw)
+    }
+
+    fn fs_type(&mut self, path: &[u8]) -> Result<i64, i32> {
+        self.task.statfs(path).map(|s| s.f_type).map_err(Errno::raw)
     }
 }
 
@@ -853,11 +940,20 @@ impl Backend for UvfsBackend {
                     data.as_deref(),
                 );
                 // uvfs never gives a device number or a mount ID twice, so it has no labels
-                // to forget.
+                // to forget; but a new sysfs mount names its device, whose stamps the
+                // normaliser must leave alone as it does the host's (`machine_stamps`).
+                let sysfs = fstype.as_deref() == Some("sysfs") && op.new_fs_target().is_some();
                 match r {
                     Ok(()) => Outcome::Ok(Value::Mounted {
-                        dev: None,
+                        dev: if sysfs {
+                            t.fstatat(AT_FDCWD, target, AtFlags::empty())
+                                .ok()
+                                .map(|s| stat_fields(s).dev)
+                        } else {
+                            None
+                        },
                         ids: Vec::new(),
+                        machine_stamps: sysfs,
                     }),
                     r => unit(r),
                 }

@@ -14,6 +14,7 @@ use std::process::ExitCode;
 use uvfs_conformance::host::serve::{probe, Fencing, HostServer};
 use uvfs_conformance::random::cli::{check_expectations, default_budget, parse_args, render};
 use uvfs_conformance::random::driver::run;
+use uvfs_conformance::sysfs_guard::{machine_topology_changes, machine_topology_state};
 
 const HELPER: &str = env!("CARGO_BIN_EXE_uvfs-conformance-host");
 
@@ -43,11 +44,19 @@ fn main() -> ExitCode {
             ExitCode::SUCCESS
         };
     }
+    let sysfs_before = machine_topology_state();
     let report = run(&budget, || {
         HostServer::spawn_with(Path::new(HELPER), Fencing::MountsOnly)
             .expect("the host helper starts")
     });
     print!("{}", render(&budget, &report));
+    let changed = machine_topology_changes(&sysfs_before, &machine_topology_state());
+    if !changed.is_empty() {
+        println!("random: the machine's sysfs changed (src/sysfs_guard.rs let a call through):");
+        changed.iter().for_each(|l| println!("  {l}"));
+        println!("0 passed, 1 failed");
+        return ExitCode::FAILURE;
+    }
     let failed = report.diverged.len() as u64;
     let ran_short = report.seeds < budget.seeds && budget.time.is_none();
     if ran_short {

@@ -12,6 +12,7 @@ use std::process::ExitCode;
 use uvfs_conformance::host::serve::find_helper;
 use uvfs_conformance::random::cli::{check_expectations, default_budget, parse_args, render};
 use uvfs_conformance::random::driver::run;
+use uvfs_conformance::sysfs_guard::{machine_topology_changes, machine_topology_state};
 use uvfs_conformance::{Fencing, HostServer};
 
 fn main() -> ExitCode {
@@ -27,6 +28,7 @@ fn main() -> ExitCode {
         eprintln!("{e}");
         return ExitCode::from(2);
     }
+    let sysfs_before = machine_topology_state();
     let report = run(&budget, || {
         let helper = find_helper().expect(
             "the host helper is built beside this binary (cargo build -p uvfs-conformance)",
@@ -34,6 +36,12 @@ fn main() -> ExitCode {
         HostServer::spawn_with(&helper, Fencing::MountsOnly).expect("the host helper starts")
     });
     print!("{}", render(&budget, &report));
+    let changed = machine_topology_changes(&sysfs_before, &machine_topology_state());
+    if !changed.is_empty() {
+        println!("random: the machine's sysfs changed (src/sysfs_guard.rs let a call through):");
+        changed.iter().for_each(|l| println!("  {l}"));
+        return ExitCode::FAILURE;
+    }
     if report.diverged.is_empty() {
         ExitCode::SUCCESS
     } else {

@@ -7,6 +7,7 @@ mod channel;
 #[allow(unsafe_code)]
 pub mod cred;
 pub mod fence;
+pub mod guard;
 pub mod observer;
 // Allowed here only: fork, poll, waitpid and friends take raw pointers (see the module doc).
 #[allow(unsafe_code)]
@@ -398,6 +399,9 @@ impl Backend for HostBackend {
     fn run(&mut self, _step: usize, op: &Op, fds: &Fds) -> Outcome {
         let fd = |f| fds.get(f);
         let p = |b: &Vec<u8>| CPath::new(b);
+        if guard::refuses(op, fds) {
+            return Outcome::Errno(guard::REFUSED);
+        }
         match op {
             Op::Open { path, flags, mode } => {
                 int(sys::openat(AT_FDCWD, &p(path), *flags as i32, *mode as u32))
@@ -819,6 +823,7 @@ impl Backend for HostBackend {
                 data,
             } => {
                 let src = src.as_ref().map(p);
+                let sysfs = fstype.as_deref() == Some("sysfs");
                 let fstype = fstype.as_ref().map(|s| CPath::new(s.as_bytes()));
                 let data = data.as_ref().map(|s| CPath::new(s.as_bytes()));
                 let target = p(target);
@@ -843,6 +848,7 @@ impl Backend for HostBackend {
                         Outcome::Ok(Value::Mounted {
                             dev: new.first().map(|m| m.1).filter(|_| new_fs),
                             ids: new.iter().map(|m| m.0).collect(),
+                            machine_stamps: new_fs && sysfs,
                         })
                     }
                     r => unit(r),

@@ -332,4 +332,8 @@ impl Observe for HostObserver {
     fn list_dir(&mut self, path: &[u8]) -> Result<Vec<DirentRec>, i32> {
         listdir_with(path, O_SNAPSHOT_DIR, ListDir::EntriesOnly).map(|l| l.entries)
     }
+
+    fn fs_type(&mut self, path: &[u8]) -> Result<i64, i32> {
+        sys::statfs(&CPath::new(path)).map(|s| s.f_type)
+    }
 }

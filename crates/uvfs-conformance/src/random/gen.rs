@@ -22,6 +22,7 @@ mod fds;
 mod mount;
 mod notify;
 mod ready;
+mod sysfs;
 use crate::backend::{Backend, Fds};
 use crate::op::cred::{CapMasks, CapWhich, CredOp};
 use crate::op::{Fcntl, Fd, FlockArg, LockCmd, Offset, Op, Time, XattrTarget};
@@ -31,6 +32,7 @@ use crate::uvfs_backend::UvfsBackend;
 use fanotify::Fanotify;
 use notify::Notify;
 use ready::AnonNames;
+use sysfs::Sysfs;
 
 /// The names every path is built from: few, so that they collide.
 const NAMES: [&str; 4] = ["a", "b", "c", "d"];
@@ -118,7 +120,10 @@ impl Default for Shape {
 /// The sequence for `seed`: a case named `random_SEED`.
 pub fn generate(seed: u64, shape: Shape) -> Case {
     let mut rng = Rng::new(seed);
-    let fifos = rng.chance(10);
+    let sysfs = Sysfs::for_seed(seed);
+    // No FIFOs, pipes or readiness calls beside a sysfs: poll of a fresh sysfs open meets an
+    // open uvfs bug (`sysfs_a_fresh_open_polls_pri_and_err_until_read`).
+    let fifos = rng.chance(10) && sysfs.is_none();
     let mount = Some(rng.pick(&ROOT_MOUNTS).to_string());
     let mut g = Gen {
         rng,
@@ -129,6 +134,7 @@ pub fn generate(seed: u64, shape: Shape) -> Case {
         anon: AnonNames::default(),
         notify: Notify::for_seed(seed),
         fanotify: Fanotify::for_seed(seed),
+        sysfs,
         guide: UvfsBackend::new(mount.as_deref()).ok(),
         guide_fds: Fds::default(),
     };
@@ -138,11 +144,30 @@ pub fn generate(seed: u64, shape: Shape) -> Case {
         Timing::Burst
     };
     let mut steps = Vec::with_capacity(2 * shape.ops);
+    // A sysfs seed's prelude runs before the first snapshot (sysfs.rs), and the paths it
+    // made are not the other families' to draw.
+    if g.sysfs.is_some() {
+        for op in sysfs::prelude() {
+            g.observe(&op, None);
+            steps.push(Step {
+                line: steps.len() + 1,
+                text: op.to_string(),
+                op,
+                bind: None,
+            });
+        }
+        g.known.clear();
+    }
+    let base = steps.len();
     for i in 0..shape.ops {
-        let op = g
+        let mut op = g
             .notify_op(i)
             .or_else(|| g.fanotify_op())
+            .or_else(|| g.sysfs_op())
             .unwrap_or_else(|| g.op());
+        if g.sysfs.is_some() {
+            op = g.away_from_sysfs_changes(op);
+        }
         let bind = match op {
             // The read end and the write end.
             Op::Pipe2 { .. } => Some(format!("f{}r f{}w", i + 1, i + 1)),
@@ -150,13 +175,13 @@ pub fn generate(seed: u64, shape: Shape) -> Case {
         };
         g.observe(&op, bind.as_deref());
         steps.push(Step {
-            line: 2 * i + 1,
+            line: base + 2 * i + 1,
             text: op.to_string(),
             op,
             bind,
         });
         steps.push(Step {
-            line: 2 * i + 2,
+            line: base + 2 * i + 2,
             text: "snapshot".into(),
             op: Op::Snapshot,
             bind: None,
@@ -189,6 +214,8 @@ struct Gen {
     notify: Option<Notify>,
     /// The fanotify family's generator and groups, in a seed that makes them.
     fanotify: Option<Fanotify>,
+    /// The sysfs family's generator and fds, in a seed that shows a sysfs.
+    sysfs: Option<Sysfs>,
     /// uvfs, run along to steer the choices; `None` if the root mount failed.
     guide: Option<UvfsBackend>,
     guide_fds: Fds,
@@ -311,6 +338,9 @@ impl Gen {
             if let Some(n) = self.fanotify.as_mut() {
                 n.note(op, names);
             }
+            if let Some(n) = self.sysfs.as_mut() {
+                n.note(op, names);
+            }
         }
         if let (true, Op::Close { fd: Fd::Var(name) }) = (ok, op) {
             self.open.retain(|n| n != name);
@@ -320,6 +350,23 @@ impl Gen {
                 self.known.push(path.to_vec());
             }
         }
+    }
+
+    /// `op`, or another drawn in its place when it would change a sysfs node (the host
+    /// refuses those: `crate::sysfs_guard`) or meet an open uvfs bug on sysfs; a `getcwd`
+    /// if twenty draws do.
+    fn away_from_sysfs_changes(&mut self, mut op: Op) -> Op {
+        for _ in 0..20 {
+            let refused = self
+                .guide
+                .as_ref()
+                .is_some_and(|g| g.changes_sysfs(&op, &self.guide_fds));
+            if !refused && !self.meets_open_sysfs_bug(&op) {
+                return op;
+            }
+            op = self.op();
+        }
+        Op::Getcwd { size: 4096 }
     }
 
     fn op(&mut self) -> Op {
@@ -1146,6 +1193,10 @@ mod tests {
                     ..
                 } = &s.op
                 {
+                    if t == "sysfs" {
+                        // The sysfs family's prelude: the machine's tree, no instance made.
+                        continue;
+                    }
                     assert_eq!(t, "tmpfs");
                     assert!(data.as_deref().is_some_and(|d| d.contains("size=")));
                     mounts += 1;

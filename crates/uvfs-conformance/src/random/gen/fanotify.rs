@@ -278,7 +278,8 @@ mod tests {
             };
             seeds += 1;
             assert!(
-                matches!(case.steps[first].op, Op::FanotifyInit { .. }) && first <= 5,
+                matches!(case.steps[first].op, Op::FanotifyInit { .. })
+                    && first <= 5 + super::sysfs::prelude().len(),
                 "seed {seed}"
             );
             for s in &case.steps {
