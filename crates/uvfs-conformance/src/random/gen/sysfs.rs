@@ -349,7 +349,6 @@ impl Gen {
         let on = |f: &Fd| guide.fd_on_sysfs(self.guide_fds.get(f));
         /// Past `MAX_NON_LFS`, less a page for `SEEK_END`.
         const FAR: i64 = (1 << 31) - 1 - 4096;
-        const O_DIRECT: i64 = 0o40000;
         const AT_FDCWD: i32 = -100;
         // sysfs_long_names_are_not_enametoolong: a name past NAME_MAX (printed as a repeat)
         // may be looked up in a sysfs directory (a cwd there, `RESOLVE_IN_ROOT`).
@@ -357,19 +356,6 @@ impl Gen {
             return true;
         }
         match op {
-            // sysfs_pwrite_on_a_read_only_open_attr_is_espipe
-            Op::Pwrite { fd, .. } | Op::Pwritev { fd, .. } => on(fd),
-            // sysfs_lseek_past_the_non_lfs_limit_is_einval (a listed directory is at INT_MAX),
-            // sysfs_getdents_that_emits_nothing_still_moves_the_position (SEEK_CUR shows it)
-            Op::Lseek {
-                fd,
-                off: Offset::Raw(o),
-                whence,
-            } => {
-                on(fd)
-                    && (!(-FAR..=FAR).contains(o)
-                        || *whence == 1 && (*o > 0 || guide.is_dir_fd(self.guide_fds.get(fd))))
-            }
             // sysfs_sendfile_past_the_non_lfs_limit_is_eoverflow
             Op::Sendfile { in_fd, off, .. } => {
                 on(in_fd)
@@ -379,51 +365,6 @@ impl Gen {
             // machine's entries (CASES.md, "sysfs").
             Op::Listdir { path } => guide.sysfs_dir_with_subdirs(AT_FDCWD, Some(path)),
             Op::Getdents { fd, .. } => guide.sysfs_dir_with_subdirs(self.guide_fds.get(fd), None),
-            // sysfs_rename_flags_in_a_sysfs_dir_are_einval
-            Op::Renameat2 {
-                olddirfd,
-                old,
-                newdirfd,
-                new,
-                flags,
-            } => {
-                *flags != 0
-                    && (guide.on_sysfs_at(self.guide_fds.get(olddirfd), old)
-                        || guide.on_sysfs_at(self.guide_fds.get(newdirfd), new))
-            }
-            // sysfs_truncate_past_the_non_lfs_limit_is_efbig
-            Op::Truncate { path, len } => *len > FAR && guide.on_sysfs_at(AT_FDCWD, path),
-            Op::Ftruncate { fd, len } => *len > FAR && on(fd),
-            // sysfs_fsync_of_a_directory_is_einval
-            Op::Fsync { fd } | Op::Fdatasync { fd } => on(fd),
-            // sysfs_o_direct_is_einval
-            Op::Fcntl {
-                fd,
-                cmd: Fcntl::SetFl(fl),
-            } => i64::from(*fl) & O_DIRECT != 0 && on(fd),
-            Op::Open { path, flags, .. } => {
-                flags & O_DIRECT != 0 && guide.on_sysfs_at(AT_FDCWD, path)
-            }
-            Op::Openat {
-                dirfd, path, flags, ..
-            } => flags & O_DIRECT != 0 && guide.on_sysfs_at(self.guide_fds.get(dirfd), path),
-            Op::Openat2 {
-                dirfd, path, flags, ..
-            } => {
-                *flags & O_DIRECT as u64 != 0 && guide.on_sysfs_at(self.guide_fds.get(dirfd), path)
-            }
-            // sysfs_removexattr_user_is_eopnotsupp
-            Op::Removexattr {
-                target: XattrTarget::File(fd),
-                ..
-            } => on(fd),
-            Op::Removexattr {
-                target: XattrTarget::Path(p) | XattrTarget::Link(p),
-                ..
-            } => guide.on_sysfs_at(AT_FDCWD, p),
-            // sysfs_a_fresh_open_polls_pri_and_err_until_read
-            Op::Poll { fds, .. } => fds.iter().any(on),
-            Op::EpollCtl { fd, .. } => on(fd),
             _ => false,
         }
     }
