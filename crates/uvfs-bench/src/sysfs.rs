@@ -175,6 +175,22 @@ pub struct Reads {
     targets: Vec<Target>,
     /// Reads compared with their expected value, over every run of the configuration.
     checks: AtomicU64,
+    /// The current run's window (see [`Reads::begin_run`]).
+    window: Window,
+}
+
+/// A run's sampling window, as `uvfs bench scale` and will-it-scale sample: every thread
+/// stops at the first thread's end of its quota, so that a sample covers only time in which
+/// every thread ran (a fixed quota per thread also timed the tail, where fewer threads than
+/// CPUs were left running).
+#[derive(Debug, Default)]
+struct Window {
+    stop: std::sync::atomic::AtomicBool,
+    /// Rounds done by every thread in this run.
+    done: AtomicU64,
+    /// The earliest thread start and the first quota's end.
+    start: std::sync::Mutex<Option<std::time::Instant>>,
+    first_end: std::sync::Mutex<Option<std::time::Instant>>,
 }
 
 impl Reads {
@@ -192,7 +208,50 @@ impl Reads {
         Reads {
             targets,
             checks: AtomicU64::new(0),
+            window: Window::default(),
         }
+    }
+
+    /// Starts a run: a fresh window.
+    pub fn begin_run(&self) {
+        self.window.stop.store(false, Ordering::SeqCst);
+        self.window.done.store(0, Ordering::SeqCst);
+        *self.window.start.lock().expect("not poisoned") = None;
+        *self.window.first_end.lock().expect("not poisoned") = None;
+    }
+
+    /// Ends a run of `threads` threads of `ops` rounds each, which began when
+    /// [`Reads::checks`] was `before`: checks that every round done was checked, and returns
+    /// the run's duration scaled to `threads × ops` rounds at the rate measured inside the
+    /// window (the rounds every thread did until the first finished its quota, over that
+    /// time), which the runner divides by `ops` as for any run.
+    ///
+    /// # Errors
+    /// No round done, or a count of checks other than the rounds done.
+    pub fn end_run(
+        &self,
+        before: u64,
+        threads: usize,
+        ops: u64,
+    ) -> anyhow::Result<std::time::Duration> {
+        let done = self.window.done.load(Ordering::SeqCst);
+        let got = self.checks() - before;
+        ensure!(got == done, "{got} reads checked, not the {done} done");
+        ensure!(done > 0, "no round done");
+        let start = self
+            .window
+            .start
+            .lock()
+            .expect("not poisoned")
+            .ok_or_else(|| anyhow!("no start"))?;
+        let end = self
+            .window
+            .first_end
+            .lock()
+            .expect("not poisoned")
+            .ok_or_else(|| anyhow!("no thread finished its quota"))?;
+        let span = end.saturating_duration_since(start);
+        Ok(span.mul_f64((threads as u64 * ops) as f64 / done as f64))
     }
 
     /// The reads checked so far.
@@ -218,7 +277,17 @@ impl Reads {
             .ok_or_else(|| anyhow!("no file for thread {thread}"))?;
         let mut buf = [0u8; READ_BYTES];
         let mut checked = 0u64;
+        {
+            let now = std::time::Instant::now();
+            let mut st = self.window.start.lock().expect("not poisoned");
+            if st.is_none_or(|s| now < s) {
+                *st = Some(now);
+            }
+        }
         for _ in 0..ops {
+            if self.window.stop.load(Ordering::Relaxed) {
+                break;
+            }
             let n = open_read_close(&t.path, &mut buf)?;
             let got = &buf[..n.min(READ_BYTES)];
             if got != t.expected.as_slice() {
@@ -231,19 +300,16 @@ impl Reads {
             }
             checked += 1;
         }
+        if checked == ops {
+            let now = std::time::Instant::now();
+            self.window.stop.store(true, Ordering::SeqCst);
+            let mut end = self.window.first_end.lock().expect("not poisoned");
+            if end.is_none_or(|e| now < e) {
+                *end = Some(now);
+            }
+        }
+        self.window.done.fetch_add(checked, Ordering::SeqCst);
         self.checks.fetch_add(checked, Ordering::Relaxed);
-        Ok(())
-    }
-
-    /// Checks that a run of `ops` rounds on every thread, which started when [`Reads::checks`]
-    /// was `before`, checked every read.
-    ///
-    /// # Errors
-    /// Another count.
-    pub fn verify(&self, before: u64, ops: u64) -> anyhow::Result<()> {
-        let want = ops * self.targets.len() as u64;
-        let got = self.checks() - before;
-        ensure!(got == want, "{got} reads checked, not {want}");
         Ok(())
     }
 }
@@ -427,14 +493,23 @@ mod tests {
                 Ok(bytes.len())
             }
         };
+        reads.begin_run();
         reads.thread(0, 5, fill(b"0\n")).expect("right value");
         assert_eq!(reads.checks(), 5);
-        reads.verify(0, 5).expect("5 of 5");
+        let d = reads.end_run(0, 1, 5).expect("5 of 5");
+        // The window's rate: a run whose threads did half their rounds counts double time.
+        assert!(d > std::time::Duration::ZERO);
+        // A finished quota stopped the window: a further call without a new run does nothing.
+        reads
+            .thread(0, 5, fill(b"1\n"))
+            .expect("stopped before any read");
+        assert_eq!(reads.checks(), 5);
+        reads.begin_run();
         let e = reads.thread(0, 5, fill(b"1\n")).expect_err("wrong value");
         assert!(format!("{e}").contains("expected \"0\\n\""), "{e}");
         assert!(reads.thread(1, 1, fill(b"0\n")).is_err(), "no thread 1");
         assert_eq!(reads.checks(), 5);
-        assert!(reads.verify(0, 6).is_err());
+        assert!(reads.end_run(0, 1, 5).is_err(), "no round done in this run");
     }
 
     #[test]

@@ -115,7 +115,14 @@ fn every_read_is_checked_and_counted() {
                 let d = col.run(&p, OPS).expect("run");
                 assert!(d > Duration::ZERO);
             }
-            assert_eq!(col.sysfs_checks(), 2 * 4 * OPS, "{}", col.name());
+            // Each run's window ends at the first thread's quota: between one quota and all
+            // four per run (every round done was checked: `Reads::end_run`).
+            let c = col.sysfs_checks();
+            assert!(
+                (2 * OPS..=2 * 4 * OPS).contains(&c),
+                "{}: {c} checks",
+                col.name()
+            );
             let e = col
                 .run(&params(6, sharing), 1)
                 .expect_err("threads 4 and 5 have no file");
@@ -135,7 +142,8 @@ fn every_read_is_checked_and_counted() {
         host.setup(&p).expect("host setup");
         host.run(&p, OPS).expect("host run");
         host.run(&p, OPS).expect("host run");
-        assert_eq!(host.sysfs_checks(), 2 * 4 * OPS);
+        let c = host.sysfs_checks();
+        assert!((2 * OPS..=2 * 4 * OPS).contains(&c), "host: {c} checks");
         host.teardown();
     }
 }

@@ -334,12 +334,12 @@ impl Column for Host {
                 .as_ref()
                 .ok_or_else(|| anyhow!("no sysfs files"))?;
             let before = reads.checks();
-            let d = timed_threads(p.threads, |i| {
+            reads.begin_run();
+            timed_threads(p.threads, |i| {
                 sysfs::host_own_fd_table()?;
                 reads.thread(i, ops, sysfs::host_open_read_close)
             })?;
-            reads.verify(before, ops)?;
-            return Ok(d);
+            return reads.end_run(before, p.threads, ops);
         }
         let dir = self.tmpfs.dir()?;
         match p.workload {

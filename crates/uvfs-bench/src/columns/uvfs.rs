@@ -486,6 +486,9 @@ impl Column for Uvfs {
         let names = &self.names;
         let reads = self.reads.as_ref();
         let checked_before = self.sysfs_checks();
+        if let Some(reads) = reads.filter(|_| p.workload == Workload::SysfsOpenRead) {
+            reads.begin_run();
+        }
         let r = timed_threads(threads, |i| {
             let t = take(i);
             let r = (|| -> anyhow::Result<()> {
@@ -554,8 +557,8 @@ impl Column for Uvfs {
             .into_inner()
             .expect("not poisoned")
             .ok_or_else(|| anyhow!("main task lost"))?;
-        if let (Ok(_), Some(reads)) = (&r, &self.reads) {
-            reads.verify(checked_before, ops)?;
+        if let (Ok(_), Some(reads), Workload::SysfsOpenRead) = (&r, &self.reads, p.workload) {
+            return reads.end_run(checked_before, threads, ops);
         }
         r
     }
