@@ -16,17 +16,9 @@ use uvfs::{Cred, Errno, Task, Vfs};
 /// A tree registered under `name` and mounted at `/k` of a fresh tmpfs root.
 fn mounted(tree: &Kernfs) -> (Vfs, Task) {
     let vfs = Vfs::new();
-    vfs.register_filesystem(tree.fs_type()).expect("register");
     let task = vfs.task(Cred::root());
     task.mkdirat(AT_FDCWD, "/k", 0o755).expect("mkdir /k");
-    task.mount(
-        Some(&b"kfs"[..]),
-        "/k",
-        Some("kfs"),
-        MountFlags::empty(),
-        None,
-    )
-    .expect("mount");
+    tree.mount(&task, "/k").expect("mount");
     (vfs, task)
 }
 

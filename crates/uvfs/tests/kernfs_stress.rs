@@ -20,7 +20,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use uvfs::abi::{MountFlags, OpenFlags, AT_FDCWD};
+use uvfs::abi::{OpenFlags, AT_FDCWD};
 use uvfs::fs::kernfs::{show, Kernfs, KernfsNode};
 use uvfs::{Cred, Errno, Task, Vfs};
 
@@ -247,17 +247,9 @@ fn remover(root: &KernfsNode, shared: &Shared, seen: &Seen, start: Instant) -> u
 fn open_and_read_race_add_and_remove_of_directories() {
     let tree = Kernfs::new("kfs", 0x6b66);
     let vfs = Vfs::new();
-    vfs.register_filesystem(tree.fs_type()).expect("register");
     let task = vfs.task(Cred::root());
     task.mkdirat(AT_FDCWD, "/k", 0o755).expect("mkdir");
-    task.mount(
-        Some(&b"kfs"[..]),
-        "/k",
-        Some("kfs"),
-        MountFlags::empty(),
-        None,
-    )
-    .expect("mount");
+    tree.mount(&task, "/k").expect("mount");
     let shared = Shared {
         stop: AtomicBool::new(false),
         adding: Default::default(),

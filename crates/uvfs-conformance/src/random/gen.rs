@@ -121,9 +121,7 @@ impl Default for Shape {
 pub fn generate(seed: u64, shape: Shape) -> Case {
     let mut rng = Rng::new(seed);
     let sysfs = Sysfs::for_seed(seed);
-    // No FIFOs, pipes or readiness calls beside a sysfs: poll of a fresh sysfs open meets an
-    // open uvfs bug (`sysfs_a_fresh_open_polls_pri_and_err_until_read`).
-    let fifos = rng.chance(10) && sysfs.is_none();
+    let fifos = rng.chance(10);
     let mount = Some(rng.pick(&ROOT_MOUNTS).to_string());
     let mut g = Gen {
         rng,
@@ -350,23 +348,6 @@ impl Gen {
                 self.known.push(path.to_vec());
             }
         }
-    }
-
-    /// `op`, or another drawn in its place when it would change a sysfs node (the host
-    /// refuses those: `crate::sysfs_guard`) or meet an open uvfs bug on sysfs; a `getcwd`
-    /// if twenty draws do.
-    fn away_from_sysfs_changes(&mut self, mut op: Op) -> Op {
-        for _ in 0..20 {
-            let refused = self
-                .guide
-                .as_ref()
-                .is_some_and(|g| g.changes_sysfs(&op, &self.guide_fds));
-            if !refused && !self.meets_open_sysfs_bug(&op) {
-                return op;
-            }
-            op = self.op();
-        }
-        Op::Getcwd { size: 4096 }
     }
 
     fn op(&mut self) -> Op {

@@ -35,8 +35,6 @@ pub const SYSFS_MAGIC: i64 = 0x6265_6572;
 pub struct Sysfs {
     kernfs: Kernfs,
     root: Kobject,
-    /// The type [`Sysfs::mount`] registers, kept to tell it from another instance's.
-    fs_type: Arc<dyn crate::vfs::ops::FileSystemType>,
 }
 
 impl Default for Sysfs {
@@ -54,12 +52,7 @@ impl Sysfs {
         let root = Kobject {
             node: kernfs.root().clone(),
         };
-        let fs_type = kernfs.fs_type();
-        Sysfs {
-            kernfs,
-            root,
-            fs_type,
-        }
+        Sysfs { kernfs, root }
     }
 
     /// A sysfs holding the demo CPU tree ([`Sysfs::add_cpu_topology`]).
@@ -83,29 +76,17 @@ impl Sysfs {
     /// The filesystem type `"sysfs"` that mounts this instance (register it with
     /// [`Vfs::register_filesystem`](crate::Vfs::register_filesystem)).
     pub fn fs_type(&self) -> Arc<dyn crate::vfs::ops::FileSystemType> {
-        self.fs_type.clone()
+        self.kernfs.fs_type()
     }
 
     /// Registers this instance as `"sysfs"` in `task`'s namespace (unless it is already) and
-    /// mounts it at `path`, as `mount -t sysfs sysfs PATH` does.
+    /// mounts it at `path`, as `mount -t sysfs sysfs PATH` does ([`Kernfs::mount`]).
     ///
     /// # Errors
     /// What `mount(2)` fails with (`ENOENT` for a missing `path`, `EPERM` without
     /// `CAP_SYS_ADMIN`); `EBUSY` if another instance is registered as `"sysfs"` there.
     pub fn mount(&self, task: &Task, path: &str) -> Result<()> {
-        let ns = task.namespace();
-        match ns.filesystem("sysfs") {
-            Some(t) if std::ptr::addr_eq(Arc::as_ptr(&t), Arc::as_ptr(&self.fs_type)) => {}
-            Some(_) => return Err(crate::abi::Errno::EBUSY),
-            None => ns.register_filesystem(self.fs_type.clone())?,
-        }
-        task.mount(
-            Some(&b"sysfs"[..]),
-            path,
-            Some("sysfs"),
-            Default::default(),
-            None,
-        )
+        self.kernfs.mount(task, path)
     }
 
     /// Adds `devices/system/cpu/cpuN/topology/` for every CPU, with the host's topology

@@ -339,6 +339,23 @@ impl Gen {
         Some(op)
     }
 
+    /// `op`, or another drawn in its place when it would change a sysfs node (the host
+    /// refuses those: `crate::sysfs_guard`) or meet an open uvfs bug on sysfs; a `getcwd`
+    /// if twenty draws do.
+    pub(super) fn away_from_sysfs_changes(&mut self, mut op: Op) -> Op {
+        for _ in 0..20 {
+            let refused = self
+                .guide
+                .as_ref()
+                .is_some_and(|g| g.changes_sysfs(&op, &self.guide_fds));
+            if !refused && !self.meets_open_sysfs_bug(&op) {
+                return op;
+            }
+            op = self.op();
+        }
+        Op::Getcwd { size: 4096 }
+    }
+
     /// Whether `op` meets a uvfs bug on sysfs that expected-divergences.txt lists and that is
     /// not fixed yet (each arm goes with its fix; the cases named keep the bug in view), or
     /// lists a sysfs directory whose host listing is the machine's.

@@ -2,8 +2,8 @@
 //! cgroupfs). A [`Kernfs`] is a tree of [`KernfsNode`]s: directories, attributes whose
 //! contents an [`Attribute`]'s `show` makes and whose writes its `store` takes, binary
 //! attributes ([`BinAttribute`]) and symbolic links to other nodes. The owner adds and
-//! removes nodes at any time, also while they are open; [`Kernfs::fs_type`] makes the tree
-//! mountable by name.
+//! removes nodes at any time, also while they are open; [`Kernfs::mount`] (or
+//! [`Kernfs::fs_type`] registered by name) mounts the tree.
 //!
 //! ```
 //! use std::sync::Arc;
@@ -16,10 +16,9 @@
 //! dev.create_file("name", 0o444, show(|out| out.extend_from_slice(b"disk\n")))?;
 //!
 //! let vfs = Vfs::new();
-//! vfs.register_filesystem(tree.fs_type())?;
 //! let task = vfs.task(Cred::root());
 //! task.mkdirat(AT_FDCWD, "/demo", 0o755)?;
-//! task.mount(Some(&b"demofs"[..]), "/demo", Some("demofs"), Default::default(), None)?;
+//! tree.mount(&task, "/demo")?; // registers "demofs", then mount -t demofs demofs /demo
 //! let fd = task.openat(AT_FDCWD, "/demo/dev0/name", OpenFlags::RDONLY, 0)?;
 //! let mut buf = [0u8; 16];
 //! let n = task.read(fd, &mut buf)?;
@@ -208,6 +207,8 @@ pub struct Kernfs {
     root: KernfsNode,
     root_dentry: Arc<Dentry>,
     name: &'static str,
+    /// The type that mounts the tree (one, so that [`Kernfs::mount`] knows its own).
+    fs_type: Arc<dyn FileSystemType>,
 }
 
 /// The superblock operations of a kernfs tree.
@@ -271,8 +272,13 @@ impl Kernfs {
         let root = KernfsNode {
             inode: inode.clone(),
         };
+        let root_dentry = Dentry::new_root(inode);
         Kernfs {
-            root_dentry: Dentry::new_root(inode),
+            fs_type: Arc::new(KernfsType {
+                name,
+                root: root_dentry.clone(),
+            }),
+            root_dentry,
             root,
             name,
         }
@@ -284,33 +290,56 @@ impl Kernfs {
     }
 
     /// The filesystem type that mounts this tree (register it with
-    /// [`Vfs::register_filesystem`](crate::Vfs::register_filesystem)); every mount shows the
-    /// same superblock. Mount options are refused with `EINVAL` (sysfs takes none).
+    /// [`Vfs::register_filesystem`](crate::Vfs::register_filesystem), or let
+    /// [`Kernfs::mount`] do it); every mount shows the same superblock. Mount options are
+    /// refused with `EINVAL` (sysfs takes none). Each call gives the same type.
     pub fn fs_type(&self) -> Arc<dyn FileSystemType> {
-        struct Type {
-            name: &'static str,
-            root: Arc<Dentry>,
+        self.fs_type.clone()
+    }
+
+    /// Registers this tree's type in `task`'s namespace under its name (unless it is there
+    /// already) and mounts the tree at `path`, as `mount -t NAME NAME PATH` does.
+    ///
+    /// # Errors
+    /// What `mount(2)` fails with (`ENOENT` for a missing `path`, `EPERM` without
+    /// `CAP_SYS_ADMIN`); `EBUSY` if another type is registered under the name there.
+    pub fn mount(&self, task: &crate::Task, path: &str) -> Result<()> {
+        let ns = task.namespace();
+        match ns.filesystem(self.name) {
+            Some(t) if std::ptr::addr_eq(Arc::as_ptr(&t), Arc::as_ptr(&self.fs_type)) => {}
+            Some(_) => return Err(Errno::EBUSY),
+            None => ns.register_filesystem(self.fs_type.clone())?,
         }
-        impl FileSystemType for Type {
-            fn name(&self) -> &str {
-                self.name
-            }
-            fn get_tree(&self, fc: &FsContext<'_>) -> Result<Arc<Dentry>> {
-                if fc.data.is_some_and(|d| !d.is_empty()) {
-                    return Err(Errno::EINVAL);
-                }
-                Ok(self.root.clone())
-            }
-        }
-        Arc::new(Type {
-            name: self.name,
-            root: self.root_dentry.clone(),
-        })
+        task.mount(
+            Some(self.name.as_bytes()),
+            path,
+            Some(self.name),
+            Default::default(),
+            None,
+        )
     }
 
     /// The tree's root dentry (the one every mount shows).
     pub fn root_dentry(&self) -> &Arc<Dentry> {
         &self.root_dentry
+    }
+}
+
+/// The filesystem type of a kernfs tree: every mount gets its root.
+struct KernfsType {
+    name: &'static str,
+    root: Arc<Dentry>,
+}
+
+impl FileSystemType for KernfsType {
+    fn name(&self) -> &str {
+        self.name
+    }
+    fn get_tree(&self, fc: &FsContext<'_>) -> Result<Arc<Dentry>> {
+        if fc.data.is_some_and(|d| !d.is_empty()) {
+            return Err(Errno::EINVAL);
+        }
+        Ok(self.root.clone())
     }
 }
 

@@ -9,17 +9,9 @@ use crate::{Cred, Task, Vfs};
 
 fn mounted(tree: &Kernfs) -> (Vfs, Task) {
     let vfs = Vfs::new();
-    vfs.register_filesystem(tree.fs_type()).expect("register");
     let task = vfs.task(Cred::root());
     task.mkdirat(AT_FDCWD, "/k", 0o755).expect("mkdir");
-    task.mount(
-        Some(&b"kfs"[..]),
-        "/k",
-        Some("kfs"),
-        Default::default(),
-        None,
-    )
-    .expect("mount");
+    tree.mount(&task, "/k").expect("mount");
     (vfs, task)
 }
 
