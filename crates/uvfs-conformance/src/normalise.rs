@@ -508,15 +508,7 @@ impl Normaliser {
                     .expect("String writes succeed");
             }
         }
-        if !r.rest.0.is_empty() {
-            write!(
-                out,
-                "\n  {} stray bytes {}",
-                r.rest.0.len(),
-                quote(&r.rest.0)
-            )
-            .expect("String writes succeed");
-        }
+        stray_bytes(&mut out, &r.rest.0);
         out
     }
 
@@ -567,15 +559,7 @@ impl Normaliser {
                 .expect("String writes succeed");
             }
         }
-        if !r.rest.0.is_empty() {
-            write!(
-                out,
-                "\n  {} stray bytes {}",
-                r.rest.0.len(),
-                quote(&r.rest.0)
-            )
-            .expect("String writes succeed");
-        }
+        stray_bytes(&mut out, &r.rest.0);
         out
     }
 
@@ -689,6 +673,14 @@ fn d_type(t: u8) -> String {
         10 => "lnk".into(),
         12 => "sock".into(),
         other => format!("type{other}"),
+    }
+}
+
+/// Appends the bytes a read of events left after its last whole event, if any.
+fn stray_bytes(out: &mut String, rest: &[u8]) {
+    if !rest.is_empty() {
+        write!(out, "\n  {} stray bytes {}", rest.len(), quote(rest))
+            .expect("String writes succeed");
     }
 }
 

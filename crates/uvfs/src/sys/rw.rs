@@ -76,7 +76,7 @@ fn check_no_pread(file: &FileDescription) -> Result<()> {
 #[inline]
 fn check_no_pwrite(file: &FileDescription) -> Result<()> {
     check_no_pread(file)?;
-    if !file.ops().can_pwrite() {
+    if !file.ops().can_pwrite(file) {
         return Err(Errno::ESPIPE);
     }
     Ok(())

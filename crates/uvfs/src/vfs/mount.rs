@@ -404,15 +404,22 @@ impl MountNamespace {
         mnt: &Mount,
         dentry: &Dentry,
     ) -> Option<Crossed<'s>> {
-        let t = snap.get_or_init(|| self.table.load());
-        let now = self.table.load();
-        if !Arc::ptr_eq(t, &now) {
-            return now
-                .by_point
-                .get(&key(mnt, dentry))
-                .cloned()
-                .map(Crossed::Owned);
-        }
+        let t = match snap.get() {
+            // A later crossing: borrow only while the table is still the one loaded.
+            Some(t) => {
+                let now = self.table.load();
+                if !Arc::ptr_eq(t, &now) {
+                    return now
+                        .by_point
+                        .get(&key(mnt, dentry))
+                        .cloned()
+                        .map(Crossed::Owned);
+                }
+                t
+            }
+            // The first: the table just loaded is the current one.
+            None => snap.get_or_init(|| self.table.load()),
+        };
         t.by_point.get(&key(mnt, dentry)).map(Crossed::Borrowed)
     }
 

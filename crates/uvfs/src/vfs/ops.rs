@@ -552,7 +552,8 @@ pub trait FileOps: Send + Sync + 'static {
     /// Whether the file takes `pwrite` (Linux: `FMODE_PWRITE`); `pwrite` and `pwritev` of a
     /// file that does not say `ESPIPE`, before the access mode. kernfs attributes opened
     /// without write access do not (Linux: `seq_open()` clears it).
-    fn can_pwrite(&self) -> bool {
+    fn can_pwrite(&self, file: &FileDescription) -> bool {
+        let _ = file;
         true
     }
 

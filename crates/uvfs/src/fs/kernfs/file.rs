@@ -25,9 +25,6 @@ fn node_of(file: &FileDescription) -> &Node {
 
 /// An open attribute.
 pub(crate) struct AttrFile {
-    /// Opened for writing (Linux: `kernfs_fop_open()` gives a seq_file `FMODE_PWRITE` back
-    /// only then).
-    writable: bool,
     /// Protects: the buffer and the event count this open last read. Order: a leaf but for
     /// the attribute's callbacks, which run under it (Linux: `kernfs_open_file::mutex`).
     state: parking_lot::Mutex<AttrState>,
@@ -44,9 +41,8 @@ impl AttrFile {
     /// An open of `node`. Its event count starts below any the node has (Linux: an open file's
     /// `event` is 0 and an open node's starts at 1, `kernfs_get_open_node()`), so a poll before
     /// the first read reports `POLLERR | POLLPRI`.
-    pub(crate) fn new(_node: &Node, writable: bool) -> AttrFile {
+    pub(crate) fn new() -> AttrFile {
         AttrFile {
-            writable,
             state: parking_lot::Mutex::new(AttrState {
                 buf: None,
                 event: 0,
@@ -65,11 +61,14 @@ impl FileOps for AttrFile {
         // A read from offset 0 shows the attribute again (Linux: `seq_read_iter()` restarts
         // at position 0); others are served from what the last show gave.
         if pos == 0 || st.buf.is_none() {
-            let (out, event) = node.with_active(|| {
+            // The last show's buffer is shown into again (its allocation kept); a failed show
+            // leaves none, as Linux's `seq_read_iter()` leaves its buffer empty.
+            let mut out = st.buf.take().unwrap_or_default();
+            out.clear();
+            let event = node.with_active(|| {
                 let event = node.event.load(std::sync::atomic::Ordering::Acquire);
-                let mut out = Vec::new();
                 attr.show(&mut out)?;
-                Ok((out, event))
+                Ok(event)
             })?;
             st.buf = Some(out);
             st.event = event;
@@ -136,8 +135,10 @@ impl FileOps for AttrFile {
         true
     }
 
-    fn can_pwrite(&self) -> bool {
-        self.writable
+    fn can_pwrite(&self, file: &FileDescription) -> bool {
+        // Linux: `seq_open()` clears `FMODE_PWRITE`; `kernfs_fop_open()` gives it back to a
+        // file open for writing.
+        file.fmode().write
     }
 
     fn can_odirect(&self) -> bool {

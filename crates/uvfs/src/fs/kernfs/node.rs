@@ -246,7 +246,7 @@ impl InodeOps for Node {
                     return Err(Errno::EACCES);
                 }
                 self.with_active(|| Ok(()))?;
-                Ok(Box::new(AttrFile::new(self, write)))
+                Ok(Box::new(AttrFile::new()))
             }
             Kind::Bin(b) => {
                 if (read && (mode & S_IRUGO == 0 || !b.can_read()))
