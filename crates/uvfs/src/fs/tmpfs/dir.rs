@@ -36,9 +36,9 @@ struct Entry {
     inode: Option<Arc<Inode>>,
     /// The inode's number and `DT_*` type, copied so that a listing reads no inode (a
     /// `find` lists a directory and then stats each name: reading the inodes here would
-    /// load each one twice, the listing's batch evicting them in between).
-    ino: u64,
-    d_type: u8,
+    /// load each one twice, the listing's batch evicting them in between), packed in one
+    /// word ([`InoType`]).
+    ino_type: InoType,
     /// Its offset: the `d_off` of the entry listed before it, and where an `lseek` to it
     /// resumes (at most `MAX_OFFSET`).
     off: u32,
@@ -47,9 +47,48 @@ struct Entry {
     next: u32,
 }
 
-// Six words: the directory's per-name cost beside the hash and offset indexes (issue 7,
-// compact objects). `Option<Entry>` takes the name's niche.
-const _: () = assert!(std::mem::size_of::<Option<Entry>>() == 40);
+// Four words: the directory's per-name cost beside the offset index (issue 7, compact
+// objects). `Option<Entry>` takes the name's niche.
+const _: () = assert!(std::mem::size_of::<Option<Entry>>() == 32);
+
+/// An entry's inode number and `DT_*` type in 32 bits: the type in the top 4 bits (`DT_*`
+/// values are below 16), the number in the low 28 when it fits, else [`InoType::FAR`] there
+/// and the number is read from the inode. tmpfs numbers its inodes from 1 up in per-thread
+/// batches (`SuperBlock::alloc_ino`), so a directory's names have numbers that fit unless
+/// some 268 million inodes were made before them.
+#[derive(Clone, Copy)]
+struct InoType(u32);
+
+impl InoType {
+    /// The low 28 bits, all set: the number is the inode's.
+    const FAR: u32 = (1 << 28) - 1;
+
+    fn new(ino: u64, d_type: u8) -> InoType {
+        debug_assert!(d_type < 16, "DT_* {d_type}");
+        let low = if ino < u64::from(Self::FAR) {
+            ino as u32
+        } else {
+            Self::FAR
+        };
+        InoType(u32::from(d_type) << 28 | low)
+    }
+
+    fn of(inode: &Inode) -> InoType {
+        InoType::new(inode.ino(), inode.file_type().dirent_type())
+    }
+
+    fn d_type(self) -> u8 {
+        (self.0 >> 28) as u8
+    }
+
+    /// The number; `inode` is the entry's (read only for a number that did not fit).
+    fn ino(self, inode: Option<&Arc<Inode>>) -> u64 {
+        match self.0 & Self::FAR {
+            Self::FAR => inode.map_or(0, |i| i.ino()),
+            low => u64::from(low),
+        }
+    }
+}
 
 /// Entry offsets to array positions, sorted by offset (the `by_off` index of [`Entries`]).
 ///
@@ -294,14 +333,11 @@ impl Entries {
     /// inode; returns its position.
     fn insert(&mut self, name: Name, inode: Option<Arc<Inode>>, off: u32) -> u32 {
         let named = inode.is_some();
-        let (ino, d_type) = inode
-            .as_ref()
-            .map_or((0, 0), |i| (i.ino(), i.file_type().dirent_type()));
+        let ino_type = inode.as_deref().map_or(InoType::new(0, 0), InoType::of);
         let e = Entry {
             name,
             inode,
-            ino,
-            d_type,
+            ino_type,
             off,
             prev: NIL,
             next: self.head,
@@ -481,8 +517,7 @@ impl DirData {
             if *e.at(r).name == **name {
                 e.reserved = None;
                 let slot = e.at_mut(r);
-                slot.ino = inode.ino();
-                slot.d_type = inode.file_type().dirent_type();
+                slot.ino_type = InoType::of(&inode);
                 slot.inode = Some(inode);
                 e.index_entry(r);
                 return;
@@ -599,8 +634,8 @@ impl FileOps for DirFile {
             let next_pos = entries.peek().map_or(END_POS, |n| u64::from(n.off));
             if !sink(DirEntry {
                 name: &ent.name,
-                ino: ent.ino,
-                d_type: ent.d_type,
+                ino: ent.ino_type.ino(ent.inode.as_ref()),
+                d_type: ent.ino_type.d_type(),
                 next_pos,
             }) {
                 return Ok(());
@@ -837,6 +872,72 @@ mod tests {
             "the name made after the first went takes its slot"
         );
         task.close(fd).unwrap();
+        task.close(root).unwrap();
+    }
+
+    /// A listing gives every name its inode's number and type, also for numbers too large
+    /// for an entry's packed word ([`InoType`]: those are read from the inode) and beside
+    /// the types of small numbers. Oracle: `fstatat` of each name. Fails if the packed word
+    /// keeps only the low bits of a large number or loses the type.
+    #[test]
+    fn listings_give_large_inode_numbers_and_every_type() {
+        use crate::abi::{AtFlags, OpenFlags, AT_FDCWD};
+        let vfs = crate::Vfs::new();
+        let task = vfs.task(crate::Cred::root());
+        let make = |name: &str| {
+            let fd = task
+                .openat(AT_FDCWD, name, OpenFlags::CREAT | OpenFlags::WRONLY, 0o644)
+                .unwrap();
+            task.close(fd).unwrap();
+        };
+        task.mkdirat(AT_FDCWD, "/d", 0o755).unwrap();
+        make("/d/small");
+        task.mkdirat(AT_FDCWD, "/d/subdir", 0o755).unwrap();
+        task.symlinkat("small", AT_FDCWD, "/d/link").unwrap();
+        let root = task
+            .openat(AT_FDCWD, "/", OpenFlags::RDONLY | OpenFlags::DIRECTORY, 0)
+            .unwrap();
+        let sb = task.fget(root).unwrap().inode().sb().clone();
+        for (i, next) in [(1u64 << 28) - 1, 1 << 28, (1 << 32) + 7, u64::MAX >> 1]
+            .into_iter()
+            .enumerate()
+        {
+            sb.skip_inos_to(next);
+            make(&format!("/d/far{i}"));
+        }
+        let d = task
+            .openat(AT_FDCWD, "/d", OpenFlags::RDONLY | OpenFlags::DIRECTORY, 0)
+            .unwrap();
+        let listed = listing(&task, d);
+        assert_eq!(listed.len(), 7, "{listed:?}");
+        let mut far = 0;
+        for (name, ino) in &listed {
+            let path = format!("/d/{}", String::from_utf8_lossy(name));
+            let st = task
+                .fstatat(AT_FDCWD, &path, AtFlags::SYMLINK_NOFOLLOW)
+                .unwrap();
+            assert_eq!(*ino, st.ino, "{path}");
+            far += usize::from(st.ino >= (1 << 28) - 1);
+        }
+        assert_eq!(far, 4, "the large numbers were made: {listed:?}");
+        // Types, from the same listing (`d_type` is byte 18 of each record).
+        task.lseek(d, 0, Whence::SET).unwrap();
+        let mut buf = vec![0u8; 4096];
+        let n = task.getdents64(d, &mut buf).unwrap();
+        let mut types = BTreeMap::new();
+        let mut at = 0;
+        while at < n {
+            let reclen = usize::from(u16::from_ne_bytes([buf[at + 16], buf[at + 17]]));
+            let name = &buf[at + 19..at + reclen];
+            let name = &name[..name.iter().position(|&b| b == 0).unwrap()];
+            types.insert(name.to_vec(), buf[at + 18]);
+            at += reclen;
+        }
+        assert_eq!(types[&b"small"[..]], 8);
+        assert_eq!(types[&b"subdir"[..]], 4);
+        assert_eq!(types[&b"link"[..]], 10);
+        assert_eq!(types[&b"far3"[..]], 8);
+        task.close(d).unwrap();
         task.close(root).unwrap();
     }
 
