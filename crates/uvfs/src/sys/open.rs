@@ -240,7 +240,7 @@ impl Task {
         }
         let cloexec = req.flags.contains(OpenFlags::CLOEXEC);
         let file = self.open_description(dirfd, path, req)?;
-        self.files.install(file, cloexec, 0)
+        self.install_cached(file, cloexec)
     }
 
     /// [`Task::openat`] without an fd: the open file description, for `uvfs::fs::File`

@@ -276,6 +276,23 @@ impl Task {
         }
     }
 
+    /// Installs `file` at the lowest free fd and, while the table is not shared, puts it in
+    /// the fd cache, so that the first call on the new fd (the read after an open) finds it
+    /// there instead of in the table. The fd was free, so no cached entry names it.
+    pub(crate) fn install_cached(&self, file: Arc<FileDescription>, cloexec: bool) -> Result<i32> {
+        if Arc::strong_count(&self.files) != 1 {
+            return self.files.install(file, cloexec, 0);
+        }
+        let cached = file.clone();
+        let fd = self.files.install(file, cloexec, 0)?;
+        let old = match self.fd_cache.try_borrow_mut() {
+            Ok(mut c) => c[fd as usize % FD_CACHE_SLOTS].replace((fd, cached)),
+            Err(_) => None,
+        };
+        drop(old);
+        Ok(fd)
+    }
+
     /// Forgets `fd` in the cache (it was closed or replaced).
     pub(crate) fn fd_cache_evict(&self, fd: i32) {
         if fd >= 0 {
