@@ -322,11 +322,21 @@ impl Task {
             None => *fin.pos.lock() as i64,
         };
         let mut pos = verify(start, count)?;
-        let count = count.min(MAX_RW_COUNT);
+        let mut count = count.min(MAX_RW_COUNT);
         let fout = self.fget(out_fd)?;
         not_path(&fout)?;
         if !fout.fmode().write {
             return Err(Errno::EBADF);
+        }
+        // Linux: `do_sendfile()` bounds the copy by the smaller `s_maxbytes` of the two
+        // files' superblocks (sendfile64's `max` of 0), before it looks at the output's kind.
+        let max = fin.inode().sb().ops().max_bytes();
+        let max = max.min(fout.inode().sb().ops().max_bytes());
+        if pos + count as u64 > max {
+            if pos >= max {
+                return Err(Errno::EOVERFLOW);
+            }
+            count = (max - pos) as usize;
         }
         let n = if let Some(o) = pipe_of(&fout) {
             let nb = fout.flags().contains(OpenFlags::NONBLOCK);

@@ -218,6 +218,13 @@ pub trait SuperOps: Send + Sync + 'static {
         true
     }
 
+    /// The largest file position the filesystem's files reach (Linux: `s_maxbytes`):
+    /// `sendfile` past the smaller of its two files' limits is `EOVERFLOW`. Default: Linux's
+    /// `MAX_LFS_FILESIZE`, tmpfs's and the pseudo filesystems'; kernfs's is `MAX_NON_LFS`.
+    fn max_bytes(&self) -> u64 {
+        i64::MAX as u64
+    }
+
     /// Down-casting support.
     fn as_any(&self) -> &dyn Any;
 }

@@ -364,8 +364,6 @@ impl Gen {
             return false;
         };
         let on = |f: &Fd| guide.fd_on_sysfs(self.guide_fds.get(f));
-        /// Past `MAX_NON_LFS`, less a page for `SEEK_END`.
-        const FAR: i64 = (1 << 31) - 1 - 4096;
         const AT_FDCWD: i32 = -100;
         // sysfs_long_names_are_not_enametoolong: a name past NAME_MAX (printed as a repeat)
         // may be looked up in a sysfs directory (a cwd there, `RESOLVE_IN_ROOT`).
@@ -373,10 +371,20 @@ impl Gen {
             return true;
         }
         match op {
-            // sysfs_sendfile_past_the_non_lfs_limit_is_eoverflow
-            Op::Sendfile { in_fd, off, .. } => {
-                on(in_fd)
-                    && (off.is_some_and(|o| o > FAR) || guide.is_dir_fd(self.guide_fds.get(in_fd)))
+            // sysfs_getdents_between_two_hashes_resumes_where_the_tree_search_ends: a sysfs
+            // directory moved anywhere but its start, `..`, its first entry, where it is, or
+            // after an entry it listed may sit between two entries' hashes.
+            Op::Lseek {
+                fd,
+                off: Offset::Raw(off),
+                whence,
+            } => {
+                let safe = match *whence {
+                    0 => (0..=2).contains(off),
+                    1 => *off == 0,
+                    _ => false,
+                };
+                !safe && on(fd) && guide.is_dir_fd(self.guide_fds.get(fd))
             }
             // Not a bug: a listing of a sysfs directory above a topology one shows the
             // machine's entries (CASES.md, "sysfs").

@@ -237,6 +237,9 @@ impl SuperOps for KernfsSuper {
     fn has_btime(&self) -> bool {
         false
     }
+    fn max_bytes(&self) -> u64 {
+        file::MAX_BYTES
+    }
     fn as_any(&self) -> &dyn Any {
         self
     }
