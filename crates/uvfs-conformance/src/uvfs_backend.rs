@@ -119,13 +119,6 @@ impl UvfsBackend {
         on && st.is_ok_and(|s| s.mode & 0o170000 == 0o040000 && s.nlink > 2)
     }
 
-    /// Whether `fd` in the current task is open on a directory.
-    pub(crate) fn is_dir_fd(&self, fd: i32) -> bool {
-        self.task()
-            .fstat(fd)
-            .is_ok_and(|s| s.mode & 0o170000 == 0o040000)
-    }
-
     /// Whether the file open at `fd` in the current task is on a sysfs.
     pub(crate) fn fd_on_sysfs(&self, fd: i32) -> bool {
         use crate::sysfs_guard::SysfsProbe;

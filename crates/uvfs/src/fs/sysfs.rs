@@ -152,6 +152,7 @@ fn host_cpus() -> Vec<(usize, Vec<HostAttr>)> {
                     value,
                 ));
             }
+            attrs.sort_by(|a, b| creation_rank(&a.0).cmp(&creation_rank(&b.0)));
             cpus.push((n, attrs));
         }
     }
@@ -174,6 +175,44 @@ fn host_cpus() -> Vec<(usize, Vec<HostAttr>)> {
     }
     cpus.sort_by_key(|c| c.0);
     cpus
+}
+
+/// The topology attributes in the order Linux creates them (drivers/base/topology.c:
+/// `topology_attr_group`'s `attrs`, then its binary attributes, each in its array's order,
+/// the way `sysfs_create_group()` adds them). A kernfs directory's tree has the shape its
+/// creation order gives it, which a listing resumed between two entries shows
+/// (`kernfs_dir_pos()`), so the demo tree adds the host's attributes in this order; names
+/// not listed come last, by name.
+const TOPOLOGY_ORDER: &[&str] = &[
+    "physical_package_id",
+    "die_id",
+    "cluster_id",
+    "core_id",
+    "book_id",
+    "drawer_id",
+    "ppin",
+    "core_cpus",
+    "core_cpus_list",
+    "thread_siblings",
+    "thread_siblings_list",
+    "core_siblings",
+    "core_siblings_list",
+    "cluster_cpus",
+    "cluster_cpus_list",
+    "die_cpus",
+    "die_cpus_list",
+    "package_cpus",
+    "package_cpus_list",
+    "book_siblings",
+    "book_siblings_list",
+    "drawer_siblings",
+    "drawer_siblings_list",
+];
+
+/// Where a topology attribute comes in [`TOPOLOGY_ORDER`], then by name.
+fn creation_rank(name: &str) -> (usize, &str) {
+    let at = TOPOLOGY_ORDER.iter().position(|n| *n == name);
+    (at.unwrap_or(TOPOLOGY_ORDER.len()), name)
 }
 
 /// A sysfs directory, as a kobject is one (Linux: `struct kobject`, `kobject_add()`).

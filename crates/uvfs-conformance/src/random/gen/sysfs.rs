@@ -363,7 +363,6 @@ impl Gen {
         let Some(guide) = self.guide.as_ref() else {
             return false;
         };
-        let on = |f: &Fd| guide.fd_on_sysfs(self.guide_fds.get(f));
         const AT_FDCWD: i32 = -100;
         // sysfs_long_names_are_not_enametoolong: a name past NAME_MAX (printed as a repeat)
         // may be looked up in a sysfs directory (a cwd there, `RESOLVE_IN_ROOT`).
@@ -371,21 +370,6 @@ impl Gen {
             return true;
         }
         match op {
-            // sysfs_getdents_between_two_hashes_resumes_where_the_tree_search_ends: a sysfs
-            // directory moved anywhere but its start, `..`, its first entry, where it is, or
-            // after an entry it listed may sit between two entries' hashes.
-            Op::Lseek {
-                fd,
-                off: Offset::Raw(off),
-                whence,
-            } => {
-                let safe = match *whence {
-                    0 => (0..=2).contains(off),
-                    1 => *off == 0,
-                    _ => false,
-                };
-                !safe && on(fd) && guide.is_dir_fd(self.guide_fds.get(fd))
-            }
             // Not a bug: a listing of a sysfs directory above a topology one shows the
             // machine's entries (CASES.md, "sysfs").
             Op::Listdir { path } => guide.sysfs_dir_with_subdirs(AT_FDCWD, Some(path)),

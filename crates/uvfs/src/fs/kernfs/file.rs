@@ -252,14 +252,19 @@ impl FileOps for DirFile {
             return Err(Errno::ENOTDIR);
         };
         let me = file.inode();
-        // The entries from `pos` on, in hash order, removed ones left out.
+        // The entries from where a listing at `pos` resumes on, in hash order, removed ones
+        // left out. A position that is no entry's hash resumes where Linux's search of its
+        // tree by hash ends, which may be the entry before it (`kernfs_dir_pos()`).
         let from = (*pos).max(2);
         let entries: Vec<(u32, Box<[u8]>, Arc<crate::vfs::Inode>)> = if from >= END {
             Vec::new()
         } else {
-            children
-                .read()
-                .range((from as u32, Box::<[u8]>::default())..)
+            let c = children.read();
+            let start = c
+                .resume_at(from as u32)
+                .cloned()
+                .unwrap_or((from as u32, Box::default()));
+            c.range(start..)
                 .filter(|(_, i)| Node::of(i).is_some_and(Node::is_active))
                 .map(|((h, n), i)| (*h, n.clone(), i.clone()))
                 .collect()

@@ -58,6 +58,7 @@
 
 mod file;
 mod node;
+mod rbtree;
 
 use std::any::Any;
 use std::collections::HashSet;
@@ -626,9 +627,8 @@ impl KernfsNode {
             return;
         };
         let key = (me.hash, me.name.clone());
-        let linked = |map: &std::collections::BTreeMap<node::Key, Arc<Inode>>| {
-            map.get(&key).is_some_and(|i| Arc::ptr_eq(i, &self.inode))
-        };
+        let linked =
+            |map: &node::Children| map.get(&key).is_some_and(|i| Arc::ptr_eq(i, &self.inode));
         let tree = me.tree.clone();
         let g = tree.structure.lock();
         // A node leaves its parent only once drained (below), so one that has left it has no

@@ -1,0 +1,455 @@
+//! The shape of a kernfs directory's red-black tree of children (Linux: `kernfs_node`'s
+//! `dir.children`, an `rb_root` ordered by `kernfs_sd_compare()`).
+//!
+//! Lookups and listings use the directory's `BTreeMap`; this tree exists for the one place
+//! where Linux's answer depends on the tree's shape rather than on its order: a listing
+//! resumed from a position that is no entry's hash starts at the last node that a search of
+//! the tree by hash visits (`kernfs_dir_pos()`), which may be the entry before the position
+//! or the one after it. The shape follows from the order of inserts and removals, so the tree
+//! is kept with the classic red-black insert and erase (rebalancing as lib/rbtree.c's
+//! `__rb_insert()` and `__rb_erase_augmented()` + `____rb_erase_color()` do: a removed node
+//! with two children is replaced by its successor, which takes its colour).
+//!
+//! Nodes live in an arena (`Vec`), linked by index; [`NIL`] is no node.
+
+use super::node::Key;
+
+const NIL: u32 = u32::MAX;
+
+struct RbNode {
+    key: Key,
+    parent: u32,
+    left: u32,
+    right: u32,
+    red: bool,
+}
+
+/// A red-black tree of keys, kept for its shape (see the module docs).
+#[derive(Default)]
+pub(crate) struct Shape {
+    nodes: Vec<RbNode>,
+    /// Slots of `nodes` that removals freed.
+    free: Vec<u32>,
+    root: Option<u32>,
+}
+
+impl Shape {
+    fn n(&self, i: u32) -> &RbNode {
+        &self.nodes[i as usize]
+    }
+
+    fn n_mut(&mut self, i: u32) -> &mut RbNode {
+        &mut self.nodes[i as usize]
+    }
+
+    fn is_red(&self, i: u32) -> bool {
+        i != NIL && self.n(i).red
+    }
+
+    fn root_or_nil(&self) -> u32 {
+        self.root.unwrap_or(NIL)
+    }
+
+    /// Makes `new` take `old`'s place under `old`'s parent (or as the root).
+    fn replace_child(&mut self, old: u32, new: u32, parent: u32) {
+        if parent == NIL {
+            self.root = (new != NIL).then_some(new);
+        } else if self.n(parent).left == old {
+            self.n_mut(parent).left = new;
+        } else {
+            self.n_mut(parent).right = new;
+        }
+        if new != NIL {
+            self.n_mut(new).parent = parent;
+        }
+    }
+
+    /// Rotates `x` down to the left: its right child takes its place.
+    fn rotate_left(&mut self, x: u32) {
+        let y = self.n(x).right;
+        let parent = self.n(x).parent;
+        let inner = self.n(y).left;
+        self.n_mut(x).right = inner;
+        if inner != NIL {
+            self.n_mut(inner).parent = x;
+        }
+        self.replace_child(x, y, parent);
+        self.n_mut(y).left = x;
+        self.n_mut(x).parent = y;
+    }
+
+    /// Rotates `x` down to the right: its left child takes its place.
+    fn rotate_right(&mut self, x: u32) {
+        let y = self.n(x).left;
+        let parent = self.n(x).parent;
+        let inner = self.n(y).right;
+        self.n_mut(x).left = inner;
+        if inner != NIL {
+            self.n_mut(inner).parent = x;
+        }
+        self.replace_child(x, y, parent);
+        self.n_mut(y).right = x;
+        self.n_mut(x).parent = y;
+    }
+
+    /// Adds `key`, which the tree does not hold (Linux: `kernfs_link_sibling()`'s descent,
+    /// then `rb_insert_color()`).
+    pub(crate) fn insert(&mut self, key: Key) {
+        let mut parent = NIL;
+        let mut cur = self.root_or_nil();
+        let mut left = false;
+        while cur != NIL {
+            parent = cur;
+            left = key < self.n(cur).key;
+            debug_assert!(key != self.n(cur).key, "a key inserted twice");
+            cur = if left {
+                self.n(cur).left
+            } else {
+                self.n(cur).right
+            };
+        }
+        let node = RbNode {
+            key,
+            parent,
+            left: NIL,
+            right: NIL,
+            red: true,
+        };
+        let z = match self.free.pop() {
+            Some(i) => {
+                self.nodes[i as usize] = node;
+                i
+            }
+            None => {
+                self.nodes.push(node);
+                u32::try_from(self.nodes.len() - 1).expect("fewer than 2^32 children")
+            }
+        };
+        if parent == NIL {
+            self.root = Some(z);
+        } else if left {
+            self.n_mut(parent).left = z;
+        } else {
+            self.n_mut(parent).right = z;
+        }
+        self.insert_fixup(z);
+    }
+
+    fn insert_fixup(&mut self, mut z: u32) {
+        loop {
+            let p = self.n(z).parent;
+            if p == NIL {
+                self.n_mut(z).red = false;
+                return;
+            }
+            if !self.n(p).red {
+                return;
+            }
+            // A red parent is not the root, so the grandparent exists.
+            let g = self.n(p).parent;
+            let p_is_left = self.n(g).left == p;
+            let uncle = if p_is_left {
+                self.n(g).right
+            } else {
+                self.n(g).left
+            };
+            if self.is_red(uncle) {
+                // Colour flips; the grandparent may now break the rule above it.
+                self.n_mut(p).red = false;
+                self.n_mut(uncle).red = false;
+                self.n_mut(g).red = true;
+                z = g;
+                continue;
+            }
+            let mut p = p;
+            if p_is_left {
+                if self.n(p).right == z {
+                    self.rotate_left(p);
+                    p = z;
+                }
+                self.n_mut(p).red = false;
+                self.n_mut(g).red = true;
+                self.rotate_right(g);
+            } else {
+                if self.n(p).left == z {
+                    self.rotate_right(p);
+                    p = z;
+                }
+                self.n_mut(p).red = false;
+                self.n_mut(g).red = true;
+                self.rotate_left(g);
+            }
+            return;
+        }
+    }
+
+    fn find(&self, key: &Key) -> u32 {
+        let mut cur = self.root_or_nil();
+        while cur != NIL {
+            match key.cmp(&self.n(cur).key) {
+                std::cmp::Ordering::Less => cur = self.n(cur).left,
+                std::cmp::Ordering::Greater => cur = self.n(cur).right,
+                std::cmp::Ordering::Equal => return cur,
+            }
+        }
+        NIL
+    }
+
+    /// Removes `key` if the tree holds it (Linux: `rb_erase()` in `kernfs_unlink_sibling()`).
+    pub(crate) fn remove(&mut self, key: &Key) {
+        let z = self.find(key);
+        if z == NIL {
+            return;
+        }
+        let (zl, zr, zp, z_red) = {
+            let n = self.n(z);
+            (n.left, n.right, n.parent, n.red)
+        };
+        // `rebalance`: the parent under which one black node is now missing, if any.
+        let rebalance = if zl == NIL || zr == NIL {
+            // At most one child, which is then red under a black node: it takes the node's
+            // place and colour.
+            let child = if zl == NIL { zr } else { zl };
+            self.replace_child(z, child, zp);
+            if child != NIL {
+                self.n_mut(child).red = z_red;
+                NIL
+            } else if z_red {
+                NIL
+            } else {
+                zp
+            }
+        } else {
+            // Two children: the successor (leftmost of the right subtree) takes the node's
+            // place and colour; its own right child, if any, takes the successor's place.
+            let mut s = zr;
+            while self.n(s).left != NIL {
+                s = self.n(s).left;
+            }
+            let s_red = self.n(s).red;
+            let s_right = self.n(s).right;
+            let parent_of_gap = if s == zr {
+                s
+            } else {
+                let sp = self.n(s).parent;
+                self.n_mut(sp).left = s_right;
+                if s_right != NIL {
+                    self.n_mut(s_right).parent = sp;
+                }
+                self.n_mut(s).right = zr;
+                self.n_mut(zr).parent = s;
+                sp
+            };
+            self.n_mut(s).left = zl;
+            self.n_mut(zl).parent = s;
+            self.replace_child(z, s, zp);
+            self.n_mut(s).red = z_red;
+            if s_right != NIL {
+                self.n_mut(s_right).red = false;
+                NIL
+            } else if s_red {
+                NIL
+            } else {
+                parent_of_gap
+            }
+        };
+        self.nodes[z as usize].key = (0, Box::default());
+        self.free.push(z);
+        if rebalance != NIL {
+            self.erase_fixup(rebalance);
+        }
+    }
+
+    /// Restores the black heights after a black node left a gap (`node`, possibly none)
+    /// below `parent` (Linux: `____rb_erase_color()`).
+    fn erase_fixup(&mut self, mut parent: u32) {
+        let mut node = NIL;
+        loop {
+            if node != NIL && self.n(node).red {
+                self.n_mut(node).red = false;
+                return;
+            }
+            if parent == NIL {
+                // The gap reached the root: every path lost one black node alike.
+                if node != NIL {
+                    self.n_mut(node).red = false;
+                }
+                return;
+            }
+            if self.n(parent).left == node {
+                let mut w = self.n(parent).right;
+                if self.is_red(w) {
+                    self.n_mut(w).red = false;
+                    self.n_mut(parent).red = true;
+                    self.rotate_left(parent);
+                    w = self.n(parent).right;
+                }
+                let (wl, wr) = (self.n(w).left, self.n(w).right);
+                if !self.is_red(wl) && !self.is_red(wr) {
+                    self.n_mut(w).red = true;
+                    node = parent;
+                    parent = self.n(node).parent;
+                    continue;
+                }
+                if !self.is_red(wr) {
+                    self.n_mut(wl).red = false;
+                    self.n_mut(w).red = true;
+                    self.rotate_right(w);
+                    w = self.n(parent).right;
+                }
+                self.n_mut(w).red = self.n(parent).red;
+                self.n_mut(parent).red = false;
+                let wr = self.n(w).right;
+                self.n_mut(wr).red = false;
+                self.rotate_left(parent);
+                return;
+            }
+            let mut w = self.n(parent).left;
+            if self.is_red(w) {
+                self.n_mut(w).red = false;
+                self.n_mut(parent).red = true;
+                self.rotate_right(parent);
+                w = self.n(parent).left;
+            }
+            let (wl, wr) = (self.n(w).left, self.n(w).right);
+            if !self.is_red(wl) && !self.is_red(wr) {
+                self.n_mut(w).red = true;
+                node = parent;
+                parent = self.n(node).parent;
+                continue;
+            }
+            if !self.is_red(wl) {
+                self.n_mut(wr).red = false;
+                self.n_mut(w).red = true;
+                self.rotate_left(w);
+                w = self.n(parent).left;
+            }
+            self.n_mut(w).red = self.n(parent).red;
+            self.n_mut(parent).red = false;
+            let wl = self.n(w).left;
+            self.n_mut(wl).red = false;
+            self.rotate_right(parent);
+            return;
+        }
+    }
+
+    /// The key where a search by `hash` alone ends (Linux: the descent in
+    /// `kernfs_dir_pos()`): a node with that hash, or else the last node visited, which holds
+    /// the hash just below or just above it. `None` for an empty tree.
+    pub(crate) fn search_end(&self, hash: u32) -> Option<&Key> {
+        let mut cur = self.root?;
+        loop {
+            let n = self.n(cur);
+            let next = match hash.cmp(&n.key.0) {
+                std::cmp::Ordering::Less => n.left,
+                std::cmp::Ordering::Greater => n.right,
+                std::cmp::Ordering::Equal => return Some(&n.key),
+            };
+            if next == NIL {
+                return Some(&n.key);
+            }
+            cur = next;
+        }
+    }
+
+    /// Checks the red-black rules and the order, returning the keys in order (tests).
+    #[cfg(test)]
+    fn check(&self) -> Vec<Key> {
+        fn walk(t: &Shape, i: u32, parent: u32, out: &mut Vec<Key>) -> usize {
+            if i == NIL {
+                return 1;
+            }
+            let n = t.n(i);
+            assert_eq!(n.parent, parent, "parent link");
+            if n.red {
+                assert!(!t.is_red(n.left) && !t.is_red(n.right), "red under red");
+            }
+            let l = walk(t, n.left, i, out);
+            out.push(n.key.clone());
+            let r = walk(t, n.right, i, out);
+            assert_eq!(l, r, "black heights");
+            l + usize::from(!n.red)
+        }
+        let mut out = Vec::new();
+        if let Some(r) = self.root {
+            assert!(!self.n(r).red, "red root");
+            walk(self, r, NIL, &mut out);
+        }
+        assert!(out.windows(2).all(|w| w[0] < w[1]), "in order");
+        out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::BTreeSet;
+
+    fn key(h: u32) -> Key {
+        (h, format!("n{h}").into_bytes().into_boxed_slice())
+    }
+
+    /// Inserts and removals in a fixed pseudo-random order keep the red-black rules and hold
+    /// the same keys as a set (naive oracle); a search by hash ends at the key itself when
+    /// present, else at the key just below or just above it. Fails with a rotation or a
+    /// recolouring dropped from either fixup (rules broken) or a removal that loses a
+    /// subtree (keys missing).
+    #[test]
+    fn inserts_and_removals_keep_the_rules_and_the_keys() {
+        let mut t = Shape::default();
+        let mut model = BTreeSet::new();
+        let mut x: u64 = 0x9e37_79b9_7f4a_7c15;
+        let mut checks = 0;
+        for step in 0..4000 {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            let h = (x % 300) as u32 + 2;
+            let k = key(h);
+            if model.contains(&k) && (step % 3 != 0 || model.len() > 150) {
+                t.remove(&k);
+                model.remove(&k);
+            } else if !model.contains(&k) {
+                t.insert(k.clone());
+                model.insert(k);
+            }
+            let keys = t.check();
+            assert_eq!(keys, model.iter().cloned().collect::<Vec<_>>());
+            let probe = (x >> 20) as u32 % 310;
+            match t.search_end(probe) {
+                None => assert!(model.is_empty()),
+                Some(found) => {
+                    let below = model.range(..(probe, Box::default())).next_back();
+                    let above = model.range((probe, Box::<[u8]>::default())..).next();
+                    assert!(
+                        Some(found) == below || Some(found) == above,
+                        "{probe}: {found:?}"
+                    );
+                }
+            }
+            checks += 1;
+        }
+        assert_eq!(checks, 4000);
+        assert!(model.len() > 20, "the tree grew: {}", model.len());
+    }
+
+    /// The shape after known inserts: keys 1..=7 inserted in order make the tree CLRS's
+    /// and Linux's insert gives (root 2; 1 and 4 below it; 3 and 6 below 4; 5 and 7 below
+    /// 6), checked through the searches that end between keys.
+    #[test]
+    fn ascending_inserts_rotate_as_linux_does() {
+        let mut t = Shape::default();
+        for h in [10, 20, 30, 40, 50, 60, 70] {
+            t.insert(key(h));
+        }
+        t.check();
+        let end = |h| t.search_end(h).map(|k| k.0);
+        // 20 is the root; 25 goes right to 40, then left to 30: ends at 30 (above 25).
+        assert_eq!(end(25), Some(30));
+        // 35: 20 -> 40 -> 30, no right child: ends at 30 (below 35).
+        assert_eq!(end(35), Some(30));
+        // 45: 20 -> 40 -> 60 -> 50: ends at 50 (above). 15: 20 -> 10: ends at 10 (below).
+        assert_eq!(end(45), Some(50));
+        assert_eq!(end(15), Some(10));
+    }
+}
