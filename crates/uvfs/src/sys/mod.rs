@@ -289,7 +289,7 @@ pub(crate) fn lookup_locked_for_create(
     if let Some(d) = dir.cached_child(name) {
         return Ok(Some(d));
     }
-    if name.len() > crate::abi::NAME_MAX {
+    if crate::vfs::namei::name_too_long(dir, name) {
         return Err(Errno::ENAMETOOLONG);
     }
     let inode = dir.inode().ok_or(Errno::ENOENT)?;

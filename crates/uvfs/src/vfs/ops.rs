@@ -218,6 +218,13 @@ pub trait SuperOps: Send + Sync + 'static {
         true
     }
 
+    /// Whether the filesystem's lookup refuses a name past `NAME_MAX` with `ENAMETOOLONG`
+    /// (Linux: `simple_lookup()`, tmpfs's, checks the length; `kernfs_iop_lookup()` does not,
+    /// so there a long name is just not found). The answer must not change.
+    fn lookup_limits_names(&self) -> bool {
+        true
+    }
+
     /// The largest file position the filesystem's files reach (Linux: `s_maxbytes`):
     /// `sendfile` past the smaller of its two files' limits is `EOVERFLOW`. Default: Linux's
     /// `MAX_LFS_FILESIZE`, tmpfs's and the pseudo filesystems'; kernfs's is `MAX_NON_LFS`.

@@ -241,6 +241,9 @@ impl SuperOps for KernfsSuper {
     fn max_bytes(&self) -> u64 {
         file::MAX_BYTES
     }
+    fn lookup_limits_names(&self) -> bool {
+        false
+    }
     fn as_any(&self) -> &dyn Any {
         self
     }

@@ -5,6 +5,16 @@ use std::sync::Arc;
 use crate::abi::{Errno, Result};
 use crate::vfs::dentry::Dentry;
 
+/// Whether the lookup of `name` in `dir` is `ENAMETOOLONG`: a name past `NAME_MAX` in a
+/// directory whose filesystem refuses such names
+/// ([`SuperOps::lookup_limits_names`](crate::vfs::ops::SuperOps::lookup_limits_names)).
+pub(crate) fn name_too_long(dir: &Dentry, name: &[u8]) -> bool {
+    name.len() > crate::abi::NAME_MAX
+        && dir
+            .inode()
+            .is_none_or(|i| i.sb().ops().lookup_limits_names())
+}
+
 /// Looks `name` up in `dir` under the directory's inode lock (shared), asking the filesystem
 /// when the dcache has no current entry, and caches the answer. Linux: `lookup_slow()`.
 ///

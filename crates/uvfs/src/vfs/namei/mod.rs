@@ -13,7 +13,7 @@ pub(crate) mod fast;
 mod lookup;
 mod walk;
 
-pub(crate) use lookup::fs_lookup;
+pub(crate) use lookup::{fs_lookup, name_too_long};
 pub(crate) use walk::{FollowLast, Last, LastKind, Walker};
 
 /// Unit tests only: how often this thread's walks left the lock-free path (a whole-path

@@ -6,7 +6,7 @@ use std::sync::Arc;
 use super::fast::{step_cached, walk_cached};
 use super::lookup::lookup_slow;
 use super::{Pos, Ref, WalkMode};
-use crate::abi::{Errno, FileType, ResolveFlags, Result, MAXSYMLINKS, NAME_MAX};
+use crate::abi::{Errno, FileType, ResolveFlags, Result, MAXSYMLINKS};
 use crate::sync::rcu::Guard;
 use crate::vfs::atime::atime_update;
 use crate::vfs::cred::Cred;
@@ -361,7 +361,7 @@ impl<'a> Walker<'a> {
     /// Finds a child: cached and lock-free when possible, else locked.
     #[inline]
     pub(crate) fn lookup_one(&self, dir: &Pos<'a>, name: &[u8]) -> Result<Ref<'a, Arc<Dentry>>> {
-        if name.len() > NAME_MAX {
+        if super::lookup::name_too_long(&dir.dentry, name) {
             // Never cached: Linux finds the name too long only in the filesystem's lookup,
             // after `__lookup_slow()` refused a removed directory, and a `RESOLVE_CACHED`
             // walk gives up before either.
