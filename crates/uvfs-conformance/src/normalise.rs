@@ -115,6 +115,9 @@ pub struct Normaliser {
     pids: HashMap<i32, usize>,
     /// inotify cookies other than 0, by first appearance (`c1`, `c2`, ...).
     cookies: HashMap<u32, usize>,
+    /// The names of unnamed (`O_TMPFILE`) files in events: `#` and the inode number (Linux:
+    /// `d_tmpfile()`), which differs between the sides, by first appearance (`#t1`, ...).
+    tmpfile_names: HashMap<Vec<u8>, usize>,
     /// Devices whose stamps are the machine's, not the case's (a sysfs: [`Value::Mounted`]'s
     /// `machine_stamps`): their inodes' stamps are not compared.
     machine_stamps: std::collections::HashSet<Dev>,
@@ -128,6 +131,11 @@ impl Default for Normaliser {
 }
 
 /// Renumbers `raw` as `#1`, `#2`, ... in order of first appearance.
+/// Whether `name` is an unnamed file's, `#` and digits (Linux: `d_tmpfile()`).
+fn is_tmpfile_name(name: &[u8]) -> bool {
+    name.len() > 1 && name[0] == b'#' && name[1..].iter().all(u8::is_ascii_digit)
+}
+
 fn renumber<K: std::hash::Hash + Eq>(map: &mut HashMap<K, usize>, raw: K) -> usize {
     let next = map.len() + 1;
     *map.entry(raw).or_insert(next)
@@ -161,6 +169,7 @@ impl Normaliser {
             seen: HashMap::new(),
             pids: HashMap::new(),
             cookies: HashMap::new(),
+            tmpfile_names: HashMap::new(),
             machine_stamps: std::collections::HashSet::new(),
             now_sec,
         }
@@ -499,9 +508,12 @@ impl Normaliser {
                 names::flags_text(names::Flags::Inotify, i64::from(e.mask))
             )
             .expect("String writes succeed");
-            if !e.name().is_empty() {
-                write!(out, " name={}", crate::print::word(e.name()))
-                    .expect("String writes succeed");
+            let name = e.name();
+            if is_tmpfile_name(name) {
+                let n = renumber(&mut self.tmpfile_names, name.to_vec());
+                write!(out, " name=#t{n}").expect("String writes succeed");
+            } else if !name.is_empty() {
+                write!(out, " name={}", crate::print::word(name)).expect("String writes succeed");
             }
             if !e.padded_as_linux_does() {
                 write!(out, " len={} field={}", e.name.0.len(), quote(&e.name.0))
@@ -760,6 +772,43 @@ mod tests {
             name: Bytes(b"ab\0".to_vec()),
         }]));
         assert!(odd.ends_with("name=ab len=3 field=\"ab\\0\""), "{odd}");
+    }
+
+    /// An unnamed file's name in an event carries its inode number, which differs between
+    /// the sides (random seed 44943: uvfs `#1027`, the host `#5`): both show `#t1` for the
+    /// first such name, and another file's name gets `#t2`.
+    #[test]
+    fn tmpfile_names_in_events_are_numbered_by_first_appearance() {
+        use crate::outcome::InotifyRec;
+        let read = |names: &[&[u8]]| {
+            let events: Vec<InotifyRec> = names
+                .iter()
+                .map(|name| {
+                    let mut f = name.to_vec();
+                    f.resize(16, 0);
+                    InotifyRec {
+                        wd: 1,
+                        mask: 0x20,
+                        cookie: 0,
+                        name: Bytes(f),
+                    }
+                })
+                .collect();
+            Value::Inotify(InotifyRead {
+                count: 32 * events.len(),
+                events,
+                rest: Bytes::default(),
+            })
+        };
+        let uvfs = Normaliser::default().value(&read(&[b"#1027", b"#1030", b"#1027", b"#a"]));
+        let host = Normaliser::default().value(&read(&[b"#5", b"#9", b"#5", b"#a"]));
+        assert_eq!(uvfs, host);
+        assert_eq!(uvfs.matches("name=#t1").count(), 2, "{uvfs}");
+        assert_eq!(uvfs.matches("name=#t2").count(), 1, "{uvfs}");
+        assert!(
+            uvfs.contains("name=\"#a\""),
+            "a name that is not a number stays: {uvfs}"
+        );
     }
 
     #[test]

@@ -1104,3 +1104,60 @@ fn issue_11_two_callbacks_removing_their_own_node_do_not_wait_for_each_other() {
         Some(Errno::ENOENT)
     );
 }
+
+/// Oracle: Linux's `seq_read_iter()` (text attributes) and `kernfs_file_read_iter()` (binary
+/// ones) never call `file_accessed()`, so reads of an attribute by `read`, `pread`, `readv`
+/// and `splice` to a pipe leave its atime as it was, where a tmpfs file's first read after
+/// its creation updates it (relatime: an atime not newer than the ctime; `filemap_read()`
+/// calls `file_accessed()`), which this test checks first so that the attribute's check can
+/// fail. Fails if attribute reads stamp the atime.
+#[test]
+fn reads_of_an_attribute_leave_its_atime() {
+    let tree = Kernfs::new("kfs", 0x6b66);
+    tree.root()
+        .create_file("a", 0o644, show(|o| o.extend_from_slice(b"text\n")))
+        .expect("attr");
+    tree.root()
+        .create_bin(
+            "b",
+            0o644,
+            Arc::new(Blob {
+                data: Mutex::new(b"0123456789".to_vec()),
+                writes: Mutex::new(Vec::new()),
+            }),
+        )
+        .expect("bin");
+    let (_vfs, task) = mounted(&tree);
+    let t = open(&task, "/t", OpenFlags::CREAT | OpenFlags::RDWR);
+    task.write(t, b"tmpfs").expect("write");
+    let atime = |path: &str| {
+        task.fstatat(AT_FDCWD, path, AtFlags::empty())
+            .expect("stat")
+            .atime
+    };
+    let before = [atime("/t"), atime("/k/a"), atime("/k/b")];
+    // Past the coarse clock's tick, so that a stamp would differ.
+    std::thread::sleep(Duration::from_millis(30));
+    let mut buf = [0u8; 8];
+    assert_eq!(task.pread(t, &mut buf, 0), Ok(5));
+    assert_ne!(atime("/t"), before[0], "a tmpfs read stamps the atime");
+    let [r, w] = task.pipe2(OpenFlags::empty()).expect("pipe");
+    for (path, was) in [("/k/a", before[1]), ("/k/b", before[2])] {
+        let fd = open(&task, path, OpenFlags::RDONLY);
+        assert!(task.read(fd, &mut buf).expect("read") > 0);
+        assert!(task.pread(fd, &mut buf, 1).expect("pread") > 0);
+        let mut iov = [std::io::IoSliceMut::new(&mut buf)];
+        task.preadv(fd, &mut iov, 0).expect("preadv");
+        let mut off = 0i64;
+        let n = task
+            .splice(fd, Some(&mut off), w, None, 4, SpliceFlags::empty())
+            .expect("splice");
+        assert_eq!(n, 4, "{path}");
+        assert_eq!(task.read(r, &mut buf), Ok(4));
+        assert_eq!(atime(path), was, "{path}");
+        task.close(fd).expect("close");
+    }
+    for fd in [t, r, w] {
+        task.close(fd).expect("close");
+    }
+}

@@ -106,7 +106,11 @@ impl Sysfs {
         let mut dirs = Vec::new();
         for (n, attrs) in host {
             let topo = cpu.add_child(format!("cpu{n}"))?.add_child("topology")?;
-            for (name, mode, value) in attrs {
+            for (name, mode, size, value) in attrs {
+                if is_cpumask(&name) {
+                    topo.add_bin_attr(name, mode, Arc::new(Cpumask::new(value, size)))?;
+                    continue;
+                }
                 let value: Arc<[u8]> = value.into();
                 topo.add_attr(
                     name,
@@ -120,8 +124,8 @@ impl Sysfs {
     }
 }
 
-/// A host attribute: name, permission bits, value.
-type HostAttr = (String, u32, Vec<u8>);
+/// A host attribute: name, permission bits, size `stat` shows, value.
+type HostAttr = (String, u32, u64, Vec<u8>);
 
 /// The CPUs' topology attributes: the host's (`/sys/devices/system/cpu/cpuN/topology/*`,
 /// name, permission bits and value), or a made-up one-package machine.
@@ -149,6 +153,7 @@ fn host_cpus() -> Vec<(usize, Vec<HostAttr>)> {
                 attrs.push((
                     a.file_name().to_string_lossy().into_owned(),
                     meta.permissions().mode() & 0o7777,
+                    meta.len(),
                     value,
                 ));
             }
@@ -162,11 +167,12 @@ fn host_cpus() -> Vec<(usize, Vec<HostAttr>)> {
             cpus.push((
                 c,
                 vec![
-                    ("core_id".into(), 0o444, format!("{c}\n").into_bytes()),
-                    ("physical_package_id".into(), 0o444, b"0\n".to_vec()),
+                    ("core_id".into(), 0o444, 4096, format!("{c}\n").into_bytes()),
+                    ("physical_package_id".into(), 0o444, 4096, b"0\n".to_vec()),
                     (
                         "thread_siblings_list".into(),
                         0o444,
+                        4096,
                         format!("{c}\n").into_bytes(),
                     ),
                 ],
@@ -208,6 +214,53 @@ const TOPOLOGY_ORDER: &[&str] = &[
     "drawer_siblings",
     "drawer_siblings_list",
 ];
+
+/// The first of [`TOPOLOGY_ORDER`]'s binary attributes: the CPU masks and lists.
+const FIRST_CPUMASK: usize = 7;
+
+/// Whether the topology attribute `name` is a CPU mask or list, a binary attribute since
+/// Linux 5.16 (drivers/base/topology.c, `BIN_ATTR_RO`).
+fn is_cpumask(name: &str) -> bool {
+    TOPOLOGY_ORDER[FIRST_CPUMASK..].contains(&name)
+}
+
+/// A CPU mask or list attribute as Linux reads one (`cpumap_print_bitmask_to_buf()`,
+/// `cpumap_print_list_to_buf()`): the text and a NUL are read as memory at the position, and
+/// the read returns one byte less than it copied, so a read of two bytes gives one and a read
+/// at or past the NUL gives -1 (`EPERM`).
+struct Cpumask {
+    /// The text and its NUL.
+    bytes: Box<[u8]>,
+    /// The size `stat` shows, where reads stop (`CPUMAP_FILE_MAX_BYTES`,
+    /// `CPULIST_FILE_MAX_BYTES`: the host's).
+    size: u64,
+}
+
+impl Cpumask {
+    fn new(mut text: Vec<u8>, size: u64) -> Cpumask {
+        text.push(0);
+        Cpumask {
+            bytes: text.into(),
+            size,
+        }
+    }
+}
+
+impl BinAttribute for Cpumask {
+    fn size(&self) -> u64 {
+        self.size
+    }
+
+    fn read(&self, buf: &mut [u8], pos: u64) -> Result<usize> {
+        // Linux: `memory_read_from_buffer()` over the text and its NUL, then one less.
+        let from = usize::try_from(pos)
+            .unwrap_or(usize::MAX)
+            .min(self.bytes.len());
+        let n = buf.len().min(self.bytes.len() - from);
+        buf[..n].copy_from_slice(&self.bytes[from..from + n]);
+        n.checked_sub(1).ok_or(crate::abi::Errno::EPERM)
+    }
+}
 
 /// Where a topology attribute comes in [`TOPOLOGY_ORDER`], then by name.
 fn creation_rank(name: &str) -> (usize, &str) {

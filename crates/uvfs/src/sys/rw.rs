@@ -8,7 +8,7 @@ use crate::abi::{
     Errno, FallocFlags, FileType, OpenFlags, Result, Whence, IOV_MAX, MAX_LFS_FILESIZE, S_IALLUGO,
     S_ISGID, S_ISUID,
 };
-use crate::vfs::atime::touch_atime;
+use crate::vfs::atime::touch_atime_read;
 use crate::vfs::inode::SetAttr;
 use crate::vfs::notify;
 use crate::vfs::ops::WritePos;
@@ -224,7 +224,7 @@ impl Task {
         let n = file.ops().read(file, &mut buf[..len], *pos)?;
         *pos += n as u64;
         drop(pos);
-        touch_atime(file);
+        touch_atime_read(file);
         Ok(n)
     }
 
@@ -285,7 +285,7 @@ impl Task {
         check_not_dir(file)?;
         let len = buf.len().min(MAX_RW_COUNT);
         let n = file.ops().read(file, &mut buf[..len], pos)?;
-        touch_atime(file);
+        touch_atime_read(file);
         Ok(n)
     }
 

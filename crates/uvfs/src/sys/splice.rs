@@ -239,7 +239,7 @@ impl Task {
             Ok(n)
         })?;
         if accessed {
-            touch_atime(file);
+            crate::vfs::atime::touch_atime_read(file);
         }
         Ok(n)
     }

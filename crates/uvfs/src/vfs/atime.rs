@@ -34,6 +34,23 @@ pub(crate) fn touch_atime(file: &FileDescription) {
     touch_atime_at(&file.path().mnt, file.inode());
 }
 
+/// [`touch_atime`] for a read of the file's data, which the file's filesystem may not stamp
+/// ([`FileOps::reads_touch_atime`](crate::vfs::ops::FileOps::reads_touch_atime): kernfs's
+/// attributes). That is asked only once an update is due, so a read that needs none (most,
+/// under relatime) makes no call for it.
+#[inline]
+pub(crate) fn touch_atime_read(file: &FileDescription) {
+    if file.flags().contains(OpenFlags::NOATIME) {
+        return;
+    }
+    let mnt = &file.path().mnt;
+    if let Some(now) = atime_update(mnt, file.inode()) {
+        if !mnt.is_rdonly() && file.ops().reads_touch_atime() {
+            file.inode().write_attrs(|w| w.set_atime(now));
+        }
+    }
+}
+
 /// Updates the atime of `inode` reached through `mnt` (readlink, readdir, read), if it needs
 /// one and the mount lets it be written (Linux: `touch_atime()`, which asks
 /// `atime_needs_update()` and then skips the write on a read-only mount).

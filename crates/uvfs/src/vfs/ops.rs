@@ -571,6 +571,15 @@ pub trait FileOps: Send + Sync + 'static {
         true
     }
 
+    /// Whether a read of the file (`read`, `pread`, the vectored ones, `splice` to a pipe)
+    /// updates its atime by the mount's rule. Linux leaves that to each filesystem's
+    /// `read_iter`: tmpfs's (`filemap_read()`) calls `file_accessed()`, kernfs's attributes
+    /// (`seq_read_iter()`, `kernfs_file_read_iter()`) do not. `sendfile` updates it whatever
+    /// this says (Linux: `splice_direct_to_actor()`).
+    fn reads_touch_atime(&self) -> bool {
+        true
+    }
+
     /// Whether the file takes `O_DIRECT` at its open and in `F_SETFL` (Linux:
     /// `FMODE_CAN_ODIRECT`, set by filesystems that do direct I/O); the VFS asks only a
     /// regular file's (pipes do). `EINVAL` if not.

@@ -9,8 +9,8 @@
 //!
 //! The host's sysfs is the machine's: both sides agree under `cpuN/topology/` only (CASES.md,
 //! "sysfs"), so the family names nothing else but the directories on the way, which it never
-//! lists or `stat`s, and it opens only the text attributes (the cpumask ones are binary on
-//! Linux, `sysfs_cpumask_attrs_read_as_binary_attributes`). A call of any family that would
+//! lists or `stat`s; its attributes are text ones and the binary CPU masks and lists
+//! (`sysfs_cpumask_attrs_read_as_binary_attributes`). A call of any family that would
 //! change a sysfs node (the host refuses those, `crate::sysfs_guard`) is drawn again, as is
 //! one that meets a uvfs bug listed in expected-divergences.txt and not fixed yet
 //! ([`Gen::meets_open_sysfs_bug`]).
@@ -68,14 +68,18 @@ pub(super) fn prelude() -> Vec<Op> {
     ]
 }
 
-/// Text attributes (reads agree at every offset and count).
-const TEXT_ATTRS: [&[u8]; 6] = [
+/// Attributes: text ones, and binary CPU masks and lists (reads agree at every offset and
+/// count).
+const ATTRS: [&[u8]; 9] = [
     b"/cpu/cpu0/topology/core_id",
     b"/cpu/cpu0/topology/die_id",
     b"/cpu/cpu0/topology/cluster_id",
     b"/cpu/cpu0/topology/physical_package_id",
     b"/cpu/cpu1/topology/core_id",
     b"/cpu/cpu1/topology/cluster_id",
+    b"/cpu/cpu0/topology/core_siblings_list",
+    b"/cpu/cpu1/topology/thread_siblings",
+    b"/cpu/cpu0/topology/package_cpus",
 ];
 
 /// Topology directories.
@@ -126,7 +130,7 @@ impl Sysfs {
     }
 
     fn attr(&mut self) -> Vec<u8> {
-        self.rng.pick(&TEXT_ATTRS).to_vec()
+        self.rng.pick(&ATTRS).to_vec()
     }
 
     /// Any path of the family: mostly attributes, then directories, then the others.
@@ -364,7 +368,24 @@ impl Gen {
             return false;
         };
         const AT_FDCWD: i32 = -100;
+        /// Events other readers of a file cause: access, close without writing, open (inotify's
+        /// and fanotify's bits alike), and fanotify's open for exec.
+        const READERS_EVENTS: i64 = 0x1 | 0x10 | 0x20 | 0x1000;
         match op {
+            // Not a bug: the host's sysfs is the machine's, read by other processes (the
+            // host side's snapshots of other seeds among them), whose opens, reads and closes
+            // a watch or mark there would see as well (CASES.md, "sysfs"; random seeds 44257
+            // and 47598).
+            Op::InotifyAddWatch { path, mask, .. } => {
+                mask & READERS_EVENTS != 0 && guide.on_sysfs_at(AT_FDCWD, path)
+            }
+            Op::FanotifyMark {
+                mask, dirfd, path, ..
+            } => {
+                let dirfd = self.guide_fds.get(dirfd);
+                mask & READERS_EVENTS != 0
+                    && guide.on_sysfs_at(dirfd, path.as_deref().unwrap_or_default())
+            }
             // Not a bug: a listing of a sysfs directory above a topology one shows the
             // machine's entries (CASES.md, "sysfs").
             Op::Listdir { path } => guide.sysfs_dir_with_subdirs(AT_FDCWD, Some(path)),

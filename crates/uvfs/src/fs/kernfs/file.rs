@@ -52,6 +52,10 @@ impl AttrFile {
 }
 
 impl FileOps for AttrFile {
+    fn reads_touch_atime(&self) -> bool {
+        false
+    }
+
     fn read(&self, file: &FileDescription, buf: &mut [u8], pos: u64) -> Result<usize> {
         let node = node_of(file);
         let Kind::Attr(attr) = &node.kind else {
@@ -161,6 +165,10 @@ impl WaitSource for PollSource {
 pub(crate) struct BinFile;
 
 impl FileOps for BinFile {
+    fn reads_touch_atime(&self) -> bool {
+        false
+    }
+
     fn read(&self, file: &FileDescription, buf: &mut [u8], pos: u64) -> Result<usize> {
         let node = node_of(file);
         let Kind::Bin(attr) = &node.kind else {
