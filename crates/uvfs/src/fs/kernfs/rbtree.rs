@@ -64,31 +64,37 @@ impl Shape {
         }
     }
 
-    /// Rotates `x` down to the left: its right child takes its place.
-    fn rotate_left(&mut self, x: u32) {
-        let y = self.n(x).right;
-        let parent = self.n(x).parent;
-        let inner = self.n(y).left;
-        self.n_mut(x).right = inner;
-        if inner != NIL {
-            self.n_mut(inner).parent = x;
+    /// `i`'s left child (`left`) or right child.
+    fn child(&self, i: u32, left: bool) -> u32 {
+        let n = self.n(i);
+        if left {
+            n.left
+        } else {
+            n.right
         }
-        self.replace_child(x, y, parent);
-        self.n_mut(y).left = x;
-        self.n_mut(x).parent = y;
     }
 
-    /// Rotates `x` down to the right: its left child takes its place.
-    fn rotate_right(&mut self, x: u32) {
-        let y = self.n(x).left;
+    fn set_child(&mut self, i: u32, left: bool, c: u32) {
+        let n = self.n_mut(i);
+        if left {
+            n.left = c;
+        } else {
+            n.right = c;
+        }
+    }
+
+    /// Rotates `x` down to its left (`left`) or right: its child on the other side takes
+    /// its place, and that child's inner subtree becomes `x`'s.
+    fn rotate(&mut self, x: u32, left: bool) {
+        let y = self.child(x, !left);
         let parent = self.n(x).parent;
-        let inner = self.n(y).right;
-        self.n_mut(x).left = inner;
+        let inner = self.child(y, left);
+        self.set_child(x, !left, inner);
         if inner != NIL {
             self.n_mut(inner).parent = x;
         }
         self.replace_child(x, y, parent);
-        self.n_mut(y).right = x;
+        self.set_child(y, left, x);
         self.n_mut(x).parent = y;
     }
 
@@ -148,11 +154,7 @@ impl Shape {
             // A red parent is not the root, so the grandparent exists.
             let g = self.n(p).parent;
             let p_is_left = self.n(g).left == p;
-            let uncle = if p_is_left {
-                self.n(g).right
-            } else {
-                self.n(g).left
-            };
+            let uncle = self.child(g, !p_is_left);
             if self.is_red(uncle) {
                 // Colour flips; the grandparent may now break the rule above it.
                 self.n_mut(p).red = false;
@@ -161,24 +163,15 @@ impl Shape {
                 z = g;
                 continue;
             }
+            // The uncle is black: one or two rotations end it.
             let mut p = p;
-            if p_is_left {
-                if self.n(p).right == z {
-                    self.rotate_left(p);
-                    p = z;
-                }
-                self.n_mut(p).red = false;
-                self.n_mut(g).red = true;
-                self.rotate_right(g);
-            } else {
-                if self.n(p).left == z {
-                    self.rotate_right(p);
-                    p = z;
-                }
-                self.n_mut(p).red = false;
-                self.n_mut(g).red = true;
-                self.rotate_left(g);
+            if self.child(p, !p_is_left) == z {
+                self.rotate(p, p_is_left);
+                p = z;
             }
+            self.n_mut(p).red = false;
+            self.n_mut(g).red = true;
+            self.rotate(g, !p_is_left);
             return;
         }
     }
@@ -208,17 +201,10 @@ impl Shape {
         // `rebalance`: the parent under which one black node is now missing, if any.
         let rebalance = if zl == NIL || zr == NIL {
             // At most one child, which is then red under a black node: it takes the node's
-            // place and colour.
+            // place, black.
             let child = if zl == NIL { zr } else { zl };
             self.replace_child(z, child, zp);
-            if child != NIL {
-                self.n_mut(child).red = z_red;
-                NIL
-            } else if z_red {
-                NIL
-            } else {
-                zp
-            }
+            self.gap(child, z_red, zp)
         } else {
             // Two children: the successor (leftmost of the right subtree) takes the node's
             // place and colour; its own right child, if any, takes the successor's place.
@@ -244,19 +230,26 @@ impl Shape {
             self.n_mut(zl).parent = s;
             self.replace_child(z, s, zp);
             self.n_mut(s).red = z_red;
-            if s_right != NIL {
-                self.n_mut(s_right).red = false;
-                NIL
-            } else if s_red {
-                NIL
-            } else {
-                parent_of_gap
-            }
+            self.gap(s_right, s_red, parent_of_gap)
         };
         self.nodes[z as usize].key = (0, Box::default());
         self.free.push(z);
         if rebalance != NIL {
             self.erase_fixup(rebalance);
+        }
+    }
+
+    /// Where a removal left one black node missing: nowhere if a (red) child moved up into
+    /// the place that emptied (it turns black) or the node that left it was red, else under
+    /// `parent`.
+    fn gap(&mut self, moved: u32, left_red: bool, parent: u32) -> u32 {
+        if moved != NIL {
+            self.n_mut(moved).red = false;
+            NIL
+        } else if left_red {
+            NIL
+        } else {
+            parent
         }
     }
 
@@ -276,59 +269,34 @@ impl Shape {
                 }
                 return;
             }
-            if self.n(parent).left == node {
-                let mut w = self.n(parent).right;
-                if self.is_red(w) {
-                    self.n_mut(w).red = false;
-                    self.n_mut(parent).red = true;
-                    self.rotate_left(parent);
-                    w = self.n(parent).right;
-                }
-                let (wl, wr) = (self.n(w).left, self.n(w).right);
-                if !self.is_red(wl) && !self.is_red(wr) {
-                    self.n_mut(w).red = true;
-                    node = parent;
-                    parent = self.n(node).parent;
-                    continue;
-                }
-                if !self.is_red(wr) {
-                    self.n_mut(wl).red = false;
-                    self.n_mut(w).red = true;
-                    self.rotate_right(w);
-                    w = self.n(parent).right;
-                }
-                self.n_mut(w).red = self.n(parent).red;
-                self.n_mut(parent).red = false;
-                let wr = self.n(w).right;
-                self.n_mut(wr).red = false;
-                self.rotate_left(parent);
-                return;
-            }
-            let mut w = self.n(parent).left;
+            // The gap is on this side of `parent`; its sibling subtree is one black node
+            // deeper, so the sibling exists.
+            let left = self.n(parent).left == node;
+            let mut w = self.child(parent, !left);
             if self.is_red(w) {
                 self.n_mut(w).red = false;
                 self.n_mut(parent).red = true;
-                self.rotate_right(parent);
-                w = self.n(parent).left;
+                self.rotate(parent, left);
+                w = self.child(parent, !left);
             }
-            let (wl, wr) = (self.n(w).left, self.n(w).right);
-            if !self.is_red(wl) && !self.is_red(wr) {
+            let (near, far) = (self.child(w, left), self.child(w, !left));
+            if !self.is_red(near) && !self.is_red(far) {
                 self.n_mut(w).red = true;
                 node = parent;
                 parent = self.n(node).parent;
                 continue;
             }
-            if !self.is_red(wl) {
-                self.n_mut(wr).red = false;
+            if !self.is_red(far) {
+                self.n_mut(near).red = false;
                 self.n_mut(w).red = true;
-                self.rotate_left(w);
-                w = self.n(parent).left;
+                self.rotate(w, !left);
+                w = self.child(parent, !left);
             }
             self.n_mut(w).red = self.n(parent).red;
             self.n_mut(parent).red = false;
-            let wl = self.n(w).left;
-            self.n_mut(wl).red = false;
-            self.rotate_right(parent);
+            let far = self.child(w, !left);
+            self.n_mut(far).red = false;
+            self.rotate(parent, left);
             return;
         }
     }
