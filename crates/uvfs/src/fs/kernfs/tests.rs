@@ -125,3 +125,62 @@ fn system_calls_that_change_the_tree_are_refused_as_linux_refuses_them() {
         .expect("stat");
     assert_eq!(st.size, 4096);
 }
+
+/// A removed node is freed, its attribute's callbacks with it, once nothing holds it: the
+/// open file closed, the stale names dropped by the next walk, and the epoch collector's
+/// deferred frees run (Linux: the last `kernfs_put()` frees a removed node). Each callback
+/// holds a token, whose count falls back to the test's own when every node holding it is
+/// gone; a removed subtree kept alive by a forgotten reference fails it.
+#[test]
+fn a_removed_node_is_freed_once_nothing_holds_it() {
+    let token = Arc::new(());
+    let tree = Kernfs::new("kfs", 0x6b66);
+    let d = tree.root().create_dir("d", 0o755).expect("dir");
+    for name in ["a", "b"] {
+        let t = token.clone();
+        d.create_file(
+            name,
+            0o444,
+            show(move |out| {
+                let _ = &t;
+                out.extend_from_slice(b"1\n");
+            }),
+        )
+        .expect("file");
+    }
+    let sub = d.create_dir("sub", 0o755).expect("subdir");
+    let t = token.clone();
+    sub.create_file("c", 0o444, show(move |_| drop(&t)))
+        .expect("file");
+    assert_eq!(Arc::strong_count(&token), 4);
+    let (_vfs, task) = mounted(&tree);
+    assert_eq!(read_all(&task, "/k/d/a").expect("read"), b"1\n");
+    let fd = task
+        .openat(AT_FDCWD, "/k/d/b", OpenFlags::RDONLY, 0)
+        .expect("open");
+    assert!(task
+        .fstatat(AT_FDCWD, "/k/d/sub/c", Default::default())
+        .is_ok());
+    d.remove();
+    drop((d, sub));
+    let mut b = [0u8; 4];
+    assert_eq!(task.read(fd, &mut b), Err(Errno::ENODEV));
+    task.close(fd).expect("close");
+    // The walk drops the stale name `d` (and with it its cached children).
+    assert_eq!(
+        task.fstatat(AT_FDCWD, "/k/d", Default::default()).err(),
+        Some(Errno::ENOENT)
+    );
+    // Deferred frees run once no walk that could see the names is in progress: a test on
+    // another thread may be in one, and then frees them when it leaves (bounded wait).
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while Arc::strong_count(&token) > 1 && std::time::Instant::now() < deadline {
+        crate::sync::rcu::flush();
+        std::thread::yield_now();
+    }
+    assert_eq!(
+        Arc::strong_count(&token),
+        1,
+        "the removed nodes' callbacks are dropped"
+    );
+}
