@@ -184,12 +184,12 @@ fn host_cpus() -> Vec<(usize, Vec<HostAttr>)> {
 }
 
 /// The topology attributes in the order Linux creates them (drivers/base/topology.c:
-/// `topology_attr_group`'s `attrs`, then its binary attributes, each in its array's order,
-/// the way `sysfs_create_group()` adds them). A kernfs directory's tree has the shape its
-/// creation order gives it, which a listing resumed between two entries shows
+/// `topology_attr_group`'s `attrs`, then its binary attributes, [`TOPOLOGY_CPUMASKS`], each in
+/// its array's order, the way `sysfs_create_group()` adds them). A kernfs directory's tree has
+/// the shape its creation order gives it, which a listing resumed between two entries shows
 /// (`kernfs_dir_pos()`), so the demo tree adds the host's attributes in this order; names
 /// not listed come last, by name.
-const TOPOLOGY_ORDER: &[&str] = &[
+const TOPOLOGY_ATTRS: &[&str] = &[
     "physical_package_id",
     "die_id",
     "cluster_id",
@@ -197,6 +197,11 @@ const TOPOLOGY_ORDER: &[&str] = &[
     "book_id",
     "drawer_id",
     "ppin",
+];
+
+/// The topology group's binary attributes, the CPU masks and lists (since Linux 5.16,
+/// `BIN_ATTR_RO`), in the order Linux creates them.
+const TOPOLOGY_CPUMASKS: &[&str] = &[
     "core_cpus",
     "core_cpus_list",
     "thread_siblings",
@@ -215,13 +220,9 @@ const TOPOLOGY_ORDER: &[&str] = &[
     "drawer_siblings_list",
 ];
 
-/// The first of [`TOPOLOGY_ORDER`]'s binary attributes: the CPU masks and lists.
-const FIRST_CPUMASK: usize = 7;
-
-/// Whether the topology attribute `name` is a CPU mask or list, a binary attribute since
-/// Linux 5.16 (drivers/base/topology.c, `BIN_ATTR_RO`).
+/// Whether the topology attribute `name` is a CPU mask or list (a binary attribute).
 fn is_cpumask(name: &str) -> bool {
-    TOPOLOGY_ORDER[FIRST_CPUMASK..].contains(&name)
+    TOPOLOGY_CPUMASKS.contains(&name)
 }
 
 /// A CPU mask or list attribute as Linux reads one (`cpumap_print_bitmask_to_buf()`,
@@ -262,10 +263,17 @@ impl BinAttribute for Cpumask {
     }
 }
 
-/// Where a topology attribute comes in [`TOPOLOGY_ORDER`], then by name.
+/// Where Linux creates a topology attribute: its place among [`TOPOLOGY_ATTRS`], then
+/// [`TOPOLOGY_CPUMASKS`], then by name.
 fn creation_rank(name: &str) -> (usize, &str) {
-    let at = TOPOLOGY_ORDER.iter().position(|n| *n == name);
-    (at.unwrap_or(TOPOLOGY_ORDER.len()), name)
+    let at = TOPOLOGY_ATTRS.iter().position(|n| *n == name).or_else(|| {
+        let mask = TOPOLOGY_CPUMASKS.iter().position(|n| *n == name)?;
+        Some(TOPOLOGY_ATTRS.len() + mask)
+    });
+    (
+        at.unwrap_or(TOPOLOGY_ATTRS.len() + TOPOLOGY_CPUMASKS.len()),
+        name,
+    )
 }
 
 /// A sysfs directory, as a kobject is one (Linux: `struct kobject`, `kobject_add()`).
