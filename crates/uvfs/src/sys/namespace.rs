@@ -318,6 +318,9 @@ impl Task {
             VictimKind::NonDirectory
         };
         may_delete(&cred, &dir, &victim, kind, p.path.dentry.is_dead())?;
+        if !rmdir && !dir.ops().has_unlink() {
+            return Err(Errno::EPERM);
+        }
         // The victim's inode lock excludes a link of it (see `linkat`) and a mount on it (see
         // `Task::mount`), so that nothing is mounted between this check and the removal
         // (Linux: `vfs_unlink()` and `vfs_rmdir()` test `is_local_mountpoint()` under it).

@@ -347,6 +347,14 @@ pub trait InodeOps: Send + Sync + 'static {
         Err(Errno::EPERM)
     }
 
+    /// Whether this directory has an `unlink` at all (Linux: a non-null `i_op->unlink`).
+    /// `vfs_unlink()` says `EPERM` for a directory without one before it looks for a mount
+    /// on the victim (`EBUSY`); a filesystem whose `unlink` only ever refuses says `false`
+    /// here (kernfs). The answer must not change.
+    fn has_unlink(&self) -> bool {
+        true
+    }
+
     /// Removes the directory entry `name`, whose inode is `victim`.
     ///
     /// # Locking

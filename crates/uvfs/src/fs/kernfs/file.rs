@@ -117,22 +117,7 @@ impl FileOps for AttrFile {
     }
 
     fn poll(&self, file: &FileDescription, pt: Option<&mut PollTable<'_>>) -> PollEvents {
-        let node = node_of(file);
-        if let Some(pt) = pt {
-            let q = node.poll.get_or_init(|| Box::new(WaitQueue::new()));
-            let source = KernfsNode {
-                inode: file.inode().clone(),
-            };
-            q.register(pt, Arc::new(PollSource(source)));
-        }
-        // Linux: `kernfs_generic_poll()`: a change notified since this open last read, or a
-        // removed node, is `POLLERR | POLLPRI` beside the usual readiness.
-        let seen = self.state.lock().event;
-        if !node.is_active() || node.event.load(std::sync::atomic::Ordering::Acquire) != seen {
-            PollEvents::DEFAULT | PollEvents::ERR | PollEvents::PRI
-        } else {
-            PollEvents::DEFAULT
-        }
+        poll_attribute(file, pt, || self.state.lock().event)
     }
 
     fn can_poll(&self) -> bool {
@@ -161,8 +146,38 @@ impl WaitSource for PollSource {
     }
 }
 
+/// The readiness of an open attribute, text or binary (Linux: `kernfs_fop_poll()` with
+/// `kernfs_generic_poll()`): a change notified since this open last read (`seen` gives the
+/// node's event count it read then), or a removed node, is `POLLERR | POLLPRI` beside the
+/// usual readiness.
+fn poll_attribute(
+    file: &FileDescription,
+    pt: Option<&mut PollTable<'_>>,
+    seen: impl FnOnce() -> u64,
+) -> PollEvents {
+    let node = node_of(file);
+    if let Some(pt) = pt {
+        let q = node.poll.get_or_init(|| Box::new(WaitQueue::new()));
+        let source = KernfsNode {
+            inode: file.inode().clone(),
+        };
+        q.register(pt, Arc::new(PollSource(source)));
+    }
+    let seen = seen();
+    if !node.is_active() || node.event.load(std::sync::atomic::Ordering::Acquire) != seen {
+        PollEvents::DEFAULT | PollEvents::ERR | PollEvents::PRI
+    } else {
+        PollEvents::DEFAULT
+    }
+}
+
 /// An open binary attribute.
-pub(crate) struct BinFile;
+#[derive(Default)]
+pub(crate) struct BinFile {
+    /// The node's event count at this open's last read (Linux: `kernfs_open_file::event`,
+    /// copied by `kernfs_file_read_iter()`); 0 before the first, below any node's count.
+    event: std::sync::atomic::AtomicU64,
+}
 
 impl FileOps for BinFile {
     fn reads_touch_atime(&self) -> bool {
@@ -175,8 +190,14 @@ impl FileOps for BinFile {
             return Err(Errno::EINVAL);
         };
         node.with_active(|| {
-            // Linux: `sysfs_kf_bin_read()`: at most the attribute's size (0: no limit), and a
-            // page per call (`kernfs_file_read_iter()`).
+            // Linux: `kernfs_file_read_iter()` copies the node's event count for poll, then
+            // `sysfs_kf_bin_read()` reads at most the attribute's size (0: no limit), a page
+            // per call.
+            let ordering = std::sync::atomic::Ordering::Acquire;
+            self.event.store(
+                node.event.load(ordering),
+                std::sync::atomic::Ordering::Relaxed,
+            );
             let mut count = buf.len().min(MAX_WRITE);
             let size = attr.size();
             if size > 0 {
@@ -222,6 +243,22 @@ impl FileOps for BinFile {
 
     fn llseek(&self, file: &FileDescription, offset: i64, whence: Whence, cur: u64) -> Result<u64> {
         node_of(file).with_active(|| seek(file, offset, whence, cur))
+    }
+
+    fn poll(&self, file: &FileDescription, pt: Option<&mut PollTable<'_>>) -> PollEvents {
+        poll_attribute(file, pt, || {
+            self.event.load(std::sync::atomic::Ordering::Relaxed)
+        })
+    }
+
+    fn can_poll(&self) -> bool {
+        true
+    }
+
+    fn can_pwrite(&self, file: &FileDescription) -> bool {
+        // Linux: `kernfs_fop_open()` calls `seq_open()` for every attribute, binary ones
+        // too, which clears `FMODE_PWRITE`, and gives it back to a file open for writing.
+        file.fmode().write
     }
 
     fn can_odirect(&self) -> bool {

@@ -217,6 +217,11 @@ impl InodeOps for Node {
         Ok(made.inode)
     }
 
+    fn has_unlink(&self) -> bool {
+        // Linux: `kernfs_dir_iops` has no `unlink`.
+        false
+    }
+
     fn rmdir(&self, dir: &Inode, _name: &[u8], victim: &Inode) -> Result<()> {
         let ops = self.dir_ops().ok_or(Errno::EPERM)?.clone();
         let _ = dir;
@@ -296,7 +301,7 @@ impl InodeOps for Node {
                     return Err(Errno::EACCES);
                 }
                 self.with_active(|| Ok(()))?;
-                Ok(Box::new(BinFile))
+                Ok(Box::new(BinFile::default()))
             }
             Kind::Link(_) => Err(Errno::ELOOP),
         }
