@@ -124,6 +124,14 @@ impl Dentry {
         self.state().load(Ordering::Acquire) & DEAD != 0
     }
 
+    /// True once unlinked, removed or replaced, or if never in a table (`O_TMPFILE`'s unnamed
+    /// dentry, also after `linkat` named its inode elsewhere): Linux's `d_unlinked()`, a
+    /// dentry that is not hashed, which `IN_EXCL_UNLINK` asks about.
+    #[inline]
+    pub(crate) fn is_unlinked(&self) -> bool {
+        self.state().load(Ordering::Acquire) & (DEAD | UNHASHED) != 0
+    }
+
     /// True if something is mounted here (in some mount).
     #[inline]
     pub fn is_mountpoint(&self) -> bool {

@@ -321,7 +321,7 @@ fn path_event_slow(dentry: &Dentry, inode: &Inode, path: Option<&VfsPath>, mask:
         name: name.as_deref(),
         dirent: false,
         cookie: 0,
-        unlinked: path.is_some() && dentry.is_dead(),
+        unlinked: path.is_some() && dentry.is_unlinked(),
         path,
     };
     deliver(objects, &ev);
