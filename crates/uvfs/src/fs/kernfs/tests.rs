@@ -150,8 +150,14 @@ fn a_removed_node_is_freed_once_nothing_holds_it() {
     }
     let sub = d.create_dir("sub", 0o755).expect("subdir");
     let t = token.clone();
-    sub.create_file("c", 0o444, show(move |_| drop(&t)))
-        .expect("file");
+    sub.create_file(
+        "c",
+        0o444,
+        show(move |_| {
+            let _ = &t;
+        }),
+    )
+    .expect("file");
     assert_eq!(Arc::strong_count(&token), 4);
     let (_vfs, task) = mounted(&tree);
     assert_eq!(read_all(&task, "/k/d/a").expect("read"), b"1\n");
