@@ -28,10 +28,7 @@ const RELATIME_MAX_AGE_SEC: i64 = 24 * 60 * 60;
 /// slow half to fall back to.
 #[inline]
 pub(crate) fn touch_atime(file: &FileDescription) {
-    if file.flags().contains(OpenFlags::NOATIME) {
-        return;
-    }
-    touch_atime_at(&file.path().mnt, file.inode());
+    touch_file_atime(file, || true);
 }
 
 /// [`touch_atime`] for a read of the file's data, which the file's filesystem may not stamp
@@ -40,15 +37,16 @@ pub(crate) fn touch_atime(file: &FileDescription) {
 /// under relatime) makes no call for it.
 #[inline]
 pub(crate) fn touch_atime_read(file: &FileDescription) {
+    touch_file_atime(file, || file.ops().reads_touch_atime());
+}
+
+/// [`touch_atime`], the write also subject to `may` (asked last).
+#[inline]
+fn touch_file_atime(file: &FileDescription, may: impl FnOnce() -> bool) {
     if file.flags().contains(OpenFlags::NOATIME) {
         return;
     }
-    let mnt = &file.path().mnt;
-    if let Some(now) = atime_update(mnt, file.inode()) {
-        if !mnt.is_rdonly() && file.ops().reads_touch_atime() {
-            file.inode().write_attrs(|w| w.set_atime(now));
-        }
-    }
+    stamp_if(&file.path().mnt, file.inode(), may);
 }
 
 /// Updates the atime of `inode` reached through `mnt` (readlink, readdir, read), if it needs
@@ -56,8 +54,15 @@ pub(crate) fn touch_atime_read(file: &FileDescription) {
 /// `atime_needs_update()` and then skips the write on a read-only mount).
 #[inline]
 pub(crate) fn touch_atime_at(mnt: &Mount, inode: &Inode) {
+    stamp_if(mnt, inode, || true);
+}
+
+/// Writes the atime of `inode` if [`atime_update`] says one is due, the mount is writable
+/// and `may` agrees.
+#[inline]
+fn stamp_if(mnt: &Mount, inode: &Inode, may: impl FnOnce() -> bool) {
     if let Some(now) = atime_update(mnt, inode) {
-        if !mnt.is_rdonly() {
+        if !mnt.is_rdonly() && may() {
             inode.write_attrs(|w| w.set_atime(now));
         }
     }

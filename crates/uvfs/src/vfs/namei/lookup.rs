@@ -7,7 +7,9 @@ use crate::vfs::dentry::Dentry;
 
 /// Whether the lookup of `name` in `dir` is `ENAMETOOLONG`: a name past `NAME_MAX` in a
 /// directory whose filesystem refuses such names
-/// ([`SuperOps::lookup_limits_names`](crate::vfs::ops::SuperOps::lookup_limits_names)).
+/// ([`SuperOps::lookup_limits_names`](crate::vfs::ops::SuperOps::lookup_limits_names)). One
+/// length compare for every name of the walk; the filesystem is asked only past `NAME_MAX`.
+#[inline]
 pub(crate) fn name_too_long(dir: &Dentry, name: &[u8]) -> bool {
     name.len() > crate::abi::NAME_MAX
         && dir
