@@ -304,12 +304,9 @@ impl FileOps for DirFile {
         let entries: Vec<(u32, Box<[u8]>, Arc<crate::vfs::Inode>)> = if from >= END {
             Vec::new()
         } else {
-            let c = children.read();
-            let start = c
+            children
+                .read()
                 .resume_at(from as u32)
-                .cloned()
-                .unwrap_or((from as u32, Box::default()));
-            c.range(start..)
                 .filter(|(_, i)| Node::of(i).is_some_and(Node::is_active))
                 .map(|((h, n), i)| (*h, n.clone(), i.clone()))
                 .collect()

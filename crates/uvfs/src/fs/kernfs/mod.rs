@@ -596,12 +596,15 @@ impl KernfsNode {
         }
         let key = (name_hash(name), Box::<[u8]>::from(name));
         let mut map = children.write();
-        if map.contains_key(&key) {
+        if map.get(&key).is_some() {
             return Err(Errno::EEXIST);
         }
         let node = Node::new(&tree, name, Some(Arc::downgrade(&self.inode)), kind);
         let inode = make_inode(&tree, node, mode & 0o7777);
-        map.insert(key, inode.clone());
+        if map.insert(key, inode.clone()).is_err() {
+            debug_assert!(false, "the name was checked free under the same lock");
+            return Err(Errno::EEXIST);
+        }
         drop(map);
         if is_dir {
             self.inode.write_attrs(|w| w.add_nlink(1));
@@ -647,7 +650,7 @@ impl KernfsNode {
         while i < gone.len() {
             let cur = gone[i].clone();
             if let Some(Kind::Dir { children, .. }) = Node::of(&cur).map(|n| &n.kind) {
-                gone.extend(children.read().values().cloned());
+                gone.extend(children.read().iter().map(|(_, i)| i.clone()));
             }
             i += 1;
         }

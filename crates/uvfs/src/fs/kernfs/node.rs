@@ -7,7 +7,6 @@
 //! `iattr` and copies them into each superblock's inode).
 
 use std::any::Any;
-use std::collections::BTreeMap;
 use std::sync::{Arc, Weak};
 
 use super::file::{AttrFile, BinFile, DirFile};
@@ -23,46 +22,9 @@ use crate::vfs::{Inode, SetAttr};
 /// `kernfs_sd_compare()`), which is the order `getdents` lists them in.
 pub(crate) type Key = (u32, Box<[u8]>);
 
-/// A directory's children: by key for lookups and listings, and the red-black tree Linux
-/// keeps them in, for where its shape shows ([`Shape`](super::rbtree::Shape)). Read through
-/// `Deref`; changed only by [`Children::insert`] and [`Children::remove`], which keep both.
-#[derive(Default)]
-pub(crate) struct Children {
-    map: BTreeMap<Key, Arc<Inode>>,
-    shape: super::rbtree::Shape,
-}
-
-impl Children {
-    /// Adds `inode` as `key`, which is not there.
-    pub(crate) fn insert(&mut self, key: Key, inode: Arc<Inode>) {
-        self.shape.insert(key.clone());
-        let old = self.map.insert(key, inode);
-        debug_assert!(old.is_none(), "a kernfs name added twice");
-    }
-
-    /// Removes `key`.
-    pub(crate) fn remove(&mut self, key: &Key) -> Option<Arc<Inode>> {
-        let old = self.map.remove(key);
-        if old.is_some() {
-            self.shape.remove(key);
-        }
-        old
-    }
-
-    /// Where a listing resumed at position `hash` starts (Linux: `kernfs_dir_pos()`): the
-    /// entry with that hash, or else the last one a search of Linux's tree by hash visits,
-    /// which may come before `hash`.
-    pub(crate) fn resume_at(&self, hash: u32) -> Option<&Key> {
-        self.shape.search_end(hash)
-    }
-}
-
-impl std::ops::Deref for Children {
-    type Target = BTreeMap<Key, Arc<Inode>>;
-    fn deref(&self) -> &Self::Target {
-        &self.map
-    }
-}
+/// A directory's children, in Linux's red-black tree ([`Tree`](super::rbtree::Tree)), which
+/// both lookups and listings use.
+pub(crate) type Children = super::rbtree::Tree<Arc<Inode>>;
 
 /// An extended attribute: name and value.
 type Xattr = (Box<[u8]>, Box<[u8]>);

@@ -1,14 +1,14 @@
-//! The shape of a kernfs directory's red-black tree of children (Linux: `kernfs_node`'s
-//! `dir.children`, an `rb_root` ordered by `kernfs_sd_compare()`).
+//! A kernfs directory's children, in Linux's red-black tree (`kernfs_node`'s
+//! `dir.children`, an `rb_root` ordered by `kernfs_sd_compare()`: hash, then name).
 //!
-//! Lookups and listings use the directory's `BTreeMap`; this tree exists for the one place
-//! where Linux's answer depends on the tree's shape rather than on its order: a listing
-//! resumed from a position that is no entry's hash starts at the last node that a search of
-//! the tree by hash visits (`kernfs_dir_pos()`), which may be the entry before the position
-//! or the one after it. The shape follows from the order of inserts and removals, so the tree
-//! is kept with the classic red-black insert and erase (rebalancing as lib/rbtree.c's
-//! `__rb_insert()` and `__rb_erase_augmented()` + `____rb_erase_color()` do: a removed node
-//! with two children is replaced by its successor, which takes its colour).
+//! The tree is the directory's one map: lookups descend it and listings walk it in order.
+//! Its shape matters where Linux's answer depends on it: a listing resumed from a position
+//! that is no entry's hash starts at the last node that a search of the tree by hash visits
+//! (`kernfs_dir_pos()`), which may be the entry before the position or the one after it. The
+//! shape follows from the order of inserts and removals, so the tree is kept with the classic
+//! red-black insert and erase (rebalancing as lib/rbtree.c's `__rb_insert()` and
+//! `__rb_erase_augmented()` + `____rb_erase_color()` do: a removed node with two children is
+//! replaced by its successor, which takes its colour).
 //!
 //! Nodes live in an arena (`Vec`), linked by index; [`NIL`] is no node.
 
@@ -16,30 +16,45 @@ use super::node::Key;
 
 const NIL: u32 = u32::MAX;
 
-struct RbNode {
-    key: Key,
+struct RbNode<V> {
+    /// `None` for a slot a removal freed.
+    entry: Option<(Key, V)>,
     parent: u32,
     left: u32,
     right: u32,
     red: bool,
 }
 
-/// A red-black tree of keys, kept for its shape (see the module docs).
-#[derive(Default)]
-pub(crate) struct Shape {
-    nodes: Vec<RbNode>,
+/// A red-black tree of keys and their values (see the module docs).
+pub(crate) struct Tree<V> {
+    nodes: Vec<RbNode<V>>,
     /// Slots of `nodes` that removals freed.
     free: Vec<u32>,
     root: Option<u32>,
 }
 
-impl Shape {
-    fn n(&self, i: u32) -> &RbNode {
+impl<V> Default for Tree<V> {
+    fn default() -> Self {
+        Tree {
+            nodes: Vec::new(),
+            free: Vec::new(),
+            root: None,
+        }
+    }
+}
+
+impl<V> Tree<V> {
+    fn n(&self, i: u32) -> &RbNode<V> {
         &self.nodes[i as usize]
     }
 
-    fn n_mut(&mut self, i: u32) -> &mut RbNode {
+    fn n_mut(&mut self, i: u32) -> &mut RbNode<V> {
         &mut self.nodes[i as usize]
+    }
+
+    /// The key of the live node `i`.
+    fn key(&self, i: u32) -> &Key {
+        &self.n(i).entry.as_ref().expect("a live node").0
     }
 
     fn is_red(&self, i: u32) -> bool {
@@ -98,24 +113,23 @@ impl Shape {
         self.n_mut(x).parent = y;
     }
 
-    /// Adds `key`, which the tree does not hold (Linux: `kernfs_link_sibling()`'s descent,
-    /// then `rb_insert_color()`).
-    pub(crate) fn insert(&mut self, key: Key) {
+    /// Adds `key` with `value`, or gives `value` back if the key is there (Linux:
+    /// `kernfs_link_sibling()`'s descent, then `rb_insert_color()`).
+    pub(crate) fn insert(&mut self, key: Key, value: V) -> Result<(), V> {
         let mut parent = NIL;
         let mut cur = self.root_or_nil();
         let mut left = false;
         while cur != NIL {
             parent = cur;
-            left = key < self.n(cur).key;
-            debug_assert!(key != self.n(cur).key, "a key inserted twice");
-            cur = if left {
-                self.n(cur).left
-            } else {
-                self.n(cur).right
-            };
+            match key.cmp(self.key(cur)) {
+                std::cmp::Ordering::Less => left = true,
+                std::cmp::Ordering::Greater => left = false,
+                std::cmp::Ordering::Equal => return Err(value),
+            }
+            cur = self.child(cur, left);
         }
         let node = RbNode {
-            key,
+            entry: Some((key, value)),
             parent,
             left: NIL,
             right: NIL,
@@ -133,12 +147,11 @@ impl Shape {
         };
         if parent == NIL {
             self.root = Some(z);
-        } else if left {
-            self.n_mut(parent).left = z;
         } else {
-            self.n_mut(parent).right = z;
+            self.set_child(parent, left, z);
         }
         self.insert_fixup(z);
+        Ok(())
     }
 
     fn insert_fixup(&mut self, mut z: u32) {
@@ -179,7 +192,7 @@ impl Shape {
     fn find(&self, key: &Key) -> u32 {
         let mut cur = self.root_or_nil();
         while cur != NIL {
-            match key.cmp(&self.n(cur).key) {
+            match key.cmp(self.key(cur)) {
                 std::cmp::Ordering::Less => cur = self.n(cur).left,
                 std::cmp::Ordering::Greater => cur = self.n(cur).right,
                 std::cmp::Ordering::Equal => return cur,
@@ -188,11 +201,20 @@ impl Shape {
         NIL
     }
 
-    /// Removes `key` if the tree holds it (Linux: `rb_erase()` in `kernfs_unlink_sibling()`).
-    pub(crate) fn remove(&mut self, key: &Key) {
+    /// The value of `key`.
+    pub(crate) fn get(&self, key: &Key) -> Option<&V> {
+        match self.find(key) {
+            NIL => None,
+            i => self.n(i).entry.as_ref().map(|e| &e.1),
+        }
+    }
+
+    /// Removes `key` and gives its value back (Linux: `rb_erase()` in
+    /// `kernfs_unlink_sibling()`).
+    pub(crate) fn remove(&mut self, key: &Key) -> Option<V> {
         let z = self.find(key);
         if z == NIL {
-            return;
+            return None;
         }
         let (zl, zr, zp, z_red) = {
             let n = self.n(z);
@@ -232,11 +254,12 @@ impl Shape {
             self.n_mut(s).red = z_red;
             self.gap(s_right, s_red, parent_of_gap)
         };
-        self.nodes[z as usize].key = (0, Box::default());
+        let entry = self.nodes[z as usize].entry.take();
         self.free.push(z);
         if rebalance != NIL {
             self.erase_fixup(rebalance);
         }
+        entry.map(|e| e.1)
     }
 
     /// Where a removal left one black node missing: nowhere if a (red) child moved up into
@@ -301,29 +324,73 @@ impl Shape {
         }
     }
 
-    /// The key where a search by `hash` alone ends (Linux: the descent in
+    /// The node where a search by `hash` alone ends (Linux: the descent in
     /// `kernfs_dir_pos()`): a node with that hash, or else the last node visited, which holds
-    /// the hash just below or just above it. `None` for an empty tree.
-    pub(crate) fn search_end(&self, hash: u32) -> Option<&Key> {
-        let mut cur = self.root?;
-        loop {
+    /// the hash just below or just above it. `NIL` for an empty tree.
+    fn search_end(&self, hash: u32) -> u32 {
+        let mut cur = self.root_or_nil();
+        while cur != NIL {
             let n = self.n(cur);
-            let next = match hash.cmp(&n.key.0) {
+            let next = match hash.cmp(&self.key(cur).0) {
                 std::cmp::Ordering::Less => n.left,
                 std::cmp::Ordering::Greater => n.right,
-                std::cmp::Ordering::Equal => return Some(&n.key),
+                std::cmp::Ordering::Equal => return cur,
             };
             if next == NIL {
-                return Some(&n.key);
+                return cur;
             }
             cur = next;
         }
+        NIL
+    }
+
+    /// The node after `i` in order (Linux: `rb_next()`).
+    fn next(&self, i: u32) -> u32 {
+        let right = self.n(i).right;
+        if right != NIL {
+            let mut c = right;
+            while self.n(c).left != NIL {
+                c = self.n(c).left;
+            }
+            return c;
+        }
+        let mut c = i;
+        let mut p = self.n(i).parent;
+        while p != NIL && self.n(p).right == c {
+            c = p;
+            p = self.n(p).parent;
+        }
+        p
+    }
+
+    /// The entries in order from node `i` on.
+    fn iter_from(&self, i: u32) -> impl Iterator<Item = (&Key, &V)> {
+        std::iter::successors((i != NIL).then_some(i), move |&i| {
+            Some(self.next(i)).filter(|&n| n != NIL)
+        })
+        .filter_map(move |i| self.n(i).entry.as_ref().map(|(k, v)| (k, v)))
+    }
+
+    /// Every entry, in order.
+    pub(crate) fn iter(&self) -> impl Iterator<Item = (&Key, &V)> {
+        let mut first = self.root_or_nil();
+        while first != NIL && self.n(first).left != NIL {
+            first = self.n(first).left;
+        }
+        self.iter_from(first)
+    }
+
+    /// The entries, in order, from where a listing resumed at position `hash` starts:
+    /// the entry with that hash, or else the last one a search by hash visits, which may come
+    /// before `hash` (Linux: `kernfs_dir_pos()`, then `rb_next()`).
+    pub(crate) fn resume_at(&self, hash: u32) -> impl Iterator<Item = (&Key, &V)> {
+        self.iter_from(self.search_end(hash))
     }
 
     /// Checks the red-black rules and the order, returning the keys in order (tests).
     #[cfg(test)]
     fn check(&self) -> Vec<Key> {
-        fn walk(t: &Shape, i: u32, parent: u32, out: &mut Vec<Key>) -> usize {
+        fn walk<V>(t: &Tree<V>, i: u32, parent: u32, out: &mut Vec<Key>) -> usize {
             if i == NIL {
                 return 1;
             }
@@ -333,7 +400,7 @@ impl Shape {
                 assert!(!t.is_red(n.left) && !t.is_red(n.right), "red under red");
             }
             let l = walk(t, n.left, i, out);
-            out.push(n.key.clone());
+            out.push(t.key(i).clone());
             let r = walk(t, n.right, i, out);
             assert_eq!(l, r, "black heights");
             l + usize::from(!n.red)
@@ -344,6 +411,8 @@ impl Shape {
             walk(self, r, NIL, &mut out);
         }
         assert!(out.windows(2).all(|w| w[0] < w[1]), "in order");
+        let listed: Vec<Key> = self.iter().map(|(k, _)| k.clone()).collect();
+        assert_eq!(listed, out, "iteration follows the order");
         out
     }
 }
@@ -364,7 +433,7 @@ mod tests {
     /// subtree (keys missing).
     #[test]
     fn inserts_and_removals_keep_the_rules_and_the_keys() {
-        let mut t = Shape::default();
+        let mut t: Tree<u32> = Tree::default();
         let mut model = BTreeSet::new();
         let mut x: u64 = 0x9e37_79b9_7f4a_7c15;
         let mut checks = 0;
@@ -375,16 +444,20 @@ mod tests {
             let h = (x % 300) as u32 + 2;
             let k = key(h);
             if model.contains(&k) && (step % 3 != 0 || model.len() > 150) {
-                t.remove(&k);
+                assert_eq!(t.remove(&k), Some(h), "removal gives the value back");
                 model.remove(&k);
+                assert_eq!(t.get(&k), None);
             } else if !model.contains(&k) {
-                t.insert(k.clone());
-                model.insert(k);
+                t.insert(k.clone(), h).expect("a new key");
+                model.insert(k.clone());
+                assert_eq!(t.get(&k), Some(&h));
+            } else {
+                assert_eq!(t.insert(k, h), Err(h), "a key inserted twice");
             }
             let keys = t.check();
             assert_eq!(keys, model.iter().cloned().collect::<Vec<_>>());
             let probe = (x >> 20) as u32 % 310;
-            match t.search_end(probe) {
+            match t.resume_at(probe).next().map(|(k, _)| k) {
                 None => assert!(model.is_empty()),
                 Some(found) => {
                     let below = model.range(..(probe, Box::default())).next_back();
@@ -406,12 +479,12 @@ mod tests {
     /// 6), checked through the searches that end between keys.
     #[test]
     fn ascending_inserts_rotate_as_linux_does() {
-        let mut t = Shape::default();
+        let mut t: Tree<u32> = Tree::default();
         for h in [10, 20, 30, 40, 50, 60, 70] {
-            t.insert(key(h));
+            t.insert(key(h), h).expect("a new key");
         }
         t.check();
-        let end = |h| t.search_end(h).map(|k| k.0);
+        let end = |h| t.resume_at(h).next().map(|(k, _)| k.0);
         // 20 is the root; 25 goes right to 40, then left to 30: ends at 30 (above 25).
         assert_eq!(end(25), Some(30));
         // 35: 20 -> 40 -> 30, no right child: ends at 30 (below 35).
@@ -419,5 +492,8 @@ mod tests {
         // 45: 20 -> 40 -> 60 -> 50: ends at 50 (above). 15: 20 -> 10: ends at 10 (below).
         assert_eq!(end(45), Some(50));
         assert_eq!(end(15), Some(10));
+        // A listing resumed at 35 goes on in order from there.
+        let rest: Vec<u32> = t.resume_at(35).map(|(_, v)| *v).collect();
+        assert_eq!(rest, [30, 40, 50, 60, 70]);
     }
 }
