@@ -316,7 +316,8 @@ impl Normaliser {
     }
 
     fn far(&self, t: Ts) -> bool {
-        (t.sec - self.now_sec).abs() > FAR_FROM_NOW_SECS
+        // abs_diff: a time set to the ends of the range (i64::MIN, i64::MAX) is far, not an overflow.
+        t.sec.abs_diff(self.now_sec) > FAR_FROM_NOW_SECS as u64
     }
 
     /// Describes `t` against the last observation of the same stamp of inode `ino`, and

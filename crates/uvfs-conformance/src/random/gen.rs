@@ -997,7 +997,16 @@ impl Gen {
                 nsec: 5,
             },
             4 => Time {
-                sec: *self.rng.pick(&[0, -1, 1 << 33]),
+                // Inside and past each end of a packed inode time (-2^33..2^33), and the extremes.
+                sec: *self.rng.pick(&[
+                    0,
+                    -1,
+                    1 << 33,
+                    (1 << 33) - 1,
+                    -(1 << 33) - 1,
+                    i64::MAX,
+                    i64::MIN,
+                ]),
                 nsec: 0,
             },
             _ => Time {

@@ -20,9 +20,9 @@ pub(crate) mod dist_counter;
 pub(crate) mod lock;
 pub mod pcpu_ref;
 pub(crate) mod rcu;
-pub mod seqcount;
+pub mod seqlock;
 
-pub use seqcount::SeqCount;
+pub use seqlock::SeqLock;
 
 /// Atomics as seen by the protocols behind the facade: std's, or loom's / shuttle's under test.
 pub(crate) mod atomic {

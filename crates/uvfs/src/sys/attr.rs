@@ -277,6 +277,12 @@ impl Task {
         let to_set = |t: &Timespec| match t.nsec {
             UTIME_OMIT => None,
             UTIME_NOW => Some(TimeSet::Now),
+            // Linux: `notify_change()`'s `timestamp_truncate()`: a time at the superblock's
+            // first or last second (tmpfs and kernfs: the ends of 64 bits) loses its
+            // nanoseconds.
+            _ if t.sec == i64::MAX || t.sec == i64::MIN => {
+                Some(TimeSet::At(Timespec::new(t.sec, 0)))
+            }
             _ => Some(TimeSet::At(*t)),
         };
         let attr = match &times {

@@ -1,8 +1,8 @@
 //! Model checks of the production dcache: the lock-free lookup (`ChildTable::find`,
 //! `Dentry::lookup_fast`, `namei::fast::walk_cached`) against the production updates
 //! (`Dentry::d_instantiate`, `d_delete`, `d_move`, `d_exchange`, and the table's resize), and
-//! `stat`'s attribute snapshot (`Inode::stat`, the read side of `SeqCount`) against
-//! `Inode::write_attrs`, with the atomics, locks and published cells of `crate::sync` replaced by loom's
+//! `stat`'s attribute snapshot (`Inode::stat`, the read side of `SeqLock`) against
+//! `Inode::write_attrs` and attribute writers against each other, with the atomics, locks and published cells of `crate::sync` replaced by loom's
 //! (`--cfg loom`) or shuttle's (`--features shuttle`). Nothing here is a model of the code:
 //! every scenario calls the functions the path walk calls.
 //!
@@ -332,7 +332,7 @@ fn walk_scenario() {
 }
 
 /// `stat` of a cached path as `Task::stat_cached` does it (`walk_cached`, then
-/// `Inode::stat`, the read side of `Inode::attr_seq`) while a write section changes size and
+/// `Inode::stat`, the read side of `Inode::attr`) while a write section changes size and
 /// blocks together (`Inode::write_attrs`, as a write that allocates a page does): the stat
 /// sees both old or both new; once the write has completed, both new.
 fn stat_scenario() {
@@ -372,6 +372,38 @@ fn stat_scenario() {
     if completed {
         assert_eq!(got, (4096, 8), "stat after the write completed");
     }
+}
+
+/// Two attribute writers (`Inode::write_attrs`, whose lock is the sequence count's odd
+/// value) each add a link with a load and a store, while a flag of the same word changes:
+/// neither link is lost, nor the flag, so the sections excluded each other and the flag's
+/// update left the count alone.
+fn writers_scenario() {
+    let f = Fixture::new();
+    let inode = f.inode(FileType::Regular);
+    let before = inode.nlink();
+    let writer = {
+        let inode = inode.clone();
+        thread::spawn(move || inode.write_attrs(|w| w.add_nlink(1)))
+    };
+    inode.set_linkable(true);
+    inode.write_attrs(|w| w.add_nlink(1));
+    writer.join().expect("the writer panicked");
+    assert_eq!(
+        inode.nlink(),
+        before + 2,
+        "a write section's update was lost"
+    );
+    assert!(
+        inode.is_linkable(),
+        "a flag set beside the sections was lost"
+    );
+    assert!(inode.attrs(false).nlink == before + 2);
+}
+
+#[test]
+fn dcache_check_attribute_writers_exclude_each_other() {
+    check(writers_scenario);
 }
 
 #[test]

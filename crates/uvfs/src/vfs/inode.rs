@@ -3,14 +3,16 @@
 
 use std::sync::Arc;
 
-use parking_lot::{Mutex, RwLock};
+use parking_lot::RwLock;
 
 use super::ops::InodeOps;
 use super::super_block::SbRef;
 use super::time::{coarse_now, fine_now};
-use crate::abi::{FileType, Timespec, S_IALLUGO};
-use crate::sync::atomic::{AtomicI64, AtomicU16, AtomicU32, AtomicU64, Ordering};
-use crate::sync::SeqCount;
+use crate::abi::{FileType, Timespec, S_IALLUGO, S_IFMT};
+use std::collections::BTreeMap;
+
+use crate::sync::atomic::{AtomicU16, AtomicU32, AtomicU64, Ordering};
+use crate::sync::SeqLock;
 
 /// Inode flag: `stat` read the ctime since the last change, so the next change takes a
 /// fine-grained timestamp (Linux: `I_CTIME_QUERIED`).
@@ -34,43 +36,106 @@ const REVALIDATE: u32 = 32;
 /// Set once, with `REVALIDATE`, never cleared.
 const STALE: u32 = 64;
 
-/// The three changeable timestamps, seconds then nanoseconds (36 bytes where three
-/// second/nanosecond pairs of words take 48), with btime's nanoseconds in the last 4 bytes;
-/// consistent only under the inode's `attr_seq`. Indexed by `ATIME`, `MTIME`, `CTIME`.
-#[derive(Debug)]
-struct Times {
-    sec: [AtomicI64; 3],
-    nsec: [AtomicU32; 3],
-    /// Never changes.
-    btime_nsec: u32,
-}
+/// Inode flag: at least one of the inode's timestamps is outside what a packed word holds
+/// and is kept in the [`WIDE`] side table. Set once, under a shard of that table.
+const WIDE_TIMES: u32 = 128;
 
 const ATIME: usize = 0;
 const MTIME: usize = 1;
 const CTIME: usize = 2;
+const BTIME: usize = 3;
+
+/// The nanosecond bits of a packed timestamp.
+const NSEC_BITS: u32 = 30;
+const NSEC_MASK: u64 = (1 << NSEC_BITS) - 1;
+/// A packed word whose time is in [`WIDE`]: nanoseconds no `Timespec` has.
+const WIDE_TIME: u64 = NSEC_MASK;
+/// Packed seconds are signed 34-bit: 1698 to 2242.
+const SEC_LIMIT: i64 = 1 << (63 - NSEC_BITS);
+
+/// `t` in one word (seconds in the top 34 bits, nanoseconds in the low 30), if its seconds
+/// fit; `t.nsec` is in `0..1_000_000_000` (a `Timespec` invariant).
+#[inline]
+fn pack_time(t: Timespec) -> Option<u64> {
+    debug_assert!((0..1_000_000_000).contains(&t.nsec), "{t:?}");
+    if (-SEC_LIMIT..SEC_LIMIT).contains(&t.sec) {
+        Some(((t.sec as u64) << NSEC_BITS) | t.nsec as u64)
+    } else {
+        None
+    }
+}
+
+/// The time of a packed word that is not [`WIDE_TIME`].
+#[inline]
+fn unpack_time(v: u64) -> Timespec {
+    Timespec::new((v as i64) >> NSEC_BITS, (v & NSEC_MASK) as i64)
+}
+
+/// The four timestamps (atime, mtime, ctime, btime), one packed word each: 32 bytes where
+/// second/nanosecond pairs took 48, and a racing reader without a snapshot never sees half
+/// of one. Consistent with the other attributes only under the inode's `attr`. A time
+/// outside 1698-2242 (`utimensat` may set any) is kept in [`WIDE`], its word saying so.
+#[derive(Debug)]
+struct Times([AtomicU64; 4]);
 
 impl Times {
     fn new(t: Timespec) -> Self {
-        let nsec = t.nsec as u32;
-        Times {
-            sec: [(); 3].map(|()| AtomicI64::new(t.sec)),
-            nsec: [(); 3].map(|()| AtomicU32::new(nsec)),
-            btime_nsec: nsec,
-        }
+        let v = pack_time(t).unwrap_or(WIDE_TIME);
+        Times([(); 4].map(|()| AtomicU64::new(v)))
     }
-    #[inline]
-    fn load(&self, which: usize) -> Timespec {
-        Timespec::new(
-            self.sec[which].load(Ordering::Relaxed),
-            i64::from(self.nsec[which].load(Ordering::Relaxed)),
-        )
+}
+
+/// A shard of [`WIDE`], on its own cache lines.
+#[repr(align(128))]
+struct WideShard(parking_lot::Mutex<BTreeMap<usize, [Timespec; 4]>>);
+
+const WIDE_SHARDS: usize = 16;
+
+/// The timestamps that do not fit a packed word, by inode address: entries are added by an
+/// inode's first such time and removed when the inode is dropped (before its address can be
+/// reused). Protects: its map. Order: innermost (taken inside an attribute write section).
+/// A plain `parking_lot` lock: a static needs a const constructor, which the model
+/// checkers' locks lack (no modelled protocol reaches a wide time).
+static WIDE: [WideShard; WIDE_SHARDS] =
+    [const { WideShard(parking_lot::Mutex::new(BTreeMap::new())) }; WIDE_SHARDS];
+
+fn wide_shard(
+    inode: &Inode,
+) -> (
+    usize,
+    &'static parking_lot::Mutex<BTreeMap<usize, [Timespec; 4]>>,
+) {
+    let key = std::ptr::from_ref(inode) as usize;
+    // Inodes are 128-byte blocks: the low seven bits are the same for all.
+    (key, &WIDE[(key >> 7) % WIDE_SHARDS].0)
+}
+
+/// Where a device file keeps its device number: in the word of the block count, which a
+/// device file does not use (Linux: `i_rdev`, set only by `init_special_inode()`).
+#[inline]
+fn has_rdev(t: FileType) -> bool {
+    matches!(t, FileType::CharDevice | FileType::BlockDevice)
+}
+
+/// The block count as its word keeps it: 512-byte units below 2^31, and above that 4096-byte
+/// units with the top bit set (a tmpfs file counts whole pages), saturating at 2^31 - 1
+/// pages (8 TiB).
+#[inline]
+fn pack_blocks(blocks: u64) -> u32 {
+    const PAGES: u32 = 1 << 31;
+    if blocks < u64::from(PAGES) {
+        blocks as u32
+    } else {
+        PAGES | (blocks >> 3).min(u64::from(PAGES - 1)) as u32
     }
-    /// `t.nsec` is in `0..1_000_000_000` (a `Timespec` invariant).
-    #[inline]
-    fn store(&self, which: usize, t: Timespec) {
-        debug_assert!((0..1_000_000_000).contains(&t.nsec), "{t:?}");
-        self.sec[which].store(t.sec, Ordering::Relaxed);
-        self.nsec[which].store(t.nsec as u32, Ordering::Relaxed);
+}
+
+#[inline]
+fn unpack_blocks(v: u32) -> u64 {
+    if v & (1 << 31) == 0 {
+        u64::from(v)
+    } else {
+        u64::from(v & !(1 << 31)) << 3
     }
 }
 
@@ -123,74 +188,65 @@ pub struct InodeInit {
 
 /// An inode.
 ///
-/// Attribute fields are atomics grouped under `attr_seq`: readers (stat, permission checks)
-/// never lock; writers hold `attr_lock`.
+/// Attribute fields are atomics grouped under `attr`, a sequence lock: readers (stat,
+/// permission checks) never lock; writers hold it (its count odd).
 ///
-/// Laid out in declaration order (`repr(C)`), hottest first: with its 16-byte `Arc` header an
-/// inode fills one 160-byte allocator block, and every other block starts 32 bytes into a
-/// cache line whose first half is the previous block's last 32 bytes. Those last bytes hold
-/// fields that no open, close, read, write or permission check touches (`ino`, `rdev`, btime,
-/// `blocks`), so the reference count and `fs_holds` that a thread writes on every open and
-/// close of its file never share a line with what another thread reads or writes for its own
-/// file, however the allocator placed the two inodes (docs/locking.md, "Shared written
-/// locations on the hot paths").
+/// Laid out in declaration order (`repr(C)`): with its 16-byte `Arc` header an inode fills
+/// one 128-byte allocator block, two cache lines of its own (issue 7, compact objects). What
+/// every open and close of a file writes (the `Arc` count, `fs_holds`, `writers`) is on the
+/// first; the timestamps a write stamps on the second. Two inodes never share a line, so a
+/// thread's opens, closes and writes of its file write no line that another thread reads or
+/// writes for its own file (docs/locking.md, "Shared written locations on the hot paths").
 #[repr(C)]
 pub struct Inode {
-    /// Guards the attribute group below for lock-free readers.
-    /// Writers hold `attr_lock`.
-    attr_seq: SeqCount,
-    perm: AtomicU32,
+    /// The attribute group's sequence count, which is also its writers' lock, and the
+    /// inode's flags in its low byte (`CTIME_QUERIED` and the rest above).
+    attr: SeqLock,
+    /// Type and permission bits (Linux: `i_mode`, a `umode_t`); the type never changes.
+    mode: AtomicU16,
+    /// Open files that may write the inode (Linux: `i_writecount`). Wraps past 65535 (only
+    /// fanotify's "open for write" test reads it).
+    writers: AtomicU16,
     uid: AtomicU32,
     gid: AtomicU32,
     sb: SbRef,
     ops: Box<dyn InodeOps>,
-    file_type: FileType,
-    /// Serialises attribute writers (the write side of `attr_seq`).
-    /// Order: innermost; nothing is taken while holding it.
-    attr_lock: Mutex<()>,
-    /// Open files that may write the inode (Linux: `i_writecount`), in what was padding
-    /// beside `fs_holds`, on the line the same opens and closes write. Wraps past 65535 (only
-    /// fanotify's "open for write" test reads it).
-    writers: AtomicU16,
     /// The filesystem's count of its holders (tmpfs: open files and [`InodeOps::hold`]s;
-    /// Linux: `i_count`), kept here, beside the reference count that the same opens and
-    /// closes write, rather than in the filesystem's own part, which is a separate allocation
-    /// that shares cache lines with other inodes' parts.
+    /// Linux: `i_count`), kept here, on the line of the reference count that the same opens
+    /// and closes write, rather than in the filesystem's own part, which is a separate
+    /// allocation that shares cache lines with other inodes' parts.
     fs_holds: AtomicU32,
-    size: AtomicU64,
-    flags: AtomicU32,
     nlink: AtomicU32,
+    size: AtomicU64,
     times: Times,
     /// The inode lock (Linux `i_rwsem`). Directories: exclusive for namespace changes in this
     /// directory, shared for lookups that fill the dcache. All inodes: exclusive for `setattr`.
     /// Order: see docs/locking.md (parent before child; `SuperBlock::rename_lock` before any).
     pub(crate) lock: RwLock<()>,
-    // The cold tail: the last 32 bytes of the allocation (see above).
-    ino: u64,
-    /// btime's seconds (its nanoseconds are in `times`).
-    btime_sec: i64,
-    blocks: AtomicU64,
-    rdev: u32,
-    /// The events the inode's fsnotify marks ask for, or-ed (Linux: `i_fsnotify_mask`), in
-    /// what was the allocation's padding: read by the notification hooks only once the
-    /// superblock has a watched inode, written only when marks change.
+    /// The events the inode's fsnotify marks ask for, or-ed (Linux: `i_fsnotify_mask`): read
+    /// by the notification hooks only once the superblock has a watched inode, written only
+    /// when marks change.
     notify_mask: AtomicU32,
+    /// 512-byte blocks allocated ([`pack_blocks`]), or a device file's number.
+    blocks_rdev: AtomicU32,
+    ino: u64,
 }
 
-// With its `Arc` header an inode fills one 160-byte allocator class (issue 7, compact
+// With its `Arc` header an inode fills one 128-byte allocator class (issue 7, compact
 // objects); a field added here should be weighed against that. (Model-checking builds use
 // larger atomics.)
 #[cfg(not(any(loom, feature = "shuttle")))]
-const _: () = assert!(std::mem::size_of::<Inode>() <= 144);
-// The cold tail is the last 32 bytes.
-#[cfg(not(any(loom, feature = "shuttle")))]
-const _: () = assert!(std::mem::offset_of!(Inode, ino) == 144 - 32);
+const _: () = assert!(std::mem::size_of::<Inode>() <= 112);
 
 impl Drop for Inode {
     fn drop(&mut self) {
         let this: &Inode = self;
         if this.has_lock_context() {
             super::locks::forget_context(this);
+        }
+        if this.flags(Ordering::Relaxed) & WIDE_TIMES != 0 {
+            let (key, shard) = wide_shard(this);
+            shard.lock().remove(&key);
         }
         this.ops.evict(this);
     }
@@ -201,28 +257,32 @@ impl Inode {
     /// four timestamps are "now".
     pub fn new(sb: &SbRef, init: InodeInit, ops: Box<dyn InodeOps>) -> Arc<Inode> {
         let now = coarse_now();
-        Arc::new(Inode {
+        let inode = Arc::new(Inode {
             ino: init.ino,
-            file_type: init.file_type,
-            rdev: init.rdev,
-            btime_sec: now.sec,
+            mode: AtomicU16::new((init.file_type.mode_bits() | (init.perm & S_IALLUGO)) as u16),
+            blocks_rdev: AtomicU32::new(if has_rdev(init.file_type) {
+                init.rdev
+            } else {
+                0
+            }),
             sb: sb.clone(),
-            attr_seq: SeqCount::new(0),
-            attr_lock: Mutex::new(()),
-            perm: AtomicU32::new(init.perm & S_IALLUGO),
+            attr: SeqLock::new(),
             uid: AtomicU32::new(init.uid),
             gid: AtomicU32::new(init.gid),
             nlink: AtomicU32::new(init.nlink),
             size: AtomicU64::new(0),
-            blocks: AtomicU64::new(0),
             times: Times::new(now),
-            flags: AtomicU32::new(0),
             lock: RwLock::new(()),
             ops,
             fs_holds: AtomicU32::new(0),
             writers: AtomicU16::new(0),
             notify_mask: AtomicU32::new(0),
-        })
+        });
+        if pack_time(now).is_none() {
+            // A clock outside the packed range: the words say so, the side table has it.
+            inode.set_wide_times(&[ATIME, MTIME, CTIME, BTIME], now);
+        }
+        inode
     }
 
     /// Inode number.
@@ -233,20 +293,94 @@ impl Inode {
     /// File type (never changes).
     #[inline]
     pub fn file_type(&self) -> FileType {
-        self.file_type
+        match u32::from(self.mode.load(Ordering::Relaxed)) & S_IFMT {
+            0o100000 => FileType::Regular,
+            0o040000 => FileType::Directory,
+            0o120000 => FileType::Symlink,
+            0o020000 => FileType::CharDevice,
+            0o060000 => FileType::BlockDevice,
+            0o010000 => FileType::Fifo,
+            0o140000 => FileType::Socket,
+            _ => FileType::Anon,
+        }
     }
     /// True for a directory.
     #[inline]
     pub fn is_dir(&self) -> bool {
-        self.file_type == FileType::Directory
+        u32::from(self.mode.load(Ordering::Relaxed)) & S_IFMT == FileType::Directory.mode_bits()
     }
-    /// Device number of a device file.
+    /// Device number of a device file (0 for any other).
     pub fn rdev(&self) -> u64 {
-        u64::from(self.rdev)
+        if has_rdev(self.file_type()) {
+            u64::from(self.blocks_rdev.load(Ordering::Relaxed))
+        } else {
+            0
+        }
+    }
+    /// 512-byte units allocated (single load; 0 for a device file).
+    #[inline]
+    fn blocks(&self) -> u64 {
+        if has_rdev(self.file_type()) {
+            0
+        } else {
+            unpack_blocks(self.blocks_rdev.load(Ordering::Relaxed))
+        }
     }
     /// Creation time.
     pub fn btime(&self) -> Timespec {
-        Timespec::new(self.btime_sec, i64::from(self.times.btime_nsec))
+        self.time(BTIME)
+    }
+
+    /// Timestamp `which`, read without a snapshot; never torn.
+    #[inline]
+    fn time(&self, which: usize) -> Timespec {
+        let v = self.times.0[which].load(Ordering::Relaxed);
+        if v == WIDE_TIME {
+            return self.wide_time(which);
+        }
+        unpack_time(v)
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn wide_time(&self, which: usize) -> Timespec {
+        // The entry was added before the word said so, under the shard lock taken here.
+        let (key, shard) = wide_shard(self);
+        shard
+            .lock()
+            .get(&key)
+            .map_or(Timespec::new(0, 0), |t| t[which])
+    }
+
+    /// Stores timestamp `which` (inside a write section, or before the inode is shared).
+    #[inline]
+    fn set_time(&self, which: usize, t: Timespec) {
+        match pack_time(t) {
+            Some(v) => self.times.0[which].store(v, Ordering::Relaxed),
+            None => self.set_wide_times(&[which], t),
+        }
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn set_wide_times(&self, which: &[usize], t: Timespec) {
+        let (key, shard) = wide_shard(self);
+        let mut map = shard.lock();
+        let entry = map.entry(key).or_insert([Timespec::new(0, 0); 4]);
+        for &w in which {
+            entry[w] = t;
+        }
+        self.attr.set_flags(WIDE_TIMES, Ordering::Relaxed);
+        // Published under the shard lock: a reader that sees the word finds the entry.
+        for &w in which {
+            self.times.0[w].store(WIDE_TIME, Ordering::Relaxed);
+        }
+    }
+
+    /// The inode's flag bits (one load of the attribute word).
+    #[inline(always)]
+    fn flags(&self, order: Ordering) -> u32 {
+        self.attr.flags(order)
     }
     /// The superblock.
     #[inline]
@@ -262,7 +396,7 @@ impl Inode {
     /// Full mode (type and permission bits). A single load: no snapshot needed.
     #[inline]
     pub fn mode(&self) -> u32 {
-        self.file_type.mode_bits() | self.perm.load(Ordering::Relaxed)
+        u32::from(self.mode.load(Ordering::Relaxed))
     }
     /// Owner (single load).
     #[inline]
@@ -313,31 +447,31 @@ impl Inode {
             gid: self.gid(),
             nlink: self.nlink(),
             size: self.size(),
-            blocks: self.blocks.load(Ordering::Relaxed),
-            atime: self.times.load(ATIME),
-            mtime: self.times.load(MTIME),
-            ctime: self.times.load(CTIME),
+            blocks: self.blocks(),
+            atime: self.time(ATIME),
+            mtime: self.time(MTIME),
+            ctime: self.time(CTIME),
         })
     }
 
     /// Sets the ctime-observed flag unless it is set (one load in the common case).
     #[inline]
     fn mark_ctime_queried(&self) {
-        if self.flags.load(Ordering::Relaxed) & CTIME_QUERIED == 0 {
-            self.flags.fetch_or(CTIME_QUERIED, Ordering::Relaxed);
+        if self.flags(Ordering::Relaxed) & CTIME_QUERIED == 0 {
+            self.attr.set_flags(CTIME_QUERIED, Ordering::Relaxed);
         }
     }
 
-    /// Runs `read` until no attribute writer ran during it (the read side of `attr_seq`).
+    /// Runs `read` until no attribute writer ran during it (the read side of `attr`).
     #[inline(always)]
     fn snapshot<R>(&self, read: impl Fn() -> R) -> R {
         loop {
-            let Some(s) = self.attr_seq.read_begin() else {
+            let Some(s) = self.attr.read_begin() else {
                 crate::sync::hint::spin_loop();
                 continue;
             };
             let r = read();
-            if !self.attr_seq.read_retry(s) {
+            if !self.attr.read_retry(s) {
                 return r;
             }
         }
@@ -358,13 +492,13 @@ impl Inode {
             mode: self.mode(),
             uid: self.uid(),
             gid: self.gid(),
-            rdev: u64::from(self.rdev),
+            rdev: self.rdev(),
             size: self.size.load(Ordering::Relaxed) as i64,
             blksize: crate::abi::PAGE_SIZE as i64,
-            blocks: self.blocks.load(Ordering::Relaxed) as i64,
-            atime: self.times.load(ATIME),
-            mtime: self.times.load(MTIME),
-            ctime: self.times.load(CTIME),
+            blocks: self.blocks() as i64,
+            atime: self.time(ATIME),
+            mtime: self.time(MTIME),
+            ctime: self.time(CTIME),
         })
     }
 
@@ -374,9 +508,9 @@ impl Inode {
     #[inline]
     pub fn current_time(&self) -> Timespec {
         let now = coarse_now();
-        if self.flags.load(Ordering::Relaxed) & CTIME_QUERIED != 0 {
-            self.flags.fetch_and(!CTIME_QUERIED, Ordering::Relaxed);
-            if now <= self.times.load(CTIME) {
+        if self.flags(Ordering::Relaxed) & CTIME_QUERIED != 0 {
+            self.attr.clear_flags(CTIME_QUERIED, Ordering::Relaxed);
+            if now <= self.time(CTIME) {
                 return fine_now();
             }
         }
@@ -387,21 +521,21 @@ impl Inode {
     /// replaces the observed one (Linux: `inode_set_ctime_to_ts()`).
     #[inline]
     pub fn clear_ctime_queried(&self) {
-        if self.flags.load(Ordering::Relaxed) & CTIME_QUERIED != 0 {
-            self.flags.fetch_and(!CTIME_QUERIED, Ordering::Relaxed);
+        if self.flags(Ordering::Relaxed) & CTIME_QUERIED != 0 {
+            self.attr.clear_flags(CTIME_QUERIED, Ordering::Relaxed);
         }
     }
 
     /// Runs `f` as one attribute write section.
     ///
     /// # Locking
-    /// Takes `attr_lock` (innermost). Callers may hold the inode lock or the filesystem's
-    /// data lock.
+    /// Takes the write side of `attr` (innermost but for the side table of wide timestamps). Callers may
+    /// hold the inode lock or the filesystem's data lock. `f` must not panic (a write section
+    /// left by a panic keeps the attributes locked).
     pub fn write_attrs<R>(&self, f: impl FnOnce(&AttrWriter<'_>) -> R) -> R {
-        let _g = self.attr_lock.lock();
-        self.attr_seq.write_begin();
+        self.attr.write_lock();
         let r = f(&AttrWriter { inode: self });
-        self.attr_seq.write_end();
+        self.attr.write_unlock();
         r
     }
 
@@ -412,7 +546,7 @@ impl Inode {
     #[inline]
     pub fn update_mtime_ctime(&self) {
         let now = self.current_time();
-        if self.times.load(MTIME) != now || self.times.load(CTIME) != now {
+        if self.time(MTIME) != now || self.time(CTIME) != now {
             self.write_attrs(|w| {
                 w.set_mtime(now);
                 w.set_ctime(now);
@@ -435,27 +569,27 @@ impl Inode {
 
     /// True for an unnamed inode that `linkat` may link.
     pub fn is_linkable(&self) -> bool {
-        self.flags.load(Ordering::Relaxed) & LINKABLE != 0
+        self.flags(Ordering::Relaxed) & LINKABLE != 0
     }
 
     pub(crate) fn set_linkable(&self, on: bool) {
         if on {
-            self.flags.fetch_or(LINKABLE, Ordering::Relaxed);
+            self.attr.set_flags(LINKABLE, Ordering::Relaxed);
         } else {
-            self.flags.fetch_and(!LINKABLE, Ordering::Relaxed);
+            self.attr.clear_flags(LINKABLE, Ordering::Relaxed);
         }
     }
 
     /// True if the inode has a lock context (it was locked once): one relaxed load.
     #[inline]
     pub(crate) fn has_lock_context(&self) -> bool {
-        self.flags.load(Ordering::Relaxed) & HAS_LOCK_CONTEXT != 0
+        self.flags(Ordering::Relaxed) & HAS_LOCK_CONTEXT != 0
     }
 
     /// Records that the inode has a lock context (under the side table's lock).
     pub(crate) fn mark_lock_context(&self) {
         if !self.has_lock_context() {
-            self.flags.fetch_or(HAS_LOCK_CONTEXT, Ordering::Relaxed);
+            self.attr.set_flags(HAS_LOCK_CONTEXT, Ordering::Relaxed);
         }
     }
 
@@ -488,15 +622,15 @@ impl Inode {
     /// True if the inode has fsnotify marks.
     #[inline]
     pub(crate) fn has_marks(&self) -> bool {
-        self.flags.load(Ordering::Relaxed) & HAS_MARKS != 0
+        self.flags(Ordering::Relaxed) & HAS_MARKS != 0
     }
 
     /// Records whether the inode has fsnotify marks (under `notify::mark::MARK_LOCK`).
     pub(crate) fn set_has_marks(&self, on: bool) {
         if on {
-            self.flags.fetch_or(HAS_MARKS, Ordering::Relaxed);
+            self.attr.set_flags(HAS_MARKS, Ordering::Relaxed);
         } else {
-            self.flags.fetch_and(!HAS_MARKS, Ordering::Relaxed);
+            self.attr.clear_flags(HAS_MARKS, Ordering::Relaxed);
         }
     }
 
@@ -505,14 +639,14 @@ impl Inode {
     /// behind the VFS, which sets it on each inode before the inode is first looked up
     /// (Linux: `d_set_d_op()` setting `DCACHE_OP_REVALIDATE`).
     pub fn set_revalidate(&self) {
-        self.flags.fetch_or(REVALIDATE, Ordering::Release);
+        self.attr.set_flags(REVALIDATE, Ordering::Release);
     }
 
     /// True if the walk must check this inode's cached dentries: one load, on the walk's fast
     /// path.
     #[inline]
     pub(crate) fn needs_revalidate(&self) -> bool {
-        self.flags.load(Ordering::Acquire) & REVALIDATE != 0
+        self.flags(Ordering::Acquire) & REVALIDATE != 0
     }
 
     /// Marks the inode's names stale: its filesystem removed it behind the VFS (a kernfs node
@@ -522,36 +656,36 @@ impl Inode {
     /// [`InodeOps::revalidates`] is true may hold such
     /// names.
     pub fn set_stale(&self) {
-        self.flags.fetch_or(STALE | REVALIDATE, Ordering::Release);
+        self.attr.set_flags(STALE | REVALIDATE, Ordering::Release);
     }
 
     /// True once [`Inode::set_stale`] was called.
     #[inline]
     pub fn is_stale(&self) -> bool {
-        self.flags.load(Ordering::Acquire) & STALE != 0
+        self.flags(Ordering::Acquire) & STALE != 0
     }
 
     /// Claims the one `IN_DELETE_SELF` of the inode: true the first time.
     pub(crate) fn take_removed(&self) -> bool {
-        self.flags.fetch_or(REMOVED_NOTIFIED, Ordering::AcqRel) & REMOVED_NOTIFIED == 0
+        self.attr.set_flags(REMOVED_NOTIFIED, Ordering::AcqRel) & REMOVED_NOTIFIED == 0
     }
 
-    /// The access time, read without a snapshot (a racing update may tear sec/nsec).
+    /// The access time, read without a snapshot (one word: never torn).
     #[inline]
     pub fn atime_raw(&self) -> Timespec {
-        self.times.load(ATIME)
+        self.time(ATIME)
     }
 
     /// The modification time, read without a snapshot.
     #[inline]
     pub fn mtime_raw(&self) -> Timespec {
-        self.times.load(MTIME)
+        self.time(MTIME)
     }
 
     /// The change time, read without a snapshot.
     #[inline]
     pub fn ctime_raw(&self) -> Timespec {
-        self.times.load(CTIME)
+        self.time(CTIME)
     }
 }
 
@@ -572,7 +706,10 @@ pub struct AttrWriter<'a> {
 impl AttrWriter<'_> {
     /// Sets the permission bits (type bits are ignored).
     pub fn set_perm(&self, perm: u32) {
-        self.inode.perm.store(perm & S_IALLUGO, Ordering::Relaxed);
+        let kind = u32::from(self.inode.mode.load(Ordering::Relaxed)) & S_IFMT;
+        self.inode
+            .mode
+            .store((kind | (perm & S_IALLUGO)) as u16, Ordering::Relaxed);
     }
     /// Sets the owner.
     pub fn set_uid(&self, uid: u32) {
@@ -597,21 +734,26 @@ impl AttrWriter<'_> {
     pub fn set_size(&self, size: u64) {
         self.inode.size.store(size, Ordering::Relaxed);
     }
-    /// Sets the allocated 512-byte units.
+    /// Sets the allocated 512-byte units (above 2^31 they are counted in 4096-byte units,
+    /// and saturate at 8 TiB; ignored for a device file, whose word holds its number).
     pub fn set_blocks(&self, blocks: u64) {
-        self.inode.blocks.store(blocks, Ordering::Relaxed);
+        if !has_rdev(self.inode.file_type()) {
+            self.inode
+                .blocks_rdev
+                .store(pack_blocks(blocks), Ordering::Relaxed);
+        }
     }
     /// Sets atime.
     pub fn set_atime(&self, t: Timespec) {
-        self.inode.times.store(ATIME, t);
+        self.inode.set_time(ATIME, t);
     }
     /// Sets mtime.
     pub fn set_mtime(&self, t: Timespec) {
-        self.inode.times.store(MTIME, t);
+        self.inode.set_time(MTIME, t);
     }
     /// Sets ctime.
     pub fn set_ctime(&self, t: Timespec) {
-        self.inode.times.store(CTIME, t);
+        self.inode.set_time(CTIME, t);
     }
     /// Sets ctime to another inode's stamp and forgets that the old ctime was observed
     /// (Linux: `inode_set_ctime_to_ts()`, whose write clears `I_CTIME_QUERIED` with the same
@@ -698,7 +840,7 @@ impl std::fmt::Debug for Inode {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Inode")
             .field("ino", &self.ino)
-            .field("type", &self.file_type)
+            .field("type", &self.file_type())
             .field("mode", &format_args!("{:o}", self.mode()))
             .finish()
     }
@@ -751,5 +893,97 @@ impl std::fmt::Debug for InodeHold {
         f.debug_tuple("InodeHold")
             .field(&self.0.as_ref().map(|i| i.ino()))
             .finish()
+    }
+}
+
+#[cfg(all(test, not(any(loom, feature = "shuttle"))))]
+mod tests {
+    use super::*;
+    use crate::vfs::test_fixture::Fixture;
+
+    /// Every time reads back as set, on both sides of each end of the packed range, and a
+    /// time past it lives in the side table only while the inode does.
+    #[test]
+    fn times_round_trip_inside_and_outside_a_word() {
+        let fx = Fixture::new();
+        let inode = fx.inode(FileType::Regular);
+        let key = std::ptr::from_ref(&*inode) as usize;
+        let secs = [
+            0,
+            -1,
+            1,
+            SEC_LIMIT - 1,
+            -SEC_LIMIT,
+            SEC_LIMIT,
+            -SEC_LIMIT - 1,
+            i64::MAX,
+            i64::MIN,
+        ];
+        let mut checks = 0;
+        for &sec in &secs {
+            for nsec in [0, 1, 999_999_999] {
+                let t = Timespec::new(sec, nsec);
+                inode.write_attrs(|w| {
+                    w.set_atime(t);
+                    w.set_mtime(Timespec::new(5, 6));
+                });
+                let a = inode.attrs(false);
+                assert_eq!((a.atime, a.mtime), (t, Timespec::new(5, 6)), "{sec}.{nsec}");
+                assert_eq!(inode.atime_raw(), t);
+                checks += 1;
+            }
+        }
+        assert_eq!(checks, secs.len() * 3);
+        assert!(inode.flags(Ordering::Relaxed) & WIDE_TIMES != 0);
+        assert!(wide_shard(&inode).1.lock().contains_key(&key));
+        drop(inode);
+        assert!(
+            !wide_shard_of_key(key).lock().contains_key(&key),
+            "a dropped inode's wide times stayed in the side table"
+        );
+    }
+
+    fn wide_shard_of_key(
+        key: usize,
+    ) -> &'static parking_lot::Mutex<BTreeMap<usize, [Timespec; 4]>> {
+        &WIDE[(key >> 7) % WIDE_SHARDS].0
+    }
+
+    /// Block counts past 2^31 units are kept in pages; a device file's word is its number,
+    /// which a block count never overwrites.
+    #[test]
+    fn blocks_and_device_numbers_share_a_word() {
+        let fx = Fixture::new();
+        let file = fx.inode(FileType::Regular);
+        for (set, got) in [
+            (0, 0),
+            (8, 8),
+            ((1 << 31) - 1, (1 << 31) - 1),
+            (1 << 31, 1 << 31),
+            (1 << 33, 1 << 33),
+            ((1 << 33) + 5, 1 << 33),
+            (u64::MAX, ((1 << 31) - 1) << 3),
+        ] {
+            file.write_attrs(|w| w.set_blocks(set));
+            assert_eq!(file.attrs(false).blocks, got, "{set}");
+            assert_eq!(file.stat().blocks as u64, got);
+            assert_eq!(file.rdev(), 0);
+        }
+        let init = InodeInit {
+            ino: 9,
+            file_type: FileType::CharDevice,
+            perm: 0o600,
+            uid: 0,
+            gid: 0,
+            rdev: 0x0010_0005,
+            nlink: 1,
+        };
+        let dev = Inode::new(&fx.sb, init, Box::new(crate::vfs::test_fixture::NoOps));
+        dev.write_attrs(|w| w.set_blocks(8));
+        assert_eq!((dev.rdev(), dev.stat().blocks), (0x0010_0005, 0));
+        assert_eq!(dev.file_type(), FileType::CharDevice);
+        assert_eq!(dev.mode(), 0o020600);
+        dev.write_attrs(|w| w.set_perm(0o7777 | 0o170000));
+        assert_eq!(dev.mode(), 0o027777, "set_perm changed the type bits");
     }
 }

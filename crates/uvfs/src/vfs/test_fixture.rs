@@ -26,7 +26,7 @@ impl SuperOps for NoFs {
     }
 }
 
-struct NoOps;
+pub(crate) struct NoOps;
 
 impl InodeOps for NoOps {
     fn as_any(&self) -> &dyn Any {

@@ -85,8 +85,8 @@ struct Shard(Mutex<BTreeMap<usize, Arc<LockContext>>>);
 
 fn shard(inode: &Inode) -> (usize, &'static Mutex<BTreeMap<usize, Arc<LockContext>>>) {
     let key = std::ptr::from_ref(inode) as usize;
-    // Inodes are 160-byte allocations: skip the low bits that are the same for all.
-    (key, &CONTEXTS[(key >> 5) % SHARDS].0)
+    // Inodes are 128-byte blocks: skip the low bits that are the same for all.
+    (key, &CONTEXTS[(key >> 7) % SHARDS].0)
 }
 
 /// The inode's lock context, if it has one.
