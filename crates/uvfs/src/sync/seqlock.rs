@@ -140,9 +140,14 @@ mod tests {
     #[test]
     fn flags_and_count_stay_apart() {
         let c = SeqLock::new();
+        c.write_lock();
+        c.write_unlock();
         c.set_flags(0x81, Ordering::Relaxed);
         let s = c.read_begin().expect("stable");
+        assert_ne!(s, 0, "a section left the count at 0");
         c.set_flags(0x02, Ordering::Relaxed);
+        // Setting flags already set changes nothing (no carry into the count).
+        assert_eq!(c.set_flags(0x83, Ordering::Relaxed), 0x83);
         c.clear_flags(0x01, Ordering::Relaxed);
         assert!(!c.read_retry(s), "a flag change made a reader retry");
         c.write_lock();
@@ -161,19 +166,30 @@ mod tests {
         assert_eq!(c.read_begin(), Some(0));
     }
 
-    /// Two threads' sections never overlap: each checks that it is alone, many times.
+    /// Two threads' sections never overlap: each checks that it is alone and adds to a count
+    /// with a load and a store, many times, both starting together. Nothing panics inside a
+    /// section (a writer that did would hold the lock, and the other would wait for ever).
     #[test]
     fn writers_exclude_each_other() {
-        use std::sync::atomic::AtomicBool;
+        use std::sync::atomic::{AtomicBool, AtomicU64};
+        use std::sync::Barrier;
         let c = SeqLock::new();
         let inside = AtomicBool::new(false);
-        const N: u32 = 20_000;
+        let overlaps = AtomicU64::new(0);
+        let sum = AtomicU64::new(0);
+        let start = Barrier::new(2);
+        const N: u32 = 200_000;
         let checks = std::thread::scope(|s| {
             let run = || {
+                start.wait();
                 let mut n = 0u32;
                 for _ in 0..N {
                     c.write_lock();
-                    assert!(!inside.swap(true, Ordering::Relaxed), "two writers inside");
+                    if inside.swap(true, Ordering::Relaxed) {
+                        overlaps.fetch_add(1, Ordering::Relaxed);
+                    }
+                    let v = sum.load(Ordering::Relaxed);
+                    sum.store(v + 1, Ordering::Relaxed);
                     n += 1;
                     inside.store(false, Ordering::Relaxed);
                     c.write_unlock();
@@ -185,6 +201,8 @@ mod tests {
             a.join().expect("writer a") + b.join().expect("writer b")
         });
         assert_eq!(checks, 2 * N);
-        assert_eq!(c.read_begin(), Some((4 * N * ONE) & !FLAG_BITS));
+        assert_eq!(overlaps.load(Ordering::Relaxed), 0, "two writers inside");
+        assert_eq!(sum.load(Ordering::Relaxed), u64::from(2 * N), "a section's update was lost");
+        assert_eq!(c.read_begin(), Some((4 * N).wrapping_mul(ONE) & !FLAG_BITS));
     }
 }
