@@ -202,7 +202,11 @@ mod tests {
         });
         assert_eq!(checks, 2 * N);
         assert_eq!(overlaps.load(Ordering::Relaxed), 0, "two writers inside");
-        assert_eq!(sum.load(Ordering::Relaxed), u64::from(2 * N), "a section's update was lost");
+        assert_eq!(
+            sum.load(Ordering::Relaxed),
+            u64::from(2 * N),
+            "a section's update was lost"
+        );
         assert_eq!(c.read_begin(), Some((4 * N).wrapping_mul(ONE) & !FLAG_BITS));
     }
 }

@@ -9,7 +9,7 @@
 //! Linux has none; timestamps are always "in memory" here.
 
 use super::file::FileDescription;
-use super::inode::Inode;
+use super::inode::{packed, Inode, PACKED_SEC_SHIFT};
 use super::mount::{MntFlags, Mount};
 use super::time::coarse_now;
 use crate::abi::{OpenFlags, Timespec};
@@ -23,8 +23,9 @@ const RELATIME_MAX_AGE_SEC: i64 = 24 * 60 * 60;
 /// # Fast path
 /// In Linux's order, every test that needs no clock comes first: the file's `O_NOATIME`,
 /// then the tests of [`atime_update`]. Only an access that passes them all reads the coarse
-/// clock, once, and loads three timestamps; it writes (under `Inode::attr_lock`) only when
-/// relatime (or strictatime) says the atime is stale. Nothing invalidates it; there is no
+/// clock, once, and loads three timestamps; it writes (in an attribute write section) only when
+/// relatime (or strictatime) says the atime is stale. The tests compare the inode's packed
+/// timestamp words ([`Inode::packed_times`]) where it has them. Nothing invalidates it; there is no
 /// slow half to fall back to.
 #[inline]
 pub(crate) fn touch_atime(file: &FileDescription) {
@@ -89,10 +90,16 @@ pub(crate) fn atime_update(mnt: &Mount, inode: &Inode) -> Option<Timespec> {
         return None;
     }
     let now = coarse_now();
+    let relatime = mf.contains(MntFlags::RELATIME);
+    // The same rules on the packed words (one load each, no unpacking), unless a time is
+    // outside what a word holds.
+    if let (Some([a, m, c]), Some(n)) = (inode.packed_times(), packed(now)) {
+        return (!relatime || relatime_need_update_packed(a, m, c, now.sec))
+            .then_some(now)
+            .filter(|_| a != n);
+    }
     let atime = inode.atime_raw();
-    if mf.contains(MntFlags::RELATIME)
-        && !relatime_need_update(atime, inode.mtime_raw(), inode.ctime_raw(), now)
-    {
+    if relatime && !relatime_need_update(atime, inode.mtime_raw(), inode.ctime_raw(), now) {
         return None;
     }
     (atime != now).then_some(now)
@@ -106,9 +113,18 @@ fn relatime_need_update(atime: Timespec, mtime: Timespec, ctime: Timespec, now: 
     atime <= mtime || atime <= ctime || now.sec.saturating_sub(atime.sec) >= RELATIME_MAX_AGE_SEC
 }
 
+/// [`relatime_need_update`] of packed words ([`Inode::packed_times`]), `now_sec` the clock's
+/// seconds.
+#[inline(always)]
+fn relatime_need_update_packed(atime: i64, mtime: i64, ctime: i64, now_sec: i64) -> bool {
+    atime <= mtime
+        || atime <= ctime
+        || now_sec.saturating_sub(atime >> PACKED_SEC_SHIFT) >= RELATIME_MAX_AGE_SEC
+}
+
 #[cfg(test)]
 mod tests {
-    use super::{relatime_need_update, RELATIME_MAX_AGE_SEC};
+    use super::{packed, relatime_need_update, relatime_need_update_packed, RELATIME_MAX_AGE_SEC};
     use crate::abi::Timespec;
 
     fn t(sec: i64, nsec: i64) -> Timespec {
@@ -158,5 +174,46 @@ mod tests {
         assert!(!relatime_need_update(t(100, 0), m, c, t(100, 0)));
         assert!(!relatime_need_update(t(i64::MAX, 0), m, c, t(100, 0)));
         assert!(!relatime_need_update(t(200, 0), m, c, t(i64::MIN, 0)));
+    }
+
+    /// The packed rule answers as the rule on `Timespec`s, for times on both sides of each
+    /// other's seconds and nanoseconds, negative ones and the day boundary.
+    #[test]
+    fn relatime_on_packed_words_agrees_with_timespecs() {
+        let secs = [
+            -5,
+            -1,
+            0,
+            9,
+            10,
+            11,
+            10 + RELATIME_MAX_AGE_SEC,
+            11 + RELATIME_MAX_AGE_SEC,
+        ];
+        let times: Vec<Timespec> = secs
+            .iter()
+            .flat_map(|&s| [0, 5, 999_999_999].map(move |n| t(s, n)))
+            .collect();
+        let mut checks = 0;
+        for &a in &times {
+            for &m in &times {
+                for &c in &times {
+                    for now in [
+                        t(10, 7),
+                        t(10 + RELATIME_MAX_AGE_SEC, 0),
+                        t(20 + RELATIME_MAX_AGE_SEC, 1),
+                    ] {
+                        let p = |x| packed(x).expect("in range");
+                        assert_eq!(
+                            relatime_need_update_packed(p(a), p(m), p(c), now.sec),
+                            relatime_need_update(a, m, c, now),
+                            "{a:?} {m:?} {c:?} {now:?}"
+                        );
+                        checks += 1;
+                    }
+                }
+            }
+        }
+        assert_eq!(checks, 24 * 24 * 24 * 3);
     }
 }

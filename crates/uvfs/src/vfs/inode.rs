@@ -53,9 +53,18 @@ const WIDE_TIME: u64 = NSEC_MASK;
 /// Packed seconds are signed 34-bit: 1698 to 2242.
 const SEC_LIMIT: i64 = 1 << (63 - NSEC_BITS);
 
+/// Where a packed timestamp's seconds start ([`Inode::packed_times`]).
+pub(crate) const PACKED_SEC_SHIFT: u32 = NSEC_BITS;
+
+/// `t` as a packed word, ordered as [`Inode::packed_times`]'s (`None` outside 1698-2242).
+#[inline(always)]
+pub(crate) fn packed(t: Timespec) -> Option<i64> {
+    pack_time(t).map(|v| v as i64)
+}
+
 /// `t` in one word (seconds in the top 34 bits, nanoseconds in the low 30), if its seconds
 /// fit; `t.nsec` is in `0..1_000_000_000` (a `Timespec` invariant).
-#[inline]
+#[inline(always)]
 fn pack_time(t: Timespec) -> Option<u64> {
     debug_assert!((0..1_000_000_000).contains(&t.nsec), "{t:?}");
     if (-SEC_LIMIT..SEC_LIMIT).contains(&t.sec) {
@@ -117,6 +126,33 @@ fn has_rdev(t: FileType) -> bool {
     matches!(t, FileType::CharDevice | FileType::BlockDevice)
 }
 
+/// [`has_rdev`] of a mode's type: `S_IFCHR` (0o02) and `S_IFBLK` (0o06) are the types whose
+/// four bits, masked with 0b1011, read 0b0010.
+#[inline(always)]
+fn mode_has_rdev(mode: u32) -> bool {
+    (mode >> 12) & 0b1011 == 0b0010
+}
+
+/// File types by the four `S_IFMT` bits of a mode (no type bits: an anonymous inode).
+const TYPES: [FileType; 16] = {
+    let mut t = [FileType::Anon; 16];
+    let all = [
+        FileType::Regular,
+        FileType::Directory,
+        FileType::Symlink,
+        FileType::CharDevice,
+        FileType::BlockDevice,
+        FileType::Fifo,
+        FileType::Socket,
+    ];
+    let mut i = 0;
+    while i < all.len() {
+        t[(all[i].mode_bits() >> 12) as usize] = all[i];
+        i += 1;
+    }
+    t
+};
+
 /// The block count as its word keeps it: 512-byte units below 2^31, and above that 4096-byte
 /// units with the top bit set (a tmpfs file counts whole pages), saturating at 2^31 - 1
 /// pages (8 TiB).
@@ -130,13 +166,10 @@ fn pack_blocks(blocks: u64) -> u32 {
     }
 }
 
-#[inline]
+#[inline(always)]
 fn unpack_blocks(v: u32) -> u64 {
-    if v & (1 << 31) == 0 {
-        u64::from(v)
-    } else {
-        u64::from(v & !(1 << 31)) << 3
-    }
+    // Without a branch: pages (the top bit) shift by 3.
+    u64::from(v & !(1 << 31)) << ((v >> 31) * 3)
 }
 
 /// The top bit of [`Inode::fs_holds`]: the filesystem closed the count (tmpfs: an unlinked
@@ -290,19 +323,10 @@ impl Inode {
     pub fn ino(&self) -> u64 {
         self.ino
     }
-    /// File type (never changes).
+    /// File type (never changes): one load and a table lookup.
     #[inline]
     pub fn file_type(&self) -> FileType {
-        match u32::from(self.mode.load(Ordering::Relaxed)) & S_IFMT {
-            0o100000 => FileType::Regular,
-            0o040000 => FileType::Directory,
-            0o120000 => FileType::Symlink,
-            0o020000 => FileType::CharDevice,
-            0o060000 => FileType::BlockDevice,
-            0o010000 => FileType::Fifo,
-            0o140000 => FileType::Socket,
-            _ => FileType::Anon,
-        }
+        TYPES[usize::from(self.mode.load(Ordering::Relaxed) >> 12)]
     }
     /// True for a directory.
     #[inline]
@@ -311,20 +335,18 @@ impl Inode {
     }
     /// Device number of a device file (0 for any other).
     pub fn rdev(&self) -> u64 {
-        if has_rdev(self.file_type()) {
-            u64::from(self.blocks_rdev.load(Ordering::Relaxed))
-        } else {
-            0
-        }
+        self.blocks_rdev(self.mode()).1
     }
-    /// 512-byte units allocated (single load; 0 for a device file).
-    #[inline]
-    fn blocks(&self) -> u64 {
-        if has_rdev(self.file_type()) {
-            0
-        } else {
-            unpack_blocks(self.blocks_rdev.load(Ordering::Relaxed))
-        }
+    /// 512-byte units allocated and the device number, from the inode's `mode` (one load).
+    #[inline(always)]
+    fn blocks_rdev(&self, mode: u32) -> (u64, u64) {
+        let v = self.blocks_rdev.load(Ordering::Relaxed);
+        // A device file has no blocks; any other no device number.
+        let dev = u64::from(mode_has_rdev(mode));
+        (
+            unpack_blocks(v) & dev.wrapping_sub(1),
+            u64::from(v) & dev.wrapping_neg(),
+        )
     }
     /// Creation time.
     pub fn btime(&self) -> Timespec {
@@ -332,7 +354,7 @@ impl Inode {
     }
 
     /// Timestamp `which`, read without a snapshot; never torn.
-    #[inline]
+    #[inline(always)]
     fn time(&self, which: usize) -> Timespec {
         let v = self.times.0[which].load(Ordering::Relaxed);
         if v == WIDE_TIME {
@@ -447,7 +469,7 @@ impl Inode {
             gid: self.gid(),
             nlink: self.nlink(),
             size: self.size(),
-            blocks: self.blocks(),
+            blocks: self.blocks_rdev(self.mode()).0,
             atime: self.time(ATIME),
             mtime: self.time(MTIME),
             ctime: self.time(CTIME),
@@ -484,22 +506,54 @@ impl Inode {
     /// As [`Inode::attrs`]: no lock, no store after the first observation of a change.
     #[inline]
     pub fn stat(&self) -> crate::abi::Stat {
-        self.mark_ctime_queried();
-        self.snapshot(|| crate::abi::Stat {
-            dev: self.sb.dev(),
-            ino: self.ino,
-            nlink: u64::from(self.nlink.load(Ordering::Relaxed)),
-            mode: self.mode(),
-            uid: self.uid(),
-            gid: self.gid(),
-            rdev: self.rdev(),
-            size: self.size.load(Ordering::Relaxed) as i64,
-            blksize: crate::abi::PAGE_SIZE as i64,
-            blocks: self.blocks() as i64,
-            atime: self.time(ATIME),
-            mtime: self.time(MTIME),
-            ctime: self.time(CTIME),
-        })
+        let flags = self.flags(Ordering::Relaxed);
+        if flags & CTIME_QUERIED == 0 {
+            self.attr.set_flags(CTIME_QUERIED, Ordering::Relaxed);
+        }
+        if flags & WIDE_TIMES != 0 {
+            return self.stat_wide();
+        }
+        // No time is wide: each word is a packed time. (One that a racing section made wide
+        // makes this snapshot retry, and the next one take `stat_wide`.)
+        self.stat_with(|w| unpack_time(self.times.0[w].load(Ordering::Relaxed)))
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn stat_wide(&self) -> crate::abi::Stat {
+        self.stat_with(|w| self.time(w))
+    }
+
+    /// [`Inode::stat`]'s snapshot, with `time` reading the timestamps.
+    #[inline(always)]
+    fn stat_with(&self, time: impl Fn(usize) -> Timespec) -> crate::abi::Stat {
+        // The snapshot's loop written out: as a closure, `snapshot` was left out of line.
+        loop {
+            let Some(s) = self.attr.read_begin() else {
+                crate::sync::hint::spin_loop();
+                continue;
+            };
+            let mode = self.mode();
+            let (blocks, rdev) = self.blocks_rdev(mode);
+            let st = crate::abi::Stat {
+                dev: self.sb.dev(),
+                ino: self.ino,
+                nlink: u64::from(self.nlink.load(Ordering::Relaxed)),
+                mode,
+                uid: self.uid(),
+                gid: self.gid(),
+                rdev,
+                size: self.size.load(Ordering::Relaxed) as i64,
+                blksize: crate::abi::PAGE_SIZE as i64,
+                blocks: blocks as i64,
+                atime: time(ATIME),
+                mtime: time(MTIME),
+                ctime: time(CTIME),
+            };
+            if !self.attr.read_retry(s) {
+                return st;
+            }
+        }
     }
 
     /// The time to stamp a change with: coarse, or fine if the ctime was observed since the
@@ -546,7 +600,14 @@ impl Inode {
     #[inline]
     pub fn update_mtime_ctime(&self) {
         let now = self.current_time();
-        if self.time(MTIME) != now || self.time(CTIME) != now {
+        // Packed words compare as the times they hold; a wide time is never equal to a
+        // packed `now` (its word's nanoseconds are no time's), and a `now` that does not
+        // pack always stamps.
+        let same = pack_time(now).is_some_and(|p| {
+            self.times.0[MTIME].load(Ordering::Relaxed) == p
+                && self.times.0[CTIME].load(Ordering::Relaxed) == p
+        });
+        if !same {
             self.write_attrs(|w| {
                 w.set_mtime(now);
                 w.set_ctime(now);
@@ -668,6 +729,18 @@ impl Inode {
     /// Claims the one `IN_DELETE_SELF` of the inode: true the first time.
     pub(crate) fn take_removed(&self) -> bool {
         self.attr.set_flags(REMOVED_NOTIFIED, Ordering::AcqRel) & REMOVED_NOTIFIED == 0
+    }
+
+    /// atime, mtime and ctime as their packed words, read without a snapshot: ordered as the
+    /// times they hold, seconds in the bits from [`PACKED_SEC_SHIFT`] up. `None` if the inode
+    /// has a time outside the packed range (a racing change can still make one wide after
+    /// the test: its word then reads as a time in 1970, which only ever asks for a stamp).
+    #[inline(always)]
+    pub(crate) fn packed_times(&self) -> Option<[i64; 3]> {
+        if self.flags(Ordering::Relaxed) & WIDE_TIMES != 0 {
+            return None;
+        }
+        Some([ATIME, MTIME, CTIME].map(|w| self.times.0[w].load(Ordering::Relaxed) as i64))
     }
 
     /// The access time, read without a snapshot (one word: never torn).
@@ -985,5 +1058,20 @@ mod tests {
         assert_eq!(dev.mode(), 0o020600);
         dev.write_attrs(|w| w.set_perm(0o7777 | 0o170000));
         assert_eq!(dev.mode(), 0o027777, "set_perm changed the type bits");
+        // The type table and the device test agree with `FileType` for every type.
+        for t in [
+            FileType::Regular,
+            FileType::Directory,
+            FileType::Symlink,
+            FileType::CharDevice,
+            FileType::BlockDevice,
+            FileType::Fifo,
+            FileType::Socket,
+            FileType::Anon,
+        ] {
+            let mode = t.mode_bits() | 0o644;
+            assert_eq!(TYPES[(mode >> 12) as usize], t);
+            assert_eq!(mode_has_rdev(mode), has_rdev(t), "{t:?}");
+        }
     }
 }
