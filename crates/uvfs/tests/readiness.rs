@@ -330,3 +330,74 @@ fn the_last_close_of_a_registered_file_takes_its_registrations_off() {
     let mut out = [EpollEvent::default(); 2];
     assert_eq!(t.epoll_wait(ep, &mut out, Some(Duration::ZERO)), Ok(0));
 }
+
+/// One `poll` of many fds gives each entry what polling it alone gives: open files, pipes,
+/// closed fds (`POLLNVAL`), `O_PATH` fds (`POLLNVAL`) and negative fds (nothing), on a table
+/// the task alone holds (one lock for the pass, files lent) and on one shared with a thread
+/// (a lookup each). Oracle: poll(2) (`POLLNVAL`, negative fds ignored) and the same fds polled
+/// one at a time.
+#[test]
+fn a_poll_of_many_fds_answers_each_as_a_poll_of_one_on_private_and_shared_tables() {
+    let (_vfs, t) = setup();
+    let file = t
+        .openat(
+            uvfs::abi::AT_FDCWD,
+            b"/f",
+            OpenFlags::CREAT | OpenFlags::RDWR,
+            0o644,
+        )
+        .expect("open");
+    let [r, w] = t.pipe2(OpenFlags::empty()).expect("pipe2");
+    t.write(w, b"x").expect("write");
+    let path = t
+        .openat(uvfs::abi::AT_FDCWD, b"/f", OpenFlags::PATH, 0)
+        .expect("O_PATH");
+    let mut fds = vec![file, r, w, path, -1];
+    for i in 0..150 {
+        fds.push(t.dup(if i % 2 == 0 { file } else { r }).expect("dup"));
+    }
+    // Closed after all the dups, so that no later dup takes their numbers again.
+    for i in (0..150).step_by(7) {
+        t.close(fds[5 + i]).expect("close");
+    }
+    fds.push(1 << 20);
+    let events = PollEvents::IN | PollEvents::OUT;
+    let one_by_one = |t: &Task| -> Vec<PollEvents> {
+        fds.iter()
+            .map(|&fd| {
+                let mut one = [PollFd::new(fd, events)];
+                t.poll(&mut one, Some(Duration::ZERO)).expect("poll of one");
+                one[0].revents
+            })
+            .collect()
+    };
+    let all_at_once = |t: &Task| -> Vec<PollEvents> {
+        let mut all: Vec<PollFd> = fds.iter().map(|&fd| PollFd::new(fd, events)).collect();
+        let n = t.poll(&mut all, Some(Duration::ZERO)).expect("poll of all");
+        assert_eq!(n, all.iter().filter(|p| !p.revents.is_empty()).count());
+        all.iter().map(|p| p.revents).collect()
+    };
+    let alone = all_at_once(&t);
+    assert_eq!(alone, one_by_one(&t), "unshared table");
+    // Spot checks against poll(2) itself, so that both sides cannot be wrong together.
+    assert_eq!(alone[0], PollEvents::IN | PollEvents::OUT, "a regular file");
+    assert_eq!(alone[1], PollEvents::IN, "a pipe with a byte");
+    assert_eq!(alone[3], PollEvents::NVAL, "an O_PATH fd");
+    assert_eq!(alone[4], PollEvents::empty(), "a negative fd");
+    assert_eq!(alone[5], PollEvents::NVAL, "a closed fd");
+    assert_eq!(
+        *alone.last().expect("entries"),
+        PollEvents::NVAL,
+        "past the table"
+    );
+    let nval = alone.iter().filter(|e| **e == PollEvents::NVAL).count();
+    assert_eq!(nval, 1 + 22 + 1, "O_PATH, the closed dups, past the table");
+    let thread = t.clone_thread();
+    let shared = all_at_once(&t);
+    assert_eq!(shared, alone, "shared table");
+    assert_eq!(
+        all_at_once(&thread),
+        alone,
+        "the other task of the shared table"
+    );
+}

@@ -231,6 +231,37 @@ struct Locked {
 #[cfg(not(any(loom, feature = "shuttle")))]
 const _: () = assert!(std::mem::size_of::<Locked>() <= 128);
 
+/// Lookups of many fds ([`FdTable::view`]).
+pub(crate) struct FdView<'a>(View<'a>);
+
+enum View<'a> {
+    /// An unshared table, locked: files are lent.
+    Alone(MutexGuard<'a, Inner>),
+    /// A shared table: each lookup takes a reference, under one epoch guard for the view.
+    Shared(&'a Arc<FdTable>, rcu::Guard),
+}
+
+impl FdView<'_> {
+    /// The file at `fd`, or `None` if `fd` is not open.
+    #[inline]
+    pub(crate) fn get(&self, fd: i32) -> Option<std::borrow::Cow<'_, Arc<FileDescription>>> {
+        match &self.0 {
+            View::Alone(g) => match g.slots.get(usize::try_from(fd).ok()?) {
+                Some(Some(e)) => Some(std::borrow::Cow::Borrowed(&e.file)),
+                _ => None,
+            },
+            View::Shared(t, guard) => {
+                let i = usize::try_from(fd).ok()?;
+                match t.get_published(guard, i) {
+                    Some(r) => r.ok(),
+                    None => t.get_slow(i).ok(),
+                }
+                .map(std::borrow::Cow::Owned)
+            }
+        }
+    }
+}
+
 /// The next [`FdTable::id`].
 static NEXT_ID: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
 
@@ -337,24 +368,53 @@ impl FdTable {
                 _ => Err(Errno::EBADF),
             };
         }
-        {
-            let guard = rcu::read();
-            let table = rcu::protect(&guard, &self.published, Ordering::Acquire);
-            // SAFETY: a published array is retired only after it is replaced, and freed after
-            // every guard that could have loaded it, this one included, has ended.
-            if let Some(slot) = unsafe { table.as_ref() }.and_then(|t| t.slots.get(i)) {
-                let p = rcu::protect(&guard, slot, Ordering::Acquire);
-                if !p.is_null() {
-                    // SAFETY: `p` came from `Weak::into_raw`; the weak reference it owns is
-                    // given back only after it is unpublished and every guard that could have
-                    // loaded it has ended, so the allocation is live; `ManuallyDrop` leaves
-                    // that reference to its owner.
-                    let weak = ManuallyDrop::new(unsafe { Weak::from_raw(p.cast_const()) });
-                    return weak.upgrade().ok_or(Errno::EBADF);
-                }
-            }
+        let found = self.get_published(&rcu::read(), i);
+        match found {
+            Some(r) => r,
+            None => self.get_slow(i),
         }
-        self.get_slow(i)
+    }
+
+    /// The lock-free half of [`FdTable::get`] under `guard`: `None` when fd `i` has no
+    /// published file (the caller takes `get_slow`).
+    #[inline(always)]
+    fn get_published(&self, guard: &rcu::Guard, i: usize) -> Option<Result<Arc<FileDescription>>> {
+        let table = rcu::protect(guard, &self.published, Ordering::Acquire);
+        // SAFETY: a published array is retired only after it is replaced, and freed after
+        // every guard that could have loaded it, this one included, has ended.
+        let slot = unsafe { table.as_ref() }.and_then(|t| t.slots.get(i))?;
+        let p = rcu::protect(guard, slot, Ordering::Acquire);
+        if p.is_null() {
+            return None;
+        }
+        // SAFETY: `p` came from `Weak::into_raw`; the weak reference it owns is given back
+        // only after it is unpublished and every guard that could have loaded it has ended,
+        // so the allocation is live; `ManuallyDrop` leaves that reference to its owner.
+        let weak = ManuallyDrop::new(unsafe { Weak::from_raw(p.cast_const()) });
+        Some(weak.upgrade().ok_or(Errno::EBADF))
+    }
+
+    /// A view for looking up many fds in one call (`poll`'s pass over its array; Linux:
+    /// `do_poll()`'s `fdget()` of each entry, which takes no reference when the table is not
+    /// shared). On a table no other task shares, the view holds the lock for its life and
+    /// lends each file without touching its reference count: no other thread can reach the
+    /// table (the one task that holds it runs this call), so holding the lock across the
+    /// files' operations orders against nothing. On a shared table each lookup is a [`get`]
+    /// under one epoch guard for the view (a guard held across the files' operations delays
+    /// reclamation by that long, as a `get` in a long call would).
+    ///
+    /// # Locking
+    /// While the view of an unshared table lives, nothing may look up, install or close an
+    /// fd of this table (the lock is not reentrant); what the caller does with the files
+    /// (their `poll`) never does.
+    ///
+    /// [`get`]: FdTable::get
+    pub(crate) fn view(self: &Arc<Self>) -> FdView<'_> {
+        FdView(if Self::alone(self) {
+            View::Alone(self.lock())
+        } else {
+            View::Shared(self, rcu::read())
+        })
     }
 
     /// `get` of an fd whose file is not published: under the lock, the file, published for
