@@ -133,18 +133,22 @@ fn mode_has_rdev(mode: u32) -> bool {
     (mode >> 12) & 0b1011 == 0b0010
 }
 
+/// Every file type.
+const ALL_TYPES: [FileType; 8] = [
+    FileType::Regular,
+    FileType::Directory,
+    FileType::Symlink,
+    FileType::CharDevice,
+    FileType::BlockDevice,
+    FileType::Fifo,
+    FileType::Socket,
+    FileType::Anon,
+];
+
 /// File types by the four `S_IFMT` bits of a mode (no type bits: an anonymous inode).
 const TYPES: [FileType; 16] = {
     let mut t = [FileType::Anon; 16];
-    let all = [
-        FileType::Regular,
-        FileType::Directory,
-        FileType::Symlink,
-        FileType::CharDevice,
-        FileType::BlockDevice,
-        FileType::Fifo,
-        FileType::Socket,
-    ];
+    let all = ALL_TYPES;
     let mut i = 0;
     while i < all.len() {
         t[(all[i].mode_bits() >> 12) as usize] = all[i];
@@ -1091,16 +1095,7 @@ mod tests {
         dev.write_attrs(|w| w.set_perm(0o7777 | 0o170000));
         assert_eq!(dev.mode(), 0o027777, "set_perm changed the type bits");
         // The type table and the device test agree with `FileType` for every type.
-        for t in [
-            FileType::Regular,
-            FileType::Directory,
-            FileType::Symlink,
-            FileType::CharDevice,
-            FileType::BlockDevice,
-            FileType::Fifo,
-            FileType::Socket,
-            FileType::Anon,
-        ] {
+        for t in ALL_TYPES {
             let mode = t.mode_bits() | 0o644;
             assert_eq!(TYPES[(mode >> 12) as usize], t);
             assert_eq!(mode_has_rdev(mode), has_rdev(t), "{t:?}");
