@@ -306,6 +306,16 @@ fn applicable(mask: u32, ondir: bool, slot: Slot) -> bool {
 impl Group for Fanotify {
     /// Linux: `send_to_group()` and `fanotify_group_event_mask()`.
     fn handle_event(&self, marks: &GroupMarks, ev: &Event<'_>) {
+        // A modification clears the ignore masks first, also for an event the group cannot
+        // report (Linux: `send_to_group()` clears them before it asks the group; the
+        // `FS_MODIFY` of an `O_TRUNC` open or a `truncate` comes without a path).
+        if ev.mask & FAN_MODIFY as u32 != 0 {
+            for (_, m) in marks.iter() {
+                if m.flags() & mark::MARK_IGNORED_SURV_MODIFY == 0 {
+                    m.clear_ignore_mask();
+                }
+            }
+        }
         let Some(path) = ev.path else {
             // An event without a file cannot carry an fd.
             return;
@@ -320,13 +330,6 @@ impl Group for Fanotify {
             return;
         }
         let ondir = ev.mask & FAN_ONDIR as u32 != 0;
-        if ev.mask & FAN_MODIFY as u32 != 0 {
-            for (_, m) in marks.iter() {
-                if m.flags() & mark::MARK_IGNORED_SURV_MODIFY == 0 {
-                    m.clear_ignore_mask();
-                }
-            }
-        }
         let mut marks_mask = 0;
         let mut ignore = 0;
         for (slot, m) in marks.iter() {
