@@ -119,15 +119,9 @@ fn wide_shard(
     (key, &WIDE[(key >> 7) % WIDE_SHARDS].0)
 }
 
-/// Where a device file keeps its device number: in the word of the block count, which a
-/// device file does not use (Linux: `i_rdev`, set only by `init_special_inode()`).
-#[inline]
-fn has_rdev(t: FileType) -> bool {
-    matches!(t, FileType::CharDevice | FileType::BlockDevice)
-}
-
-/// [`has_rdev`] of a mode's type: `S_IFCHR` (0o02) and `S_IFBLK` (0o06) are the types whose
-/// four bits, masked with 0b1011, read 0b0010.
+/// Whether a mode's type keeps a device number, in the word of the block count, which a
+/// device file does not use (Linux: `i_rdev`, set only by `init_special_inode()`): `S_IFCHR`
+/// (0o02) and `S_IFBLK` (0o06) are the types whose four bits, masked with 0b1011, read 0b0010.
 #[inline(always)]
 fn mode_has_rdev(mode: u32) -> bool {
     (mode >> 12) & 0b1011 == 0b0010
@@ -278,10 +272,12 @@ const _: () = assert!(std::mem::size_of::<Inode>() <= 112);
 impl Drop for Inode {
     fn drop(&mut self) {
         let this: &Inode = self;
-        if this.has_lock_context() {
+        // One load of the flags for both side tables.
+        let flags = this.flags(Ordering::Relaxed);
+        if flags & HAS_LOCK_CONTEXT != 0 {
             super::locks::forget_context(this);
         }
-        if this.flags(Ordering::Relaxed) & WIDE_TIMES != 0 {
+        if flags & WIDE_TIMES != 0 {
             let (key, shard) = wide_shard(this);
             shard.lock().remove(&key);
         }
@@ -297,7 +293,7 @@ impl Inode {
         let inode = Arc::new(Inode {
             ino: init.ino,
             mode: AtomicU16::new((init.file_type.mode_bits() | (init.perm & S_IALLUGO)) as u16),
-            blocks_rdev: AtomicU32::new(if has_rdev(init.file_type) {
+            blocks_rdev: AtomicU32::new(if mode_has_rdev(init.file_type.mode_bits()) {
                 init.rdev
             } else {
                 0
@@ -820,7 +816,7 @@ impl AttrWriter<'_> {
     /// Sets the allocated 512-byte units (above 2^31 they are counted in 4096-byte units,
     /// and saturate at 8 TiB; ignored for a device file, whose word holds its number).
     pub fn set_blocks(&self, blocks: u64) {
-        if !has_rdev(self.inode.file_type()) {
+        if !mode_has_rdev(self.inode.mode()) {
             self.inode
                 .blocks_rdev
                 .store(pack_blocks(blocks), Ordering::Relaxed);
@@ -1098,7 +1094,8 @@ mod tests {
         for t in ALL_TYPES {
             let mode = t.mode_bits() | 0o644;
             assert_eq!(TYPES[(mode >> 12) as usize], t);
-            assert_eq!(mode_has_rdev(mode), has_rdev(t), "{t:?}");
+            let device = matches!(t, FileType::CharDevice | FileType::BlockDevice);
+            assert_eq!(mode_has_rdev(mode), device, "{t:?}");
         }
     }
 }
