@@ -839,3 +839,106 @@ fn a_finished_wait_is_forgotten_by_the_deadlock_check() {
     let (r, _a2) = got.recv_timeout(TIMEOUT).expect("a's wait returns");
     assert_eq!(r, Ok(()), "not EDEADLK: b's finished wait was forgotten");
 }
+
+/// A waiter woken by a release that finds its bytes taken again before it runs (the releaser
+/// took part of them back) waits again, and lets through the waiter it held back whose bytes
+/// are free: a waits for 0..=10 and b for byte 5, both behind the root's byte 5; the root
+/// releases byte 5 and takes byte 0 at once. b must get byte 5 while the root still holds
+/// byte 0 (Linux: `__locks_insert_block()` wakes the requests blocked under the one it
+/// queues again). When a runs first and takes its bytes, the round shows nothing and is run
+/// again; the test counts the rounds that showed it.
+#[test]
+fn a_woken_waiter_that_waits_again_lets_the_next_one_in() {
+    const ROUNDS: usize = 20;
+    let (_v, root) = setup();
+    let fr = open(&root, OpenFlags::RDWR);
+    let mut shown = 0;
+    for _ in 0..ROUNDS {
+        let (a, b) = (root.fork(), root.fork());
+        let (fa, fb) = (open(&a, OpenFlags::RDWR), open(&b, OpenFlags::RDWR));
+        set(&root, fr, F_WRLCK, 5, 1).expect("the root holds byte 5");
+        let wa = spawn(move || {
+            let r = a.fcntl_lock(fa, LockCmd::SetLkW, &mut Flock::new(F_WRLCK, 0, 11));
+            (r, a)
+        });
+        await_waiters(&root, fr, 1);
+        let wb = spawn(move || {
+            let r = b.fcntl_lock(fb, LockCmd::SetLkW, &mut Flock::new(F_WRLCK, 5, 1));
+            (r, b)
+        });
+        await_waiters(&root, fr, 2);
+        set(&root, fr, F_UNLCK, 5, 1).expect("release byte 5");
+        if set(&root, fr, F_WRLCK, 0, 1).is_ok() {
+            // a was woken but cannot have run before the root took byte 0 back.
+            let (r, b) = wb
+                .recv_timeout(Duration::from_secs(5))
+                .expect("b gets the free byte 5 while a waits again");
+            assert_eq!(r, Ok(()));
+            shown += 1;
+            assert_eq!(root.lock_waiters(fr), Ok(1), "a waits again");
+            set(&root, fr, F_UNLCK, 0, 1).expect("release byte 0");
+            set(&b, fb, F_UNLCK, 5, 1).expect("b lets go");
+            let (r, a) = wa.recv_timeout(TIMEOUT).expect("a returns");
+            assert_eq!(r, Ok(()));
+            set(&a, fa, F_UNLCK, 0, 0).expect("a lets go");
+        } else {
+            // a ran first and holds 0..=10.
+            let (r, a) = wa.recv_timeout(TIMEOUT).expect("a returns");
+            assert_eq!(r, Ok(()));
+            set(&a, fa, F_UNLCK, 0, 0).expect("a lets go");
+            let (r, b) = wb.recv_timeout(TIMEOUT).expect("b returns");
+            assert_eq!(r, Ok(()));
+            set(&b, fb, F_UNLCK, 0, 0).expect("b lets go");
+        }
+    }
+    assert!(shown > 0, "no round showed the case in {ROUNDS}");
+    eprintln!("{shown} of {ROUNDS} rounds showed the case");
+}
+
+/// As above, with the woken waiter interrupted before it runs: it returns `EINTR` and lets
+/// through the waiter it held back. When a runs first and takes its bytes, the round shows
+/// nothing and is run again.
+#[test]
+fn a_woken_waiter_interrupted_before_it_runs_lets_the_next_one_in() {
+    const ROUNDS: usize = 20;
+    let (_v, root) = setup();
+    let fr = open(&root, OpenFlags::RDWR);
+    let mut shown = 0;
+    for _ in 0..ROUNDS {
+        let (a, b) = (root.fork(), root.fork());
+        let (fa, fb) = (open(&a, OpenFlags::RDWR), open(&b, OpenFlags::RDWR));
+        let stop_a = a.interrupt_handle();
+        set(&root, fr, F_WRLCK, 5, 1).expect("the root holds byte 5");
+        let wa = spawn(move || {
+            let r = a.fcntl_lock(fa, LockCmd::SetLkW, &mut Flock::new(F_WRLCK, 0, 11));
+            (r, a)
+        });
+        await_waiters(&root, fr, 1);
+        let wb = spawn(move || {
+            let r = b.fcntl_lock(fb, LockCmd::SetLkW, &mut Flock::new(F_WRLCK, 5, 1));
+            (r, b)
+        });
+        await_waiters(&root, fr, 2);
+        set(&root, fr, F_UNLCK, 5, 1).expect("release byte 5");
+        stop_a.interrupt();
+        let (ra, a) = wa.recv_timeout(TIMEOUT).expect("a returns");
+        if ra == Err(Errno::EINTR) {
+            let (r, b) = wb
+                .recv_timeout(Duration::from_secs(5))
+                .expect("b gets the free byte 5 once a has gone");
+            assert_eq!(r, Ok(()));
+            shown += 1;
+            set(&b, fb, F_UNLCK, 5, 1).expect("b lets go");
+        } else {
+            // a ran first and holds 0..=10.
+            assert_eq!(ra, Ok(()));
+            a.take_interrupt();
+            set(&a, fa, F_UNLCK, 0, 0).expect("a lets go");
+            let (r, b) = wb.recv_timeout(TIMEOUT).expect("b returns");
+            assert_eq!(r, Ok(()));
+            set(&b, fb, F_UNLCK, 0, 0).expect("b lets go");
+        }
+    }
+    assert!(shown > 0, "no round showed the case in {ROUNDS}");
+    eprintln!("{shown} of {ROUNDS} rounds showed the case");
+}

@@ -22,12 +22,17 @@
 //! POSIX and OFD locks are one list and conflict with each other; `flock` locks are apart.
 //!
 //! # Waiting
-//! `F_SETLKW` and a blocking `flock` wait on the context's condition variable and are woken
-//! by every change that may release something; no spinning. A waiting task can be
+//! `F_SETLKW` and a blocking `flock` wait on a condition variable of their own, listed in the
+//! context in the order they came. Every change that may release something, and every woken
+//! waiter once it has tried again, runs [`wake`]: it wakes the waiters whose requests
+//! conflict with no lock held and with no other woken waiter's request, so that of waiters
+//! that conflict with each other (all the writers of one byte) one is woken, not all of
+//! them; no spinning. Linux gets the same from its tree of blocked requests
+//! (`__locks_insert_block()`). A waiting task can be
 //! interrupted from another thread through its [`InterruptHandle`]: the wait returns `EINTR`
 //! having changed nothing. A POSIX waiter is recorded in a global table of waiters
 //! ([`BLOCKED`]; Linux: `blocked_hash`) for deadlock detection (`EDEADLK`): before it waits,
-//! the chain "the owner of the lock in my way waits for a lock of ..." is followed up to
+//! the chain "the owner of what is in my way waits for ..." is followed up to
 //! [`MAX_DEADLK_ITERATIONS`] steps, and if it comes back to the requester the request fails
 //! (Linux: `posix_locks_deadlock()`).
 //!
@@ -57,11 +62,9 @@ const SHARDS: usize = 16;
 /// The advisory locks of one inode (Linux: `struct file_lock_context`).
 #[derive(Default)]
 pub(crate) struct LockContext {
-    /// Protects: the record locks, the `flock` locks and the count of waiters.
-    /// Order: before [`BLOCKED`]; taken after `Interrupt::waiting_on` is released.
+    /// Protects: the record locks, the `flock` locks and the waiters.
+    /// Order: before [`BLOCKED`] and `Interrupt::waiting_on`.
     state: Mutex<LockState>,
-    /// Waiters of this inode's locks, woken by every change that may release a lock.
-    cond: Condvar,
 }
 
 #[derive(Default)]
@@ -69,8 +72,77 @@ struct LockState {
     posix: RangeLocks,
     /// `flock` locks: the open file description (by address) and the kind.
     flock: Vec<(usize, Kind)>,
-    /// Tasks waiting on `cond` (a change notifies only if there is one).
-    waiters: u32,
+    /// Tasks waiting for a lock of this inode, in the order they began to wait.
+    waiters: Vec<Waiter>,
+    /// [`wake`]'s buffers, empty between calls.
+    scratch_woken: Vec<Request>,
+    scratch_changes: Vec<(u64, Option<Owner>)>,
+}
+
+/// A lock a task waits to take.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Request {
+    /// A POSIX or OFD record lock over `start..=end`.
+    Range {
+        owner: Owner,
+        kind: Kind,
+        start: i64,
+        end: i64,
+    },
+    /// A `flock` lock of the open file description at `file`.
+    Flock { file: usize, kind: Kind },
+}
+
+impl Request {
+    /// True if granting both requests would give two owners conflicting locks (record and
+    /// `flock` locks never conflict with each other).
+    fn conflicts(&self, other: &Request) -> bool {
+        match (*self, *other) {
+            (
+                Request::Range {
+                    owner: a,
+                    kind: ka,
+                    start: sa,
+                    end: ea,
+                },
+                Request::Range {
+                    owner: b,
+                    kind: kb,
+                    start: sb,
+                    end: eb,
+                },
+            ) => a != b && ka.conflicts(kb) && sa <= eb && sb <= ea,
+            (Request::Flock { file: a, kind: ka }, Request::Flock { file: b, kind: kb }) => {
+                a != b && ka.conflicts(kb)
+            }
+            _ => false,
+        }
+    }
+
+    /// The owner a request in the way of another is charged to.
+    fn owner(&self) -> Owner {
+        match *self {
+            Request::Range { owner, .. } => owner,
+            Request::Flock { file, .. } => Owner::File(file),
+        }
+    }
+}
+
+/// One task waiting in a [`LockContext`] (Linux: a request on a blocker's
+/// `flc_blocked_requests`).
+struct Waiter {
+    /// This wait, unique over all contexts (its key in [`BLOCKED`]).
+    token: u64,
+    request: Request,
+    /// Woken to try again and not yet run: the waiters whose requests conflict with this one
+    /// stay asleep until it has tried (Linux keeps them blocked under it), so that a release
+    /// wakes one of a group of conflicting waiters, not all of them.
+    woken: bool,
+    /// The owner this waiter is recorded in [`BLOCKED`] as waiting for; `None` if it is not
+    /// recorded (woken, or not a POSIX request).
+    blocker: Option<Owner>,
+    /// What the waiter sleeps on (one each, so that a wake-up reaches only its waiter).
+    cond: Arc<Condvar>,
 }
 
 /// The side table: inode address to its lock context.
@@ -133,9 +205,7 @@ struct Blocked {
     owner: u64,
     /// This wait (one owner may have several waiting threads).
     token: u64,
-    /// The context the waiter waits in, by address.
-    ctx: usize,
-    /// The owner of the lock in its way.
+    /// The owner of what is in its way (a lock, or a woken waiter's request).
     blocker: Owner,
 }
 
@@ -187,10 +257,13 @@ pub(crate) trait InterruptWake: Send + Sync {
 
 impl InterruptWake for LockContext {
     fn wake_for_interrupt(&self) {
-        // Under the state lock: the waiter checks `pending` under it before it waits,
-        // so it either sees the flag or is waiting when this notifies.
-        let _st = self.state.lock();
-        self.cond.notify_all();
+        // Under the state lock: a waiter checks `pending` under it before it sleeps, so it
+        // either sees the flag or is asleep when this notifies. The waiters not interrupted
+        // find themselves not woken and sleep again.
+        let st = self.state.lock();
+        for w in &st.waiters {
+            w.cond.notify_one();
+        }
     }
 }
 
@@ -201,7 +274,8 @@ pub(crate) struct Interrupt {
     pending: crate::sync::atomic::AtomicBool,
     /// What the task waits in, while it is in a blocking lock or pipe call.
     /// Protects: itself. Order: leaf (the interrupter releases it before it takes the
-    /// waited object's lock; a pipe waiter takes it under `Pipe::state`).
+    /// waited object's lock; a pipe waiter takes it under `Pipe::state`, a lock waiter
+    /// under `LockContext::state`).
     waiting_on: crate::sync::lock::Mutex<Option<Arc<dyn InterruptWake>>>,
 }
 
@@ -292,38 +366,173 @@ impl Drop for WaitingOn<'_> {
     }
 }
 
-/// Waits once on `ctx`'s condition variable; `EINTR` if interrupted before or during.
-fn wait_once(
-    ctx: &LockContext,
+/// Waits in `ctx` until a [`wake`] finds that `request` may be granted, or an interrupt.
+/// `blocker` is the owner in the way for a POSIX request, `None` for others: a POSIX waiter
+/// is recorded in [`BLOCKED`] for the deadlock check while it sleeps.
+///
+/// On `Ok` the caller must try the request again and then call [`wake`] whatever the outcome:
+/// the waiters that conflict with this request slept on while it was woken.
+///
+/// # Errors
+/// `EDEADLK` if waiting would close a cycle of POSIX waiters, `EINTR` if interrupted before
+/// or during the wait; nothing is left recorded.
+fn wait_turn<'a>(
+    ctx: &Arc<LockContext>,
     st: &mut MutexGuard<'_, LockState>,
-    intr: Option<&Interrupt>,
+    request: Request,
+    blocker: Option<Owner>,
+    intr: Option<&'a Interrupt>,
+    waiting: &mut Option<WaitingOn<'a>>,
 ) -> Result<()> {
+    if waiting.is_none() {
+        // Under the state lock, before `pending` is read below: an interrupter that finds no
+        // context here set `pending` first, and this wait sees it.
+        *waiting = Some(WaitingOn::enter(intr, ctx.clone()));
+    }
     if intr.is_some_and(Interrupt::take) {
         return Err(Errno::EINTR);
     }
-    st.waiters += 1;
-    ctx.cond.wait(st);
-    st.waiters -= 1;
+    // The token is drawn only by a call that waits: a lock taken at once writes no shared
+    // counter.
+    let token = NEXT_TOKEN.fetch_add(1, Ordering::Relaxed);
+    if let (Some(blocker), Owner::Files(me)) = (blocker, request.owner()) {
+        let mut blocked = BLOCKED.lock();
+        if deadlock(&blocked, me, blocker) {
+            return Err(Errno::EDEADLK);
+        }
+        blocked.push(Blocked {
+            owner: me,
+            token,
+            blocker,
+        });
+    }
+    let cond = Arc::new(Condvar::new());
+    st.waiters.push(Waiter {
+        token,
+        request,
+        woken: false,
+        blocker: blocker.filter(|_| matches!(request.owner(), Owner::Files(_))),
+        cond: cond.clone(),
+    });
+    let woken = loop {
+        cond.wait(st);
+        let me = st
+            .waiters
+            .iter()
+            .find(|w| w.token == token)
+            .expect("a waiter's entry stays until it leaves");
+        if me.woken {
+            break true;
+        }
+        if intr.is_some_and(|i| i.pending.load(crate::sync::atomic::Ordering::SeqCst)) {
+            break false;
+        }
+    };
+    let at = st
+        .waiters
+        .iter()
+        .position(|w| w.token == token)
+        .expect("a waiter's entry stays until it leaves");
+    let me = st.waiters.remove(at);
+    if me.blocker.is_some() {
+        BLOCKED.lock().retain(|b| b.token != token);
+    }
     if intr.is_some_and(Interrupt::take) {
+        if woken {
+            // The waiters held back for this one are due a look.
+            wake(st);
+        }
         return Err(Errno::EINTR);
     }
     Ok(())
 }
 
-/// After a change of `changer`'s locks in `ctx`: wakes the waiters, and takes the POSIX
-/// waiters that `changer` was in the way of out of the deadlock table until they look again
-/// (Linux: `locks_wake_up_blocks()`).
-fn wake(ctx: &Arc<LockContext>, st: &LockState, changer: Option<Owner>) {
-    if st.waiters == 0 {
+/// After a change of the locks of a context, or when a woken waiter has tried again: wakes
+/// each waiter whose request conflicts with no lock held and with no woken waiter's request,
+/// and records in [`BLOCKED`] whom each POSIX waiter left asleep waits for (Linux:
+/// `locks_wake_up_blocks()` and the tree of blocked requests that `__locks_insert_block()`
+/// builds: of the waiters that conflict with each other, one is woken).
+///
+/// # Fast path
+/// One length test when nobody waits. Otherwise no system call unless a waiter is woken, and
+/// [`BLOCKED`] is taken only where a waiter's record changes.
+fn wake(st: &mut LockState) {
+    if st.waiters.is_empty() {
         return;
     }
-    if let Some(changer) = changer {
-        let addr = Arc::as_ptr(ctx) as usize;
+    // Buffers kept in the state between calls: a wake-up allocates nothing.
+    let mut woken = std::mem::take(&mut st.scratch_woken);
+    let mut changes = std::mem::take(&mut st.scratch_changes);
+    woken.extend(st.waiters.iter().filter(|w| w.woken).map(|w| w.request));
+    for i in 0..st.waiters.len() {
+        if st.waiters[i].woken {
+            continue;
+        }
+        let request = st.waiters[i].request;
+        let in_way = held_in_way(st, &request).or_else(|| {
+            woken
+                .iter()
+                .find(|r| r.conflicts(&request))
+                .map(Request::owner)
+        });
+        let w = &mut st.waiters[i];
+        match in_way {
+            None => {
+                w.woken = true;
+                w.cond.notify_one();
+                woken.push(request);
+                if w.blocker.take().is_some() {
+                    changes.push((w.token, None));
+                }
+            }
+            Some(owner) => {
+                if w.blocker.is_some_and(|b| b != owner) {
+                    w.blocker = Some(owner);
+                    changes.push((w.token, Some(owner)));
+                }
+            }
+        }
+    }
+    if !changes.is_empty() {
+        // `changes` is in token order: a context's waiters are listed in the order their
+        // tokens were drawn (under its state lock).
         BLOCKED
             .lock()
-            .retain(|b| !(b.ctx == addr && b.blocker == changer));
+            .retain_mut(|b| match changes.binary_search_by_key(&b.token, |c| c.0) {
+                Ok(i) => match changes[i].1 {
+                    None => false,
+                    Some(owner) => {
+                        b.blocker = owner;
+                        true
+                    }
+                },
+                Err(_) => true,
+            });
     }
-    ctx.cond.notify_all();
+    woken.clear();
+    changes.clear();
+    st.scratch_woken = woken;
+    st.scratch_changes = changes;
+}
+
+/// The owner of the first lock held that conflicts with `request`, if any.
+fn held_in_way(st: &LockState, request: &Request) -> Option<Owner> {
+    match *request {
+        Request::Range {
+            owner,
+            kind,
+            start,
+            end,
+        } => st
+            .posix
+            .first_conflict(owner, kind, start, end)
+            .map(|l| l.owner),
+        Request::Flock { file, kind } => st
+            .flock
+            .iter()
+            .find(|&&(f, k)| f != file && k.conflicts(kind))
+            .map(|&(f, _)| Owner::File(f)),
+    }
 }
 
 /// A record-lock request over `start..=end` (both checked: `0 <= start <= end`).
@@ -350,49 +559,41 @@ pub(crate) fn posix_lock(inode: &Inode, req: RangeRequest, wait: Wait<'_>) -> Re
         },
         Some(_) => context_or_make(inode),
     };
-    let intr = match wait {
-        Wait::Yes(i) => i,
-        Wait::No => None,
-    };
-    let _waiting = WaitingOn::enter(intr, ctx.clone());
+    let mut waiting = None;
     let mut st = ctx.state.lock();
+    // True after a wait: this request was woken, and the waiters that conflict with it are
+    // due a look whatever it finds.
+    let mut woken = false;
     loop {
         if let Some(kind) = req.kind {
             if let Some(c) = st.posix.first_conflict(req.owner, kind, req.start, req.end) {
                 let blocker = c.owner;
-                let Wait::Yes(_) = wait else {
+                let Wait::Yes(intr) = wait else {
                     return Err(Errno::EAGAIN);
                 };
-                // The token is drawn only by a call that waits, under `BLOCKED`, which a
-                // wait writes anyway: a lock taken at once writes no shared counter.
-                let mut token = None;
-                if let Owner::Files(me) = req.owner {
-                    let mut blocked = BLOCKED.lock();
-                    if deadlock(&blocked, me, blocker) {
-                        return Err(Errno::EDEADLK);
-                    }
-                    let t = NEXT_TOKEN.fetch_add(1, Ordering::Relaxed);
-                    token = Some(t);
-                    blocked.push(Blocked {
-                        owner: me,
-                        token: t,
-                        ctx: Arc::as_ptr(&ctx) as usize,
-                        blocker,
-                    });
+                if woken {
+                    wake(&mut st);
                 }
-                let r = wait_once(&ctx, &mut st, intr);
-                if let Some(t) = token {
-                    BLOCKED.lock().retain(|b| b.token != t);
-                }
-                r?;
+                let request = Request::Range {
+                    owner: req.owner,
+                    kind,
+                    start: req.start,
+                    end: req.end,
+                };
+                wait_turn(&ctx, &mut st, request, Some(blocker), intr, &mut waiting)?;
+                woken = true;
                 continue;
             }
         }
-        if st
+        // A lock over bytes where the owner held none releases nothing, so it lets no
+        // waiter in (Linux wakes only the waiters of the owner's locks it changes).
+        let adds_only =
+            req.kind.is_some() && st.posix.first_own(req.owner, req.start, req.end).is_none();
+        let changed = st
             .posix
-            .set(req.owner, req.pid, req.kind, req.start, req.end)
-        {
-            wake(&ctx, &st, Some(req.owner));
+            .set(req.owner, req.pid, req.kind, req.start, req.end);
+        if (changed && !adds_only) || woken {
+            wake(&mut st);
         }
         return Ok(());
     }
@@ -426,21 +627,22 @@ pub(crate) fn flock(inode: &Inode, file: usize, kind: Option<Kind>, wait: Wait<'
         },
         Some(_) => context_or_make(inode),
     };
-    let intr = match wait {
-        Wait::Yes(i) => i,
-        Wait::No => None,
-    };
-    let _waiting = WaitingOn::enter(intr, ctx.clone());
+    let mut waiting = None;
     let mut st = ctx.state.lock();
+    // As in `posix_lock`.
+    let mut woken = false;
     loop {
         // The description's own lock: kept if of the same kind, else released first (a
         // conversion is not atomic).
         if let Some(i) = st.flock.iter().position(|&(f, _)| f == file) {
             if Some(st.flock[i].1) == kind {
+                if woken {
+                    wake(&mut st);
+                }
                 return Ok(());
             }
             st.flock.remove(i);
-            wake(&ctx, &st, None);
+            wake(&mut st);
         }
         let Some(kind) = kind else {
             return Ok(());
@@ -450,20 +652,30 @@ pub(crate) fn flock(inode: &Inode, file: usize, kind: Option<Kind>, wait: Wait<'
             .iter()
             .any(|&(f, k)| f != file && k.conflicts(kind))
         {
-            let Wait::Yes(_) = wait else {
+            let Wait::Yes(intr) = wait else {
                 return Err(Errno::EWOULDBLOCK);
             };
-            wait_once(&ctx, &mut st, intr)?;
+            if woken {
+                wake(&mut st);
+            }
+            let request = Request::Flock { file, kind };
+            wait_turn(&ctx, &mut st, request, None, intr, &mut waiting)?;
+            woken = true;
             continue;
         }
         st.flock.push((file, kind));
+        if woken {
+            wake(&mut st);
+        }
         return Ok(());
     }
 }
 
 /// Tasks waiting for a lock of `inode` (for tests that must know a waiter is in place).
 pub(crate) fn waiters(inode: &Inode) -> u32 {
-    context_of(inode).map_or(0, |c| c.state.lock().waiters)
+    context_of(inode).map_or(0, |c| {
+        u32::try_from(c.state.lock().waiters.len()).unwrap_or(u32::MAX)
+    })
 }
 
 /// Releases every POSIX lock of the fd table `table` on the inode of `file` (a close of any
@@ -485,10 +697,10 @@ fn remove_posix_slow(file: &FileDescription, table: u64) {
     }
 }
 
-fn remove_owner(ctx: &Arc<LockContext>, owner: Owner) {
+fn remove_owner(ctx: &LockContext, owner: Owner) {
     let mut st = ctx.state.lock();
     if st.posix.remove_owner(owner) {
-        wake(ctx, &st, Some(owner));
+        wake(&mut st);
     }
     drop(st);
 }
@@ -516,7 +728,7 @@ fn remove_file_slow(file: &FileDescription) {
     let before = st.flock.len();
     st.flock.retain(|&(f, _)| f != addr);
     if ofd || st.flock.len() != before {
-        wake(&ctx, &st, Some(Owner::File(addr)));
+        wake(&mut st);
     }
 }
 
@@ -524,11 +736,186 @@ fn remove_file_slow(file: &FileDescription) {
 mod tests {
     use super::*;
 
+    /// Tokens of the waiters these tests make: far above what `NEXT_TOKEN` hands out, so that
+    /// the tests that share [`BLOCKED`] with them never see each other's records.
+    static TEST_TOKENS: AtomicU64 = AtomicU64::new(1 << 62);
+
+    fn write_of(owner: u64, start: i64, end: i64) -> Request {
+        range_of(owner, Kind::Write, start, end)
+    }
+
+    fn range_of(owner: u64, kind: Kind, start: i64, end: i64) -> Request {
+        Request::Range {
+            owner: Owner::Files(owner),
+            kind,
+            start,
+            end,
+        }
+    }
+
+    /// Lists a waiter for `request` as `wait_turn` does, recorded in [`BLOCKED`] as waiting
+    /// for `blocker`; returns its token.
+    fn add_waiter(st: &mut LockState, request: Request, blocker: Owner) -> u64 {
+        let token = TEST_TOKENS.fetch_add(1, Ordering::Relaxed);
+        let Owner::Files(me) = request.owner() else {
+            panic!("POSIX waiters only")
+        };
+        BLOCKED.lock().push(Blocked {
+            owner: me,
+            token,
+            blocker,
+        });
+        st.waiters.push(Waiter {
+            token,
+            request,
+            woken: false,
+            blocker: Some(blocker),
+            cond: Arc::new(Condvar::new()),
+        });
+        token
+    }
+
+    /// Takes a woken waiter off the list as `wait_turn` does when it runs.
+    fn leave(st: &mut LockState, token: u64) {
+        let at = st
+            .waiters
+            .iter()
+            .position(|w| w.token == token)
+            .expect("listed");
+        let w = st.waiters.remove(at);
+        if w.blocker.is_some() {
+            BLOCKED.lock().retain(|b| b.token != token);
+        }
+    }
+
+    fn woken(st: &LockState) -> Vec<u64> {
+        st.waiters
+            .iter()
+            .filter(|w| w.woken)
+            .map(|w| w.token)
+            .collect()
+    }
+
+    /// Whom `token` is recorded in [`BLOCKED`] as waiting for.
+    fn recorded(token: u64) -> Option<Owner> {
+        BLOCKED
+            .lock()
+            .iter()
+            .find(|b| b.token == token)
+            .map(|b| b.blocker)
+    }
+
+    fn clean_up(st: &mut LockState) {
+        let tokens: Vec<u64> = st.waiters.iter().map(|w| w.token).collect();
+        BLOCKED.lock().retain(|b| !tokens.contains(&b.token));
+    }
+
+    #[test]
+    fn of_writers_waiting_for_one_byte_a_release_wakes_one() {
+        let mut st = LockState::default();
+        st.posix.set(Owner::Files(1), 1, Some(Kind::Write), 0, 0);
+        let tokens: Vec<u64> = (2..7)
+            .map(|o| add_waiter(&mut st, write_of(o, 0, 0), Owner::Files(1)))
+            .collect();
+        wake(&mut st);
+        assert_eq!(woken(&st), [], "the byte is still held");
+        st.posix.set(Owner::Files(1), 1, None, 0, 0);
+        wake(&mut st);
+        assert_eq!(woken(&st), [tokens[0]], "the first waiter, alone");
+        // The others now wait for the woken one's owner, as Linux's deadlock check sees a
+        // request blocked under another; the woken one is out of the table.
+        assert_eq!(recorded(tokens[0]), None);
+        for &t in &tokens[1..] {
+            assert_eq!(recorded(t), Some(Owner::Files(2)));
+        }
+        wake(&mut st);
+        assert_eq!(woken(&st), [tokens[0]], "a second look wakes no one more");
+        // The woken waiter finds the byte taken again (the releaser took it back first) and
+        // waits again: the others go back to waiting for the holder, and nobody is woken.
+        st.posix.set(Owner::Files(1), 1, Some(Kind::Write), 0, 0);
+        leave(&mut st, tokens[0]);
+        let again = add_waiter(&mut st, write_of(2, 0, 0), Owner::Files(1));
+        wake(&mut st);
+        assert_eq!(woken(&st), []);
+        for &t in tokens[1..].iter().chain([&again]) {
+            assert_eq!(recorded(t), Some(Owner::Files(1)));
+        }
+        clean_up(&mut st);
+    }
+
+    #[test]
+    fn readers_waiting_for_a_writer_are_woken_together() {
+        let mut st = LockState::default();
+        st.posix.set(Owner::Files(1), 1, Some(Kind::Write), 0, 9);
+        st.posix.set(Owner::Files(7), 7, Some(Kind::Write), 20, 20);
+        let readers: Vec<u64> = (2..5)
+            .map(|o| add_waiter(&mut st, range_of(o, Kind::Read, 0, 9), Owner::Files(1)))
+            .collect();
+        let writer = add_waiter(&mut st, write_of(5, 5, 5), Owner::Files(1));
+        let elsewhere = add_waiter(&mut st, write_of(6, 20, 20), Owner::Files(7));
+        st.posix.set(Owner::Files(1), 1, None, 0, 9);
+        wake(&mut st);
+        assert_eq!(
+            woken(&st),
+            readers,
+            "the readers, not the writer among them"
+        );
+        assert_eq!(recorded(writer), Some(Owner::Files(2)));
+        assert_eq!(recorded(elsewhere), Some(Owner::Files(7)), "untouched");
+        clean_up(&mut st);
+    }
+
+    /// A woken waiter that finds its way blocked again lets through the waiters it held back
+    /// that are free to go (Linux: `__locks_insert_block()` wakes the request's own
+    /// waiters).
+    #[test]
+    fn a_woken_waiter_that_must_wait_again_lets_the_others_look() {
+        let mut st = LockState::default();
+        // 1 holds byte 5; a (2) waits for 0..=10, b (3) for byte 5.
+        st.posix.set(Owner::Files(1), 1, Some(Kind::Write), 5, 5);
+        let a = add_waiter(&mut st, write_of(2, 0, 10), Owner::Files(1));
+        let b = add_waiter(&mut st, write_of(3, 5, 5), Owner::Files(1));
+        st.posix.set(Owner::Files(1), 1, None, 5, 5);
+        wake(&mut st);
+        assert_eq!(woken(&st), [a], "b conflicts with a");
+        // Before a runs, 1 takes byte 0 (in a's way, not in b's).
+        st.posix.set(Owner::Files(1), 1, Some(Kind::Write), 0, 0);
+        leave(&mut st, a);
+        let a = add_waiter(&mut st, write_of(2, 0, 10), Owner::Files(1));
+        wake(&mut st);
+        assert_eq!(woken(&st), [b]);
+        assert_eq!(recorded(a), Some(Owner::Files(1)));
+        clean_up(&mut st);
+    }
+
+    #[test]
+    fn flock_waiters_and_record_waiters_do_not_hold_each_other_back() {
+        let mut st = LockState::default();
+        st.posix.set(Owner::Files(1), 1, Some(Kind::Write), 0, 0);
+        let record = add_waiter(&mut st, write_of(2, 0, 0), Owner::Files(1));
+        st.flock.push((100, Kind::Write));
+        let token = TEST_TOKENS.fetch_add(1, Ordering::Relaxed);
+        st.waiters.push(Waiter {
+            token,
+            request: Request::Flock {
+                file: 200,
+                kind: Kind::Write,
+            },
+            woken: false,
+            blocker: None,
+            cond: Arc::new(Condvar::new()),
+        });
+        st.flock.clear();
+        st.posix.set(Owner::Files(1), 1, None, 0, 0);
+        wake(&mut st);
+        assert_eq!(woken(&st), [record, token]);
+        clean_up(&mut st);
+    }
+
     fn blocked(owner: u64, blocker: u64) -> Blocked {
         Blocked {
             owner,
             token: 0,
-            ctx: 0,
             blocker: Owner::Files(blocker),
         }
     }
