@@ -5,7 +5,7 @@
 //! `MutexGuard::unlocked`.
 
 #[cfg(not(any(loom, feature = "shuttle")))]
-pub(crate) use parking_lot::{Mutex, MutexGuard};
+pub(crate) use parking_lot::{Mutex, MutexGuard, RwLock, RwLockReadGuard, RwLockWriteGuard};
 
 #[cfg(loom)]
 use loom::sync as imp;
@@ -29,6 +29,31 @@ impl<T> Mutex<T> {
     pub(crate) fn lock(&self) -> MutexGuard<'_, T> {
         // A poisoned lock means a scenario thread already panicked: that failure is reported.
         self.0.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
+/// The model checker's reader-writer lock with `parking_lot`'s signatures.
+#[cfg(any(loom, feature = "shuttle"))]
+#[derive(Debug, Default)]
+pub(crate) struct RwLock<T>(imp::RwLock<T>);
+
+#[cfg(any(loom, feature = "shuttle"))]
+pub(crate) type RwLockReadGuard<'a, T> = imp::RwLockReadGuard<'a, T>;
+#[cfg(any(loom, feature = "shuttle"))]
+pub(crate) type RwLockWriteGuard<'a, T> = imp::RwLockWriteGuard<'a, T>;
+
+#[cfg(any(loom, feature = "shuttle"))]
+impl<T> RwLock<T> {
+    pub(crate) fn new(value: T) -> Self {
+        RwLock(imp::RwLock::new(value))
+    }
+
+    pub(crate) fn read(&self) -> RwLockReadGuard<'_, T> {
+        self.0.read().unwrap_or_else(|e| e.into_inner())
+    }
+
+    pub(crate) fn write(&self) -> RwLockWriteGuard<'_, T> {
+        self.0.write().unwrap_or_else(|e| e.into_inner())
     }
 }
 

@@ -14,6 +14,7 @@ pub(crate) mod active;
 #[cfg(all(test, any(loom, feature = "shuttle")))]
 mod active_check;
 pub(crate) mod addr_hash;
+pub(crate) mod biased;
 pub(crate) mod budget;
 pub(crate) mod cell;
 pub(crate) mod dist_counter;

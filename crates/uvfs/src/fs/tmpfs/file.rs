@@ -6,10 +6,9 @@ use std::sync::Arc;
 
 use once_cell::sync::OnceCell;
 
-use parking_lot::RwLock;
-
 use super::{CountersRef, Node};
 use crate::abi::{Errno, FallocFlags, Result, Whence, BLOCK_UNIT, MAX_LFS_FILESIZE, PAGE_SIZE};
+use crate::sync::biased::BiasedRwLock;
 use crate::vfs::inode::Inode;
 use crate::vfs::ops::{generic_llseek, FileOps, WritePos};
 use crate::vfs::FileDescription;
@@ -60,14 +59,16 @@ pub(crate) struct RegData {
     /// Protects: the page map and, with the attribute lock, `size` and `blocks` of the inode
     /// (Linux: `i_rwsem` of a shmem file). Shared for reads, exclusive for writes and resizes.
     /// Order: after the inode lock and `FileDescription::pos`; before the attribute lock.
-    pages: RwLock<Pages>,
+    /// Read-biased: readers on different threads write different lines while no writer
+    /// comes (Linux's page cache reads take no lock).
+    pages: BiasedRwLock<Pages>,
 }
 
 impl RegData {
     pub(crate) fn new(counters: CountersRef) -> RegData {
         RegData {
             counters,
-            pages: RwLock::default(),
+            pages: BiasedRwLock::default(),
         }
     }
 
