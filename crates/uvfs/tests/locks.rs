@@ -840,13 +840,51 @@ fn a_finished_wait_is_forgotten_by_the_deadlock_check() {
     assert_eq!(r, Ok(()), "not EDEADLK: b's finished wait was forgotten");
 }
 
+/// Two processes waiting behind the root's write lock of byte 5 (taken here): a for bytes
+/// 0..=10, listed first, then b for byte 5. Returns a's interrupt handle and the receivers of
+/// their `F_SETLKW` results, each with its task and fd.
+#[allow(clippy::type_complexity)] // Reason: two receivers of (result, task, fd).
+fn two_waiters_behind_byte_5(
+    root: &Task,
+    fr: i32,
+) -> (
+    uvfs::vfs::InterruptHandle,
+    mpsc::Receiver<(Result<(), Errno>, Task, i32)>,
+    mpsc::Receiver<(Result<(), Errno>, Task, i32)>,
+) {
+    let (a, b) = (root.fork(), root.fork());
+    let (fa, fb) = (open(&a, OpenFlags::RDWR), open(&b, OpenFlags::RDWR));
+    let stop_a = a.interrupt_handle();
+    set(root, fr, F_WRLCK, 5, 1).expect("the root holds byte 5");
+    let wa = spawn(move || {
+        let r = a.fcntl_lock(fa, LockCmd::SetLkW, &mut Flock::new(F_WRLCK, 0, 11));
+        (r, a, fa)
+    });
+    await_waiters(root, fr, 1);
+    let wb = spawn(move || {
+        let r = b.fcntl_lock(fb, LockCmd::SetLkW, &mut Flock::new(F_WRLCK, 5, 1));
+        (r, b, fb)
+    });
+    await_waiters(root, fr, 2);
+    (stop_a, wa, wb)
+}
+
+/// Receives a waiter's result, which must be success, and releases what it took.
+fn took_and_let_go(w: &mpsc::Receiver<(Result<(), Errno>, Task, i32)>, who: &str) {
+    let (r, t, fd) = w
+        .recv_timeout(TIMEOUT)
+        .unwrap_or_else(|_| panic!("{who} returns"));
+    assert_eq!(r, Ok(()), "{who}");
+    set(&t, fd, F_UNLCK, 0, 0).unwrap_or_else(|e| panic!("{who} lets go: {e:?}"));
+}
+
 /// A waiter woken by a release that finds its bytes taken again before it runs (the releaser
 /// took part of them back) waits again, and lets through the waiter it held back whose bytes
-/// are free: a waits for 0..=10 and b for byte 5, both behind the root's byte 5; the root
-/// releases byte 5 and takes byte 0 at once. b must get byte 5 while the root still holds
-/// byte 0 (Linux: `__locks_insert_block()` wakes the requests blocked under the one it
-/// queues again). When a runs first and takes its bytes, the round shows nothing and is run
-/// again; the test counts the rounds that showed it.
+/// are free ([`two_waiters_behind_byte_5`]); the root releases byte 5 and takes byte 0 at
+/// once. b must get byte 5 while the root still holds byte 0 (Linux:
+/// `__locks_insert_block()` wakes the requests blocked under the one it queues again). When
+/// a runs first and takes its bytes, the round shows nothing and is run again; the test
+/// counts the rounds that showed it.
 #[test]
 fn a_woken_waiter_that_waits_again_lets_the_next_one_in() {
     const ROUNDS: usize = 20;
@@ -854,23 +892,11 @@ fn a_woken_waiter_that_waits_again_lets_the_next_one_in() {
     let fr = open(&root, OpenFlags::RDWR);
     let mut shown = 0;
     for _ in 0..ROUNDS {
-        let (a, b) = (root.fork(), root.fork());
-        let (fa, fb) = (open(&a, OpenFlags::RDWR), open(&b, OpenFlags::RDWR));
-        set(&root, fr, F_WRLCK, 5, 1).expect("the root holds byte 5");
-        let wa = spawn(move || {
-            let r = a.fcntl_lock(fa, LockCmd::SetLkW, &mut Flock::new(F_WRLCK, 0, 11));
-            (r, a)
-        });
-        await_waiters(&root, fr, 1);
-        let wb = spawn(move || {
-            let r = b.fcntl_lock(fb, LockCmd::SetLkW, &mut Flock::new(F_WRLCK, 5, 1));
-            (r, b)
-        });
-        await_waiters(&root, fr, 2);
+        let (_stop_a, wa, wb) = two_waiters_behind_byte_5(&root, fr);
         set(&root, fr, F_UNLCK, 5, 1).expect("release byte 5");
         if set(&root, fr, F_WRLCK, 0, 1).is_ok() {
             // a was woken but cannot have run before the root took byte 0 back.
-            let (r, b) = wb
+            let (r, b, fb) = wb
                 .recv_timeout(Duration::from_secs(5))
                 .expect("b gets the free byte 5 while a waits again");
             assert_eq!(r, Ok(()));
@@ -878,17 +904,11 @@ fn a_woken_waiter_that_waits_again_lets_the_next_one_in() {
             assert_eq!(root.lock_waiters(fr), Ok(1), "a waits again");
             set(&root, fr, F_UNLCK, 0, 1).expect("release byte 0");
             set(&b, fb, F_UNLCK, 5, 1).expect("b lets go");
-            let (r, a) = wa.recv_timeout(TIMEOUT).expect("a returns");
-            assert_eq!(r, Ok(()));
-            set(&a, fa, F_UNLCK, 0, 0).expect("a lets go");
+            took_and_let_go(&wa, "a");
         } else {
             // a ran first and holds 0..=10.
-            let (r, a) = wa.recv_timeout(TIMEOUT).expect("a returns");
-            assert_eq!(r, Ok(()));
-            set(&a, fa, F_UNLCK, 0, 0).expect("a lets go");
-            let (r, b) = wb.recv_timeout(TIMEOUT).expect("b returns");
-            assert_eq!(r, Ok(()));
-            set(&b, fb, F_UNLCK, 0, 0).expect("b lets go");
+            took_and_let_go(&wa, "a");
+            took_and_let_go(&wb, "b");
         }
     }
     assert!(shown > 0, "no round showed the case in {ROUNDS}");
@@ -905,25 +925,12 @@ fn a_woken_waiter_interrupted_before_it_runs_lets_the_next_one_in() {
     let fr = open(&root, OpenFlags::RDWR);
     let mut shown = 0;
     for _ in 0..ROUNDS {
-        let (a, b) = (root.fork(), root.fork());
-        let (fa, fb) = (open(&a, OpenFlags::RDWR), open(&b, OpenFlags::RDWR));
-        let stop_a = a.interrupt_handle();
-        set(&root, fr, F_WRLCK, 5, 1).expect("the root holds byte 5");
-        let wa = spawn(move || {
-            let r = a.fcntl_lock(fa, LockCmd::SetLkW, &mut Flock::new(F_WRLCK, 0, 11));
-            (r, a)
-        });
-        await_waiters(&root, fr, 1);
-        let wb = spawn(move || {
-            let r = b.fcntl_lock(fb, LockCmd::SetLkW, &mut Flock::new(F_WRLCK, 5, 1));
-            (r, b)
-        });
-        await_waiters(&root, fr, 2);
+        let (stop_a, wa, wb) = two_waiters_behind_byte_5(&root, fr);
         set(&root, fr, F_UNLCK, 5, 1).expect("release byte 5");
         stop_a.interrupt();
-        let (ra, a) = wa.recv_timeout(TIMEOUT).expect("a returns");
+        let (ra, a, fa) = wa.recv_timeout(TIMEOUT).expect("a returns");
         if ra == Err(Errno::EINTR) {
-            let (r, b) = wb
+            let (r, b, fb) = wb
                 .recv_timeout(Duration::from_secs(5))
                 .expect("b gets the free byte 5 once a has gone");
             assert_eq!(r, Ok(()));
@@ -934,9 +941,7 @@ fn a_woken_waiter_interrupted_before_it_runs_lets_the_next_one_in() {
             assert_eq!(ra, Ok(()));
             a.take_interrupt();
             set(&a, fa, F_UNLCK, 0, 0).expect("a lets go");
-            let (r, b) = wb.recv_timeout(TIMEOUT).expect("b returns");
-            assert_eq!(r, Ok(()));
-            set(&b, fb, F_UNLCK, 0, 0).expect("b lets go");
+            took_and_let_go(&wb, "b");
         }
     }
     assert!(shown > 0, "no round showed the case in {ROUNDS}");

@@ -55,6 +55,12 @@ impl<T> RwLock<T> {
     pub(crate) fn write(&self) -> RwLockWriteGuard<'_, T> {
         self.0.write().unwrap_or_else(|e| e.into_inner())
     }
+
+    /// Whether anyone holds the lock, shared or exclusive (`parking_lot`'s `is_locked`): the
+    /// model checker's lock has no such query, so a write lock is tried and let go.
+    pub(crate) fn is_locked(&self) -> bool {
+        self.0.try_write().is_err()
+    }
 }
 
 /// Runs `f` with `guard`'s lock released, and takes it again (`parking_lot`'s
