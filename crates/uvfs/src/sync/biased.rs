@@ -328,9 +328,10 @@ impl<T> BiasedRwLock<T> {
                 }
             }
         }
-        let took = now_ns().saturating_sub(start);
+        let end = now_ns();
+        let took = end.saturating_sub(start);
         self.inhibit_until.store(
-            now_ns().saturating_add(took.saturating_mul(INHIBIT_FACTOR)),
+            end.saturating_add(took.saturating_mul(INHIBIT_FACTOR)),
             Ordering::Relaxed,
         );
     }

@@ -586,9 +586,11 @@ pub(crate) fn posix_lock(inode: &Inode, req: RangeRequest, wait: Wait<'_>) -> Re
             }
         }
         // A lock over bytes where the owner held none releases nothing, so it lets no
-        // waiter in (Linux wakes only the waiters of the owner's locks it changes).
-        let adds_only =
-            req.kind.is_some() && st.posix.first_own(req.owner, req.start, req.end).is_none();
+        // waiter in (Linux wakes only the waiters of the owner's locks it changes). Looked
+        // for only when someone waits: with nobody waiting `wake` does nothing anyway.
+        let adds_only = !st.waiters.is_empty()
+            && req.kind.is_some()
+            && st.posix.first_own(req.owner, req.start, req.end).is_none();
         let changed = st
             .posix
             .set(req.owner, req.pid, req.kind, req.start, req.end);
