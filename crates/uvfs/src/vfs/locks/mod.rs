@@ -428,6 +428,19 @@ fn wait_turn<'a>(
             break false;
         }
     };
+    leave(st, token);
+    if intr.is_some_and(Interrupt::take) {
+        if woken {
+            // The waiters held back for this one are due a look.
+            wake(st);
+        }
+        return Err(Errno::EINTR);
+    }
+    Ok(())
+}
+
+/// Takes the waiter `token` off the context's list and out of [`BLOCKED`] (its wait ended).
+fn leave(st: &mut LockState, token: u64) {
     let at = st
         .waiters
         .iter()
@@ -437,14 +450,6 @@ fn wait_turn<'a>(
     if me.blocker.is_some() {
         BLOCKED.lock().retain(|b| b.token != token);
     }
-    if intr.is_some_and(Interrupt::take) {
-        if woken {
-            // The waiters held back for this one are due a look.
-            wake(st);
-        }
-        return Err(Errno::EINTR);
-    }
-    Ok(())
 }
 
 /// After a change of the locks of a context, or when a woken waiter has tried again: wakes
@@ -775,19 +780,6 @@ mod tests {
             cond: Arc::new(Condvar::new()),
         });
         token
-    }
-
-    /// Takes a woken waiter off the list as `wait_turn` does when it runs.
-    fn leave(st: &mut LockState, token: u64) {
-        let at = st
-            .waiters
-            .iter()
-            .position(|w| w.token == token)
-            .expect("listed");
-        let w = st.waiters.remove(at);
-        if w.blocker.is_some() {
-            BLOCKED.lock().retain(|b| b.token != token);
-        }
     }
 
     fn woken(st: &LockState) -> Vec<u64> {
