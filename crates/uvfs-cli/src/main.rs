@@ -217,8 +217,73 @@ struct ScaleArgs {
 /// alignment - 1 bytes, a block of the next class up (`mi_malloc_is_naturally_aligned` in
 /// its src/alloc-aligned.c lacks mimalloc 2's "alignment at most 16" case): a 160-byte inode
 /// took a 192-byte block, 32 of the 363 bytes an empty file cost. See the test below.
+///
+/// [`Allocator`] passes requests aligned to at most 16 bytes, nearly all, to `mi_malloc`
+/// instead, which every block of mimalloc satisfies (std's `System` does the same with
+/// `malloc`): about 20 instructions less per allocation than `mi_malloc_aligned`'s checks
+/// (callgrind: create-unlink's five allocations, 5,728 instructions to 5,640).
 #[global_allocator]
-static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+static ALLOCATOR: Allocator = Allocator;
+
+/// mimalloc, through `mi_malloc` where the alignment allows (above).
+struct Allocator;
+
+/// Whether every `mi_malloc` block of `layout`'s size has its alignment: one of at most
+/// [`MI_MAX_ALIGN_SIZE`] and at most the size (std's `System` asks the same of `malloc`).
+#[inline]
+fn small_alignment(layout: std::alloc::Layout) -> bool {
+    layout.align() <= MI_MAX_ALIGN_SIZE && layout.align() <= layout.size()
+}
+
+/// The alignment every `mi_malloc` block of at least this size has (mimalloc's
+/// `MI_MAX_ALIGN_SIZE` on 64-bit targets); a smaller block is aligned to the largest power of
+/// two that divides its size class.
+const MI_MAX_ALIGN_SIZE: usize = 16;
+
+#[allow(unsafe_code)] // Reason: a global allocator is an unsafe trait.
+// SAFETY: each call passes the request to mimalloc: `mi_malloc` where the alignment is one
+// every block of that size has, `MiMalloc`'s aligned call otherwise; `mi_free` frees both.
+unsafe impl std::alloc::GlobalAlloc for Allocator {
+    #[inline]
+    unsafe fn alloc(&self, layout: std::alloc::Layout) -> *mut u8 {
+        if small_alignment(layout) {
+            // SAFETY: any size may be asked for; the block is aligned (above).
+            unsafe { libmimalloc_sys::mi_malloc(layout.size()).cast() }
+        } else {
+            // SAFETY: the caller's contract, passed on.
+            unsafe { mimalloc::MiMalloc.alloc(layout) }
+        }
+    }
+
+    #[inline]
+    unsafe fn alloc_zeroed(&self, layout: std::alloc::Layout) -> *mut u8 {
+        if small_alignment(layout) {
+            // SAFETY: as in `alloc`.
+            unsafe { libmimalloc_sys::mi_zalloc(layout.size()).cast() }
+        } else {
+            // SAFETY: the caller's contract, passed on.
+            unsafe { mimalloc::MiMalloc.alloc_zeroed(layout) }
+        }
+    }
+
+    #[inline]
+    unsafe fn dealloc(&self, ptr: *mut u8, layout: std::alloc::Layout) {
+        // SAFETY: the caller's contract, passed on (mimalloc frees every block with `mi_free`).
+        unsafe { mimalloc::MiMalloc.dealloc(ptr, layout) }
+    }
+
+    #[inline]
+    unsafe fn realloc(&self, ptr: *mut u8, layout: std::alloc::Layout, new_size: usize) -> *mut u8 {
+        if small_alignment(layout) {
+            // SAFETY: `ptr` is a mimalloc block (the caller's contract); the new block keeps
+            // the alignment (above).
+            unsafe { libmimalloc_sys::mi_realloc(ptr.cast(), new_size).cast() }
+        } else {
+            // SAFETY: the caller's contract, passed on.
+            unsafe { mimalloc::MiMalloc.realloc(ptr, layout, new_size) }
+        }
+    }
+}
 
 /// Parses the command line, refusing bad input before anything runs (exit status 2, as
 /// clap's), then runs the command (exit status 1 if it failed).
@@ -684,7 +749,7 @@ fn bench(a: BenchArgs) -> anyhow::Result<()> {
 #[cfg(test)]
 #[allow(unsafe_code)] // Reason: the test allocates through `GlobalAlloc` and asks mimalloc for block sizes.
 mod tests {
-    use std::alloc::{alloc, dealloc, Layout};
+    use std::alloc::{alloc, dealloc, GlobalAlloc, Layout};
 
     use super::ALLOCATOR;
 
@@ -699,8 +764,9 @@ mod tests {
             // SAFETY: the layout's size is not zero.
             let block = unsafe { alloc(layout) };
             assert!(!block.is_null());
-            // SAFETY: `block` was just allocated by the global allocator, `ALLOCATOR`.
-            let usable = unsafe { ALLOCATOR.usable_size(block) };
+            // SAFETY: `block` was just allocated by the global allocator, `ALLOCATOR`, from
+            // mimalloc.
+            let usable = unsafe { mimalloc::MiMalloc.usable_size(block) };
             assert_eq!(usable, 160, "block {} of 5000", blocks.len());
             blocks.push(block);
         }
@@ -709,5 +775,51 @@ mod tests {
             // SAFETY: allocated above with `layout`, freed once.
             unsafe { dealloc(block, layout) };
         }
+    }
+
+    /// Every block the global allocator gives is aligned as its layout asks, whether it took
+    /// `mi_malloc` or mimalloc's aligned call, allocated, zeroed or grown, including layouts
+    /// whose size is not a multiple of their alignment; and a zeroed block is zeroed. Many
+    /// blocks of each layout, so that a block aligned by luck does not hide one that is not.
+    #[test]
+    fn every_block_has_its_alignment() {
+        let mut checked = 0;
+        for align in [1, 2, 4, 8, 16, 32, 64, 128, 4096] {
+            for size in [1usize, 3, 8, 12, 16, 24, 40, 100, 128, 160, 1000, 5000] {
+                let layout = Layout::from_size_align(size, align).expect("a valid layout");
+                let grown_layout = Layout::from_size_align(size * 3, align).expect("valid");
+                let mut blocks = Vec::new();
+                for _ in 0..16 {
+                    // SAFETY: the layout's size is not zero.
+                    let block = unsafe { ALLOCATOR.alloc(layout) };
+                    assert!(!block.is_null());
+                    assert_eq!(block as usize % align, 0, "alloc {size}/{align}");
+                    // SAFETY: `block` holds `size` bytes.
+                    unsafe { block.write_bytes(0xa5, size) };
+                    // SAFETY: `block` was allocated with `layout`; the new size is not zero.
+                    let grown = unsafe { ALLOCATOR.realloc(block, layout, size * 3) };
+                    assert!(!grown.is_null());
+                    assert_eq!(grown as usize % align, 0, "realloc {size}/{align}");
+                    // SAFETY: the first `size` bytes were kept.
+                    let kept = unsafe { std::slice::from_raw_parts(grown, size) };
+                    assert!(kept.iter().all(|&b| b == 0xa5));
+                    // SAFETY: as above.
+                    let zeroed = unsafe { ALLOCATOR.alloc_zeroed(layout) };
+                    assert!(!zeroed.is_null());
+                    assert_eq!(zeroed as usize % align, 0, "alloc_zeroed {size}/{align}");
+                    // SAFETY: `zeroed` holds `size` bytes.
+                    let bytes = unsafe { std::slice::from_raw_parts(zeroed, size) };
+                    assert!(bytes.iter().all(|&b| b == 0));
+                    blocks.push((grown, grown_layout));
+                    blocks.push((zeroed, layout));
+                    checked += 1;
+                }
+                for (block, layout) in blocks {
+                    // SAFETY: allocated above with `layout`, freed once.
+                    unsafe { ALLOCATOR.dealloc(block, layout) };
+                }
+            }
+        }
+        assert_eq!(checked, 9 * 12 * 16);
     }
 }

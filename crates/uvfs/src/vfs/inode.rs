@@ -415,6 +415,20 @@ impl Inode {
         &*self.ops
     }
 
+    /// The filesystem's part as the `T` it is, without a down-cast's two virtual calls and
+    /// type comparison: for a filesystem's file operations reaching their own inode on every
+    /// read and write (tmpfs's regular files).
+    ///
+    /// # Safety
+    /// The part is a `T`: the caller made it (a file a filesystem opened on its own inode).
+    #[allow(unsafe_code)] // Reason: a pointer cast the caller vouches for, checked in debug builds.
+    #[inline]
+    pub(crate) unsafe fn ops_unchecked<T: InodeOps>(&self) -> &T {
+        debug_assert!(self.ops.as_any().is::<T>());
+        // SAFETY: the caller guarantees the part is a `T`; the reference lives as `self`.
+        unsafe { &*std::ptr::from_ref::<dyn InodeOps>(&*self.ops).cast::<T>() }
+    }
+
     /// Full mode (type and permission bits). A single load: no snapshot needed.
     #[inline]
     pub fn mode(&self) -> u32 {

@@ -18,7 +18,6 @@ use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use std::sync::Arc;
 
 use once_cell::race::OnceBox;
-use once_cell::sync::OnceCell;
 use parking_lot::Mutex;
 
 use crate::abi::{
@@ -840,12 +839,7 @@ impl InodeOps for Node {
         match self.kind {
             Kind::Reg => {
                 Node::take_open_hold(inode)?;
-                Ok(Box::new(file::RegFile {
-                    data: self
-                        .reg_data_if_made()
-                        .cloned()
-                        .map_or_else(OnceCell::new, OnceCell::with_value),
-                }))
+                Ok(Box::new(file::RegFile))
             }
             Kind::Dir => {
                 Node::take_hold(inode);
