@@ -241,8 +241,8 @@ fn small_alignment(layout: std::alloc::Layout) -> bool {
 const MI_MAX_ALIGN_SIZE: usize = 16;
 
 #[allow(unsafe_code)] // Reason: a global allocator is an unsafe trait.
-// SAFETY: each call passes the request to mimalloc: `mi_malloc` where the alignment is one
-// every block of that size has, `MiMalloc`'s aligned call otherwise; `mi_free` frees both.
+                      // SAFETY: each call passes the request to mimalloc: `mi_malloc` where the alignment is one
+                      // every block of that size has, `MiMalloc`'s aligned call otherwise; `mi_free` frees both.
 unsafe impl std::alloc::GlobalAlloc for Allocator {
     #[inline]
     unsafe fn alloc(&self, layout: std::alloc::Layout) -> *mut u8 {

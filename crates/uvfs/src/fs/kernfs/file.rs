@@ -61,6 +61,11 @@ impl FileOps for AttrFile {
         let Kind::Attr(attr) = &node.kind else {
             return Err(Errno::EINVAL);
         };
+        // A read of nothing shows nothing and copies no event count (Linux: `seq_read_iter()`
+        // returns 0 for an empty buffer first).
+        if buf.is_empty() {
+            return Ok(0);
+        }
         let mut st = self.state.lock();
         // A read from offset 0 shows the attribute again (Linux: `seq_read_iter()` restarts
         // at position 0); others are served from what the last show gave.
