@@ -79,7 +79,7 @@ impl Task {
             return Err(Errno::EEXIST);
         }
         let rofs = p.path.mnt.is_rdonly();
-        let dir = p.path.dentry.inode().ok_or(Errno::ENOENT)?.clone();
+        let dir = p.path.dentry.inode().ok_or(Errno::ENOENT)?;
         let _lock = dir.lock.write();
         // A missing name is not cached as a negative dentry: the create caches the new one.
         let child = lookup_locked_for_create(&p.path.dentry, &p.name)?;
@@ -93,7 +93,7 @@ impl Task {
             return Err(Errno::EROFS);
         }
         let cred = self.cred.borrow();
-        f(&cred, &p.path, &dir, &Name::from(&*p.name))
+        f(&cred, &p.path, dir, &Name::from(&*p.name))
     }
 
     /// `mkdirat(2)`.
@@ -300,7 +300,7 @@ impl Task {
         if p.path.mnt.is_rdonly() {
             return Err(Errno::EROFS);
         }
-        let dir = p.path.dentry.inode().ok_or(Errno::ENOENT)?.clone();
+        let dir = p.path.dentry.inode().ok_or(Errno::ENOENT)?;
         let _lock = dir.lock.write();
         let child = lookup_locked(&p.path.dentry, &p.name)?;
         let victim = child.inode().ok_or(Errno::ENOENT)?.clone();
@@ -317,7 +317,7 @@ impl Task {
         } else {
             VictimKind::NonDirectory
         };
-        may_delete(&cred, &dir, &victim, kind, p.path.dentry.is_dead())?;
+        may_delete(&cred, dir, &victim, kind, p.path.dentry.is_dead())?;
         if !rmdir && !dir.ops().has_unlink() {
             return Err(Errno::EPERM);
         }
@@ -330,13 +330,13 @@ impl Task {
         }
         if rmdir {
             child.prune_negatives();
-            dir.ops().rmdir(&dir, &p.name, &victim)?;
+            dir.ops().rmdir(dir, &p.name, &victim)?;
         } else {
-            dir.ops().unlink(&dir, &p.name, &victim)?;
+            dir.ops().unlink(dir, &p.name, &victim)?;
         }
         p.path.dentry.d_delete(&p.name, &child);
-        victim.ops().keep_parent(&victim, &dir);
-        notify::delete(&dir, &p.name, &victim);
+        victim.ops().keep_parent(&victim, dir);
+        notify::delete(dir, &p.name, &victim);
         Ok(())
     }
 
