@@ -268,7 +268,7 @@ impl File {
             SeekFrom::Current(n) => (n, Whence::CUR),
             SeekFrom::End(n) => (n, Whence::END),
         };
-        match self.task().lseek_file(&self.file, off, whence) {
+        match self.task().lseek_file(&self.file, off, whence, false) {
             Ok(n) => Ok(n as u64),
             Err(e) => Err(self.fail("seek in", e)),
         }

@@ -183,29 +183,44 @@ impl Task {
     /// `EBADF` (not open for reading, `O_PATH`), `EISDIR`, `EINVAL`.
     pub fn read(&self, fd: i32, buf: &mut [u8]) -> Result<usize> {
         let file = self.fget(fd)?;
-        self.read_file(&file, buf)
+        if notify::any_watched() {
+            return self.read_file_notified(&file, buf, file.pos_unshared());
+        }
+        self.read_file_inner(&file, buf, file.pos_unshared())
     }
 
     /// [`Task::read`] of an open file held without an fd (`uvfs::fs::File`).
     #[inline]
     pub(crate) fn read_file(&self, file: &FileDescription, buf: &mut [u8]) -> Result<usize> {
         if notify::any_watched() {
-            return self.read_file_notified(file, buf);
+            return self.read_file_notified(file, buf, false);
         }
-        self.read_file_inner(file, buf)
+        self.read_file_inner(file, buf, false)
     }
 
     /// [`Task::read_file`] once something is watched: the read, then its event (see
     /// [`notify::any_watched`]: the gate is read before the call, so that the unwatched path
     /// keeps nothing live across the filesystem's read for the hook).
     #[inline(never)]
-    fn read_file_notified(&self, file: &FileDescription, buf: &mut [u8]) -> Result<usize> {
-        let n = self.read_file_inner(file, buf)?;
+    fn read_file_notified(
+        &self,
+        file: &FileDescription,
+        buf: &mut [u8],
+        unshared: bool,
+    ) -> Result<usize> {
+        let n = self.read_file_inner(file, buf, unshared)?;
         Ok(notify::accessed(file, n))
     }
 
+    /// The read; `unshared`: the position may move without its lock
+    /// ([`crate::vfs::file::FilePos::take`]).
     #[inline(always)]
-    fn read_file_inner(&self, file: &FileDescription, buf: &mut [u8]) -> Result<usize> {
+    fn read_file_inner(
+        &self,
+        file: &FileDescription,
+        buf: &mut [u8],
+        unshared: bool,
+    ) -> Result<usize> {
         check_readable(file)?;
         // Pipes and FIFOs have no position and may block (Linux: `FMODE_STREAM` files).
         match file.inode().file_type() {
@@ -217,7 +232,7 @@ impl Task {
             FileType::Anon => return crate::fs::anon::read(self, file, buf),
             _ => {}
         }
-        let mut pos = file.pos.lock();
+        let mut pos = file.pos.take(unshared);
         verify_area(*pos as i64, buf.len())?;
         check_not_dir(file)?;
         let len = buf.len().min(MAX_RW_COUNT);
@@ -295,27 +310,41 @@ impl Task {
     /// `EBADF`, `EINVAL`, `EFBIG`, `ENOSPC`.
     pub fn write(&self, fd: i32, buf: &[u8]) -> Result<usize> {
         let file = self.fget(fd)?;
-        self.write_file(&file, buf)
+        if notify::any_watched() {
+            return self.write_file_notified(&file, buf, file.pos_unshared());
+        }
+        self.write_file_inner(&file, buf, file.pos_unshared())
     }
 
     /// [`Task::write`] to an open file held without an fd.
     #[inline]
     pub(crate) fn write_file(&self, file: &FileDescription, buf: &[u8]) -> Result<usize> {
         if notify::any_watched() {
-            return self.write_file_notified(file, buf);
+            return self.write_file_notified(file, buf, false);
         }
-        self.write_file_inner(file, buf)
+        self.write_file_inner(file, buf, false)
     }
 
     /// [`Task::write_file`] once something is watched (as [`Task::read_file`]).
     #[inline(never)]
-    fn write_file_notified(&self, file: &FileDescription, buf: &[u8]) -> Result<usize> {
-        let n = self.write_file_inner(file, buf)?;
+    fn write_file_notified(
+        &self,
+        file: &FileDescription,
+        buf: &[u8],
+        unshared: bool,
+    ) -> Result<usize> {
+        let n = self.write_file_inner(file, buf, unshared)?;
         Ok(notify::modified(file, n))
     }
 
+    /// The write; `unshared` as in [`Task::read_file_inner`].
     #[inline(always)]
-    fn write_file_inner(&self, file: &FileDescription, buf: &[u8]) -> Result<usize> {
+    fn write_file_inner(
+        &self,
+        file: &FileDescription,
+        buf: &[u8],
+        unshared: bool,
+    ) -> Result<usize> {
         check_writable(file)?;
         match file.inode().file_type() {
             FileType::Fifo => {
@@ -325,7 +354,7 @@ impl Task {
             FileType::Anon => return crate::fs::anon::write(self, file, buf),
             _ => {}
         }
-        let mut pos = file.pos.lock();
+        let mut pos = file.pos.take(unshared);
         // The position is checked even with O_APPEND, where the write then goes to the end.
         let at = verify_area(*pos as i64, buf.len())?;
         let at = if file.flags().contains(OpenFlags::APPEND) {
@@ -586,15 +615,17 @@ impl Task {
     /// `SEEK_HOLE` at or past the end.
     pub fn lseek(&self, fd: i32, offset: i64, whence: Whence) -> Result<i64> {
         let file = self.fget(fd)?;
-        self.lseek_file(&file, offset, whence)
+        self.lseek_file(&file, offset, whence, file.pos_unshared())
     }
 
-    /// [`Task::lseek`] of an open file held without an fd.
+    /// [`Task::lseek`] of an open file held without an fd; `unshared`: the position may move
+    /// without its lock ([`crate::vfs::file::FilePos::take`]).
     pub(crate) fn lseek_file(
         &self,
         file: &FileDescription,
         offset: i64,
         whence: Whence,
+        unshared: bool,
     ) -> Result<i64> {
         if file.fmode().path_only {
             return Err(Errno::EBADF);
@@ -602,7 +633,7 @@ impl Task {
         if whence.0 > Whence::HOLE.0 {
             return Err(Errno::EINVAL);
         }
-        let mut pos = file.pos.lock();
+        let mut pos = file.pos.take(unshared);
         let new = file.ops().llseek(file, offset, whence, *pos)?;
         let new_i = i64::try_from(new).map_err(|_| Errno::EOVERFLOW)?;
         *pos = new;

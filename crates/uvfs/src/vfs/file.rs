@@ -29,6 +29,90 @@ pub(crate) const SETFL_MASK: u32 = OpenFlags::APPEND.bits()
     | OpenFlags::NOATIME.bits()
     | OpenFlags::DIRECT.bits();
 
+/// A file's position (Linux: `f_pos`) and the lock that makes a read, a write or a seek
+/// through a description other threads may use move it as one step (Linux: `f_pos_lock`).
+/// Linux's `fdget_pos()` takes that lock only when the file may be used by another thread
+/// (`file_count() > 1`); so does uvfs ([`FilePos::take`], told by
+/// `vfs::task::FileRef::pos_unshared`), saving the lock's two atomic updates on a file one
+/// task alone has open.
+///
+/// The value is an atomic, read and written with relaxed loads and stores, so that a call that
+/// takes the lock and one that skips it are never a data race, whatever the decision: at worst
+/// two moves of a position would not be one step each, as on a description Linux does not
+/// lock.
+#[derive(Debug, Default)]
+pub(crate) struct FilePos {
+    /// Protects: the read-modify-write of `value` by a call that may not be alone.
+    /// Order: before the filesystem's data locks and the inode lock.
+    lock: Mutex<()>,
+    value: std::sync::atomic::AtomicU64,
+}
+
+/// A file's position, held for a call: read when taken, written back when dropped.
+pub(crate) struct PosGuard<'a> {
+    _lock: Option<parking_lot::MutexGuard<'a, ()>>,
+    cell: &'a std::sync::atomic::AtomicU64,
+    value: u64,
+}
+
+impl FilePos {
+    /// The position, under the lock.
+    #[inline]
+    pub(crate) fn lock(&self) -> PosGuard<'_> {
+        let g = self.lock.lock();
+        PosGuard {
+            _lock: Some(g),
+            cell: &self.value,
+            value: self.value.load(Ordering::Relaxed),
+        }
+    }
+
+    /// The position, under the lock unless `unshared` (the caller knows no other thread can
+    /// use the file until it returns: `vfs::task::FileRef::pos_unshared`).
+    #[inline]
+    pub(crate) fn take(&self, unshared: bool) -> PosGuard<'_> {
+        if unshared {
+            self.unshared()
+        } else {
+            self.lock()
+        }
+    }
+
+    /// The position, without the lock, for a call that knows no other thread can use the file
+    /// until it returns (Linux: `fdget_pos()` of a file whose count is 1).
+    #[inline]
+    pub(crate) fn unshared(&self) -> PosGuard<'_> {
+        PosGuard {
+            _lock: None,
+            cell: &self.value,
+            value: self.value.load(Ordering::Relaxed),
+        }
+    }
+}
+
+impl std::ops::Deref for PosGuard<'_> {
+    type Target = u64;
+    #[inline]
+    fn deref(&self) -> &u64 {
+        &self.value
+    }
+}
+
+impl std::ops::DerefMut for PosGuard<'_> {
+    #[inline]
+    fn deref_mut(&mut self) -> &mut u64 {
+        &mut self.value
+    }
+}
+
+impl Drop for PosGuard<'_> {
+    #[inline]
+    fn drop(&mut self) {
+        // Here, before the fields drop: under the lock when there is one.
+        self.cell.store(self.value, Ordering::Relaxed);
+    }
+}
+
 /// An open file description.
 pub struct FileDescription {
     /// The path and inode, counted or through the dentry's pin (`vfs::pin`).
@@ -49,9 +133,8 @@ pub struct FileDescription {
     /// Identity of the opener's credentials (`Task::cred_id`; Linux: `f_cred`).
     opener_cred: u64,
     flags: AtomicU32,
-    /// The file position (Linux: `f_pos` under `f_pos_lock`).
-    /// Order: before the filesystem's data locks and the inode lock.
-    pub(crate) pos: Mutex<u64>,
+    /// The file position (Linux: `f_pos` and `f_pos_lock`).
+    pub(crate) pos: FilePos,
     ops: Box<dyn FileOps>,
     /// The directory an `O_TMPFILE` file was made in, kept, even removed, until this file's
     /// release (Linux: `d_tmpfile()` makes the file's unnamed dentry the directory's child,
@@ -131,7 +214,7 @@ impl FileDescription {
             },
             opener_cred,
             flags: AtomicU32::new(kept),
-            pos: Mutex::new(0),
+            pos: FilePos::default(),
             ops,
             kept_dir: None,
             epoll_links: once_cell::race::OnceBox::new(),

@@ -91,6 +91,19 @@ pub(crate) enum FileRef<'a> {
     Owned(Arc<FileDescription>),
 }
 
+impl FileRef<'_> {
+    /// Whether a read, write or seek through this fd may move the file's position without
+    /// its lock ([`super::file::FilePos::take`]): when no other thread can use the file until
+    /// the call returns (Linux: `fdget_pos()` locks only a file whose count is above 1). That
+    /// is a file from the task's fd cache, which only an unshared table fills, held by that
+    /// table and the cache alone: two references, so no other fd, table, open file handle or
+    /// call in progress has it, and none can get it but through this task's table.
+    #[inline]
+    pub(crate) fn pos_unshared(&self) -> bool {
+        matches!(self, FileRef::Cached(r) if Arc::strong_count(r) == 2)
+    }
+}
+
 impl std::ops::Deref for FileRef<'_> {
     type Target = Arc<FileDescription>;
     #[inline]
