@@ -17,12 +17,12 @@ use crate::vfs::atime::touch_atime_at;
 use crate::vfs::cred::{Capabilities, Cred};
 use crate::vfs::inode::Inode;
 use crate::vfs::mount::MountRef;
-use crate::vfs::namei::{FollowLast, LastKind};
+use crate::vfs::namei::{FollowLast, Last, LastKind};
 use crate::vfs::notify;
 use crate::vfs::permission::{
     inode_permission, may_create, may_delete, owner_or_capable, VictimKind,
 };
-use crate::vfs::{Name, Task, VfsPath};
+use crate::vfs::{Dentry, Name, Task, VfsPath};
 
 /// Whether the new name of a create may end in `/`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -285,26 +285,54 @@ impl Task {
         if !(flags - AtFlags::REMOVEDIR).is_empty() {
             return Err(Errno::EINVAL);
         }
-        let p = self.parent_of(dirfd, path.as_ref())?;
+        let path = path.as_ref();
         let rmdir = flags.contains(AtFlags::REMOVEDIR);
+        // The removal runs inside the walk, on the parent as the walk holds it: borrowed, so
+        // no count of the directory's dentry is written (Linux's `filename_parentat()` takes
+        // one and `path_put()` drops it), a line every thread removing names in that
+        // directory would write.
+        self.with_path(
+            dirfd,
+            path,
+            EmptyPath::Reject,
+            ResolveFlags::empty(),
+            |w, start| {
+                let (p, last) = w.walk_parent(start, path)?;
+                // A use of the parent's mount, which the call holds to its end (Linux:
+                // `path_put()`), as `parent_of`'s callers do.
+                p.mnt.touch();
+                self.unlink_in(p.mnt.arc(), p.dentry.arc(), &last, rmdir)
+            },
+        )
+    }
+
+    /// [`Task::unlinkat`] of `last` in the directory `parent` (a dentry of `mnt`).
+    fn unlink_in(
+        &self,
+        mnt: &MountRef,
+        parent: &Arc<Dentry>,
+        last: &Last<'_>,
+        rmdir: bool,
+    ) -> Result<()> {
         if rmdir {
-            match p.kind {
+            match last.kind {
                 LastKind::DotDot => return Err(Errno::ENOTEMPTY),
                 LastKind::Dot => return Err(Errno::EINVAL),
                 LastKind::Root => return Err(Errno::EBUSY),
                 LastKind::Normal => {}
             }
-        } else if p.kind != LastKind::Normal {
+        } else if last.kind != LastKind::Normal {
             return Err(Errno::EISDIR);
         }
-        if p.path.mnt.is_rdonly() {
+        if mnt.is_rdonly() {
             return Err(Errno::EROFS);
         }
-        let dir = p.path.dentry.inode().ok_or(Errno::ENOENT)?;
+        let name = &last.name;
+        let dir = parent.inode().ok_or(Errno::ENOENT)?;
         let _lock = dir.lock.write();
-        let child = lookup_locked(&p.path.dentry, &p.name)?;
+        let child = lookup_locked(parent, name)?;
         let victim = child.inode().ok_or(Errno::ENOENT)?.clone();
-        if !rmdir && p.trailing_slash {
+        if !rmdir && last.trailing_slash {
             return Err(if victim.is_dir() {
                 Errno::EISDIR
             } else {
@@ -317,7 +345,7 @@ impl Task {
         } else {
             VictimKind::NonDirectory
         };
-        may_delete(&cred, dir, &victim, kind, p.path.dentry.is_dead())?;
+        may_delete(&cred, dir, &victim, kind, parent.is_dead())?;
         if !rmdir && !dir.ops().has_unlink() {
             return Err(Errno::EPERM);
         }
@@ -330,13 +358,13 @@ impl Task {
         }
         if rmdir {
             child.prune_negatives();
-            dir.ops().rmdir(dir, &p.name, &victim)?;
+            dir.ops().rmdir(dir, name, &victim)?;
         } else {
-            dir.ops().unlink(dir, &p.name, &victim)?;
+            dir.ops().unlink(dir, name, &victim)?;
         }
-        p.path.dentry.d_delete(&p.name, &child);
+        parent.d_delete(name, &child);
         victim.ops().keep_parent(&victim, dir);
-        notify::delete(dir, &p.name, &victim);
+        notify::delete(dir, name, &victim);
         Ok(())
     }
 
