@@ -17,7 +17,7 @@ use crate::vfs::atime::touch_atime_at;
 use crate::vfs::cred::{Capabilities, Cred};
 use crate::vfs::inode::Inode;
 use crate::vfs::mount::MountRef;
-use crate::vfs::namei::{FollowLast, Last, LastKind};
+use crate::vfs::namei::{FollowLast, Last, LastKind, Pos};
 use crate::vfs::notify;
 use crate::vfs::permission::{
     inode_permission, may_create, may_delete, owner_or_capable, VictimKind,
@@ -44,7 +44,14 @@ struct Parent<'p> {
 ///
 /// `mkdirat`, `mknodat`, `symlinkat`, `linkat`, `unlinkat`, `renameat2`, `readlinkat`.
 impl Task {
-    fn parent_of<'p>(&self, dirfd: i32, path: &'p [u8]) -> Result<Parent<'p>> {
+    /// Walks to the parent of `path`'s last component and runs `f` on it inside the walk,
+    /// where the parent is borrowed (no count of it written).
+    fn with_parent<'p, R>(
+        &self,
+        dirfd: i32,
+        path: &'p [u8],
+        f: impl for<'w> FnOnce(&Pos<'w>, Last<'p>) -> Result<R>,
+    ) -> Result<R> {
         self.with_path(
             dirfd,
             path,
@@ -55,14 +62,21 @@ impl Task {
                 // The call holds the parent and puts it at its end (Linux: `path_put()` of
                 // `filename_parentat()`'s path): a use of its mount.
                 p.mnt.touch();
-                Ok(Parent {
-                    path: p.to_path(),
-                    name: last.name,
-                    kind: last.kind,
-                    trailing_slash: last.trailing_slash,
-                })
+                f(&p, last)
             },
         )
+    }
+
+    /// The parent of `path`'s last component, counted, for calls that keep it past the walk.
+    fn parent_of<'p>(&self, dirfd: i32, path: &'p [u8]) -> Result<Parent<'p>> {
+        self.with_parent(dirfd, path, |p, last| {
+            Ok(Parent {
+                path: p.to_path(),
+                name: last.name,
+                kind: last.kind,
+                trailing_slash: last.trailing_slash,
+            })
+        })
     }
 
     /// Resolves the parent of a new name, locks it and checks the name is free, then runs `f`
@@ -291,19 +305,9 @@ impl Task {
         // no count of the directory's dentry is written (Linux's `filename_parentat()` takes
         // one and `path_put()` drops it), a line every thread removing names in that
         // directory would write.
-        self.with_path(
-            dirfd,
-            path,
-            EmptyPath::Reject,
-            ResolveFlags::empty(),
-            |w, start| {
-                let (p, last) = w.walk_parent(start, path)?;
-                // A use of the parent's mount, which the call holds to its end (Linux:
-                // `path_put()`), as `parent_of`'s callers do.
-                p.mnt.touch();
-                self.unlink_in(p.mnt.arc(), p.dentry.arc(), &last, rmdir)
-            },
-        )
+        self.with_parent(dirfd, path, |p, last| {
+            self.unlink_in(p.mnt.arc(), p.dentry.arc(), &last, rmdir)
+        })
     }
 
     /// [`Task::unlinkat`] of `last` in the directory `parent` (a dentry of `mnt`).
