@@ -386,6 +386,16 @@ impl Gen {
                 mask & READERS_EVENTS != 0
                     && guide.on_sysfs_at(dirfd, path.as_deref().unwrap_or_default())
             }
+            // Not a bug: an advisory lock on a sysfs node is the machine's node's, which other
+            // processes (the other host worker's seeds among them) may lock or test at the
+            // same time, so a `flock` or a record lock there can find theirs (CASES.md,
+            // "sysfs"; random seed 110456, whose `flock LOCK_EX|LOCK_NB` met EAGAIN on the host
+            // with two workers and matched with one).
+            Op::Flock { fd, .. }
+            | Op::Fcntl {
+                fd,
+                cmd: crate::op::Fcntl::Lock(..),
+            } => guide.fd_on_sysfs(self.guide_fds.get(fd)),
             // Not a bug: a listing of a sysfs directory above a topology one shows the
             // machine's entries (CASES.md, "sysfs").
             Op::Listdir { path } => guide.sysfs_dir_with_subdirs(AT_FDCWD, Some(path)),
@@ -404,7 +414,7 @@ mod tests {
     /// seeds and ops of the family to matter.
     #[test]
     fn sysfs_seeds_mount_first_and_never_change_the_sysfs() {
-        let (mut seeds, mut family, mut checked) = (0, 0, 0);
+        let (mut seeds, mut family, mut checked, mut locks) = (0, 0, 0, 0);
         for seed in 0..300 {
             let case = generate(seed, Shape::default());
             let prelude = prelude();
@@ -448,6 +458,21 @@ mod tests {
                     "seed {seed} step {k}: {}",
                     s.text
                 );
+                // No advisory lock on a sysfs node: the machine's node, which other processes
+                // lock too (`meets_open_sysfs_bug`).
+                if let Op::Flock { fd, .. }
+                | Op::Fcntl {
+                    fd,
+                    cmd: crate::op::Fcntl::Lock(..),
+                } = &s.op
+                {
+                    assert!(
+                        !guide.fd_on_sysfs(fds.get(fd)),
+                        "seed {seed} step {k}: {}",
+                        s.text
+                    );
+                    locks += 1;
+                }
                 if s.text.contains("/cpu/") {
                     family += 1;
                 }
@@ -458,6 +483,10 @@ mod tests {
             }
         }
         assert!(seeds >= 10, "only {seeds} sysfs seeds in 300");
+        assert!(
+            locks >= seeds / 2,
+            "only {locks} advisory locks in {seeds} seeds"
+        );
         assert!(checked >= 10 * seeds, "only {checked} snapshots checked");
         assert!(
             family >= 10 * seeds,
