@@ -218,69 +218,79 @@ struct ScaleArgs {
 /// its src/alloc-aligned.c lacks mimalloc 2's "alignment at most 16" case): a 160-byte inode
 /// took a 192-byte block, 32 of the 363 bytes an empty file cost. See the test below.
 ///
-/// [`Allocator`] passes requests aligned to at most 16 bytes, nearly all, to `mi_malloc`
+/// [`alloc::Allocator`] passes requests aligned to at most 16 bytes, nearly all, to `mi_malloc`
 /// instead, which every block of mimalloc satisfies (std's `System` does the same with
 /// `malloc`): about 20 instructions less per allocation than `mi_malloc_aligned`'s checks
 /// (callgrind: create-unlink's five allocations, 5,728 instructions to 5,640).
 #[global_allocator]
-static ALLOCATOR: Allocator = Allocator;
+static ALLOCATOR: alloc::Allocator = alloc::Allocator;
 
-/// mimalloc, through `mi_malloc` where the alignment allows (above).
-struct Allocator;
+/// The binary's global allocator (above).
+mod alloc {
+    #![allow(unsafe_code)] // Reason: a global allocator is an unsafe trait.
 
-/// Whether every `mi_malloc` block of `layout`'s size has its alignment: one of at most
-/// [`MI_MAX_ALIGN_SIZE`] and at most the size (std's `System` asks the same of `malloc`).
-#[inline]
-fn small_alignment(layout: std::alloc::Layout) -> bool {
-    layout.align() <= MI_MAX_ALIGN_SIZE && layout.align() <= layout.size()
-}
+    /// mimalloc, through `mi_malloc` where the alignment allows (above).
+    pub(crate) struct Allocator;
 
-/// The alignment every `mi_malloc` block of at least this size has (mimalloc's
-/// `MI_MAX_ALIGN_SIZE` on 64-bit targets); a smaller block is aligned to the largest power of
-/// two that divides its size class.
-const MI_MAX_ALIGN_SIZE: usize = 16;
-
-#[allow(unsafe_code)] // Reason: a global allocator is an unsafe trait.
-                      // SAFETY: each call passes the request to mimalloc: `mi_malloc` where the alignment is one
-                      // every block of that size has, `MiMalloc`'s aligned call otherwise; `mi_free` frees both.
-unsafe impl std::alloc::GlobalAlloc for Allocator {
+    /// Whether every `mi_malloc` block of `layout`'s size has its alignment: one of at most
+    /// [`MI_MAX_ALIGN_SIZE`] and at most the size (std's `System` asks the same of `malloc`).
     #[inline]
-    unsafe fn alloc(&self, layout: std::alloc::Layout) -> *mut u8 {
-        if small_alignment(layout) {
-            // SAFETY: any size may be asked for; the block is aligned (above).
-            unsafe { libmimalloc_sys::mi_malloc(layout.size()).cast() }
-        } else {
-            // SAFETY: the caller's contract, passed on.
-            unsafe { mimalloc::MiMalloc.alloc(layout) }
+    fn small_alignment(layout: std::alloc::Layout) -> bool {
+        layout.align() <= MI_MAX_ALIGN_SIZE && layout.align() <= layout.size()
+    }
+
+    /// The alignment every `mi_malloc` block of at least this size has (mimalloc's
+    /// `MI_MAX_ALIGN_SIZE` on 64-bit targets); a smaller block is aligned to the largest
+    /// power of two that divides its size class.
+    const MI_MAX_ALIGN_SIZE: usize = 16;
+
+    // SAFETY: each call passes the request to mimalloc: `mi_malloc` where the alignment is one
+    // every block of that size has, `MiMalloc`'s aligned call otherwise; `mi_free` frees both.
+    unsafe impl std::alloc::GlobalAlloc for Allocator {
+        #[inline]
+        unsafe fn alloc(&self, layout: std::alloc::Layout) -> *mut u8 {
+            if small_alignment(layout) {
+                // SAFETY: any size may be asked for; the block is aligned (above).
+                unsafe { libmimalloc_sys::mi_malloc(layout.size()).cast() }
+            } else {
+                // SAFETY: the caller's contract, passed on.
+                unsafe { mimalloc::MiMalloc.alloc(layout) }
+            }
         }
-    }
 
-    #[inline]
-    unsafe fn alloc_zeroed(&self, layout: std::alloc::Layout) -> *mut u8 {
-        if small_alignment(layout) {
-            // SAFETY: as in `alloc`.
-            unsafe { libmimalloc_sys::mi_zalloc(layout.size()).cast() }
-        } else {
-            // SAFETY: the caller's contract, passed on.
-            unsafe { mimalloc::MiMalloc.alloc_zeroed(layout) }
+        #[inline]
+        unsafe fn alloc_zeroed(&self, layout: std::alloc::Layout) -> *mut u8 {
+            if small_alignment(layout) {
+                // SAFETY: as in `alloc`.
+                unsafe { libmimalloc_sys::mi_zalloc(layout.size()).cast() }
+            } else {
+                // SAFETY: the caller's contract, passed on.
+                unsafe { mimalloc::MiMalloc.alloc_zeroed(layout) }
+            }
         }
-    }
 
-    #[inline]
-    unsafe fn dealloc(&self, ptr: *mut u8, layout: std::alloc::Layout) {
-        // SAFETY: the caller's contract, passed on (mimalloc frees every block with `mi_free`).
-        unsafe { mimalloc::MiMalloc.dealloc(ptr, layout) }
-    }
+        #[inline]
+        unsafe fn dealloc(&self, ptr: *mut u8, layout: std::alloc::Layout) {
+            // SAFETY: the caller's contract, passed on (mimalloc frees every block with
+            // `mi_free`).
+            unsafe { mimalloc::MiMalloc.dealloc(ptr, layout) }
+        }
 
-    #[inline]
-    unsafe fn realloc(&self, ptr: *mut u8, layout: std::alloc::Layout, new_size: usize) -> *mut u8 {
-        if small_alignment(layout) {
-            // SAFETY: `ptr` is a mimalloc block (the caller's contract); the new block keeps
-            // the alignment (above).
-            unsafe { libmimalloc_sys::mi_realloc(ptr.cast(), new_size).cast() }
-        } else {
-            // SAFETY: the caller's contract, passed on.
-            unsafe { mimalloc::MiMalloc.realloc(ptr, layout, new_size) }
+        #[inline]
+        unsafe fn realloc(
+            &self,
+            ptr: *mut u8,
+            layout: std::alloc::Layout,
+            new_size: usize,
+        ) -> *mut u8 {
+            if small_alignment(layout) {
+                // SAFETY: `ptr` is a mimalloc block (the caller's contract); the new block keeps
+                // the alignment (above).
+                unsafe { libmimalloc_sys::mi_realloc(ptr.cast(), new_size).cast() }
+            } else {
+                // SAFETY: the caller's contract, passed on.
+                unsafe { mimalloc::MiMalloc.realloc(ptr, layout, new_size) }
+            }
         }
     }
 }

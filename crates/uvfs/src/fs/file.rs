@@ -287,7 +287,7 @@ impl std::fmt::Debug for File {
 impl Read for &File {
     #[inline]
     fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
-        match self.task().read_file(&self.file, buf) {
+        match self.task().read_file(&self.file, buf, false) {
             Ok(n) => Ok(n),
             Err(e) => Err(self.fail("read from", e)),
         }
@@ -304,7 +304,7 @@ impl Read for File {
 impl Write for &File {
     #[inline]
     fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
-        match self.task().write_file(&self.file, buf) {
+        match self.task().write_file(&self.file, buf, false) {
             Ok(n) => Ok(n),
             Err(e) => Err(self.fail("write to", e)),
         }

@@ -183,19 +183,22 @@ impl Task {
     /// `EBADF` (not open for reading, `O_PATH`), `EISDIR`, `EINVAL`.
     pub fn read(&self, fd: i32, buf: &mut [u8]) -> Result<usize> {
         let file = self.fget(fd)?;
-        if notify::any_watched() {
-            return self.read_file_notified(&file, buf, file.pos_unshared());
-        }
-        self.read_file_inner(&file, buf, file.pos_unshared())
+        self.read_file(&file, buf, file.pos_unshared())
     }
 
-    /// [`Task::read`] of an open file held without an fd (`uvfs::fs::File`).
+    /// [`Task::read`] of an open file held without an fd (`uvfs::fs::File`), or through one;
+    /// `unshared`: the position may move without its lock ([`crate::vfs::file::FilePos::take`]).
     #[inline]
-    pub(crate) fn read_file(&self, file: &FileDescription, buf: &mut [u8]) -> Result<usize> {
+    pub(crate) fn read_file(
+        &self,
+        file: &FileDescription,
+        buf: &mut [u8],
+        unshared: bool,
+    ) -> Result<usize> {
         if notify::any_watched() {
-            return self.read_file_notified(file, buf, false);
+            return self.read_file_notified(file, buf, unshared);
         }
-        self.read_file_inner(file, buf, false)
+        self.read_file_inner(file, buf, unshared)
     }
 
     /// [`Task::read_file`] once something is watched: the read, then its event (see
@@ -212,8 +215,6 @@ impl Task {
         Ok(notify::accessed(file, n))
     }
 
-    /// The read; `unshared`: the position may move without its lock
-    /// ([`crate::vfs::file::FilePos::take`]).
     #[inline(always)]
     fn read_file_inner(
         &self,
@@ -310,19 +311,22 @@ impl Task {
     /// `EBADF`, `EINVAL`, `EFBIG`, `ENOSPC`.
     pub fn write(&self, fd: i32, buf: &[u8]) -> Result<usize> {
         let file = self.fget(fd)?;
-        if notify::any_watched() {
-            return self.write_file_notified(&file, buf, file.pos_unshared());
-        }
-        self.write_file_inner(&file, buf, file.pos_unshared())
+        self.write_file(&file, buf, file.pos_unshared())
     }
 
-    /// [`Task::write`] to an open file held without an fd.
+    /// [`Task::write`] to an open file held without an fd, or through one; `unshared` as in
+    /// [`Task::read_file`].
     #[inline]
-    pub(crate) fn write_file(&self, file: &FileDescription, buf: &[u8]) -> Result<usize> {
+    pub(crate) fn write_file(
+        &self,
+        file: &FileDescription,
+        buf: &[u8],
+        unshared: bool,
+    ) -> Result<usize> {
         if notify::any_watched() {
-            return self.write_file_notified(file, buf, false);
+            return self.write_file_notified(file, buf, unshared);
         }
-        self.write_file_inner(file, buf, false)
+        self.write_file_inner(file, buf, unshared)
     }
 
     /// [`Task::write_file`] once something is watched (as [`Task::read_file`]).
@@ -337,7 +341,6 @@ impl Task {
         Ok(notify::modified(file, n))
     }
 
-    /// The write; `unshared` as in [`Task::read_file_inner`].
     #[inline(always)]
     fn write_file_inner(
         &self,
