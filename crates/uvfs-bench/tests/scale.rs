@@ -463,6 +463,49 @@ fn quick_scale_run_covers_every_testcase_and_mode_and_writes_outputs() {
     );
 }
 
+/// The copy counts of one testcase and mode take their samples in turn (1 2 4 1 2 4 ...), so
+/// that a drift of the machine during the run moves every copy count's figures alike and the
+/// speed-ups stay comparable; the files every count needs are there from one setup. Oracle: the
+/// order of the samples in the JSON lines, and a complete row per copy count.
+#[test]
+fn the_copy_counts_of_a_testcase_take_their_samples_in_turn() {
+    let mut columns: Vec<Box<dyn ScaleColumn>> = vec![Box::new(UvfsScale::new())];
+    let mut opts = ScaleOptions::new(
+        vec![Testcase::Open2, Testcase::Pread3],
+        vec![Mode::Processes],
+        vec![1, 2, 4],
+        true,
+    );
+    opts.iterations = 3;
+    opts.sample_time = std::time::Duration::from_micros(500);
+    let mut json = Vec::new();
+    let r = run_scale(&opts, &mut columns, &ProgressBar::hidden(), Some(&mut json)).expect("run");
+    assert!(!r.failed, "no column may fail: {:#?}", r.rows);
+    let order: Vec<(String, u64)> = String::from_utf8(json)
+        .expect("utf-8")
+        .lines()
+        .filter(|l| l.contains("\"type\":\"scale-sample\""))
+        .map(|l| {
+            let v: serde_json::Value = serde_json::from_str(l).expect("json");
+            (
+                v["testcase"].as_str().expect("testcase").to_string(),
+                v["copies"].as_u64().expect("copies"),
+            )
+        })
+        .collect();
+    let mut want = Vec::new();
+    for t in ["open2", "pread3"] {
+        for _ in 0..3 {
+            want.extend([1, 2, 4].map(|c| (t.to_string(), c)));
+        }
+    }
+    assert_eq!(order, want);
+    assert_eq!(r.rows.len(), 6);
+    for row in &r.rows {
+        assert_eq!(row.columns[0].samples.len(), 3, "{:?}", row.config);
+    }
+}
+
 /// Oracle: Linux's default fd limit (1024) is below what 16 copies of poll2 hold in one table
 /// (2048 fds); each column makes room for them, so the run completes with every copy's status
 /// clean.

@@ -20,7 +20,11 @@
 //! ended between 4 and 27-39 ms after the start, and the host's own 16-copy aggregate of
 //! unlink2 (processes) came out at 0.88-0.90x its 2-copy aggregate that way, 0.99-1.02x in the
 //! window.
-//! The two columns alternate sample by sample, as the suite's other workloads do.
+//! The two columns alternate sample by sample, as the suite's other workloads do, and so do
+//! the copy counts of one testcase and mode (one setup for the most copies serves them all:
+//! each copy uses only its own files). Run one count after the other, the speed-ups moved with
+//! the machine between them: unlink2 on 2 processes came out at 1.25x and 2.08x of one copy in
+//! two runs of one binary minutes apart (2026-11-29).
 
 pub mod board;
 pub mod calls;

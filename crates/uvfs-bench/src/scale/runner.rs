@@ -1,6 +1,7 @@
 //! Runs the scale suite: every configuration on both columns, the columns alternating sample
 //! by sample (host uvfs host uvfs …) so that machine drift hits them alike, as the seed
-//! workloads' runner does.
+//! workloads' runner does, and the copy counts of one testcase and mode taking their samples
+//! in turn too (1 2 4 16 1 2 4 16 …), so that drift hits the speed-ups alike.
 
 use std::io::Write;
 use std::time::Duration;
@@ -144,84 +145,129 @@ pub fn run_scale(
     );
     let mut failed = false;
     let mut rows = Vec::new();
-    for cfg in &configs {
-        let label = format!(
-            "scale {} {} copies={}",
-            cfg.testcase.name(),
-            cfg.mode.name(),
-            cfg.copies
-        );
-        let mut results: Vec<ScaleColumnResult> = Vec::new();
-        // Set up and calibrate (the warm-up) every column, untimed in the results.
-        for c in columns.iter_mut() {
-            progress.set_message(format!("{label} {} (setup)", c.name()));
-            let mut r = ScaleColumnResult {
-                column: c.name(),
-                skipped: None,
-                error: None,
-                ops_per_copy: 0,
-                samples: Vec::new(),
-                summary: None,
-            };
-            match c.supports(cfg) {
-                Support::No(why) => r.skipped = Some(why),
-                Support::Yes => match c
-                    .setup(cfg)
-                    .and_then(|()| calibrate(c.as_mut(), cfg, opts.sample_time))
-                {
-                    Ok(n) => r.ops_per_copy = n,
-                    Err(e) => {
-                        r.error = Some(format!("{e:#}"));
-                        failed = true;
+    // One group per testcase and mode: its copy counts share one setup and take their
+    // samples in turn, so that the speed-ups (ratios between copy counts) are measured under
+    // the same drift of the machine as the columns' ratio is.
+    for group in configs.chunk_by(|a, b| a.testcase == b.testcase && a.mode == b.mode) {
+        let largest = group
+            .iter()
+            .copied()
+            .max_by_key(|c| c.copies)
+            .expect("chunks are not empty");
+        // `results[k][c]`: column `c` on the group's `k`th copy count.
+        let mut results: Vec<Vec<ScaleColumnResult>> = group
+            .iter()
+            .map(|_| {
+                columns
+                    .iter()
+                    .map(|c| ScaleColumnResult {
+                        column: c.name(),
+                        skipped: None,
+                        error: None,
+                        ops_per_copy: 0,
+                        samples: Vec::new(),
+                        summary: None,
+                    })
+                    .collect()
+            })
+            .collect();
+        // Set up every column once, for the largest copy count (a plan for fewer copies is
+        // part of it: each copy uses only its own files, and the limits fit the most copies),
+        // and calibrate each copy count (the warm-up), untimed in the results.
+        for (ci, c) in columns.iter_mut().enumerate() {
+            let supported: Vec<bool> = group
+                .iter()
+                .zip(results.iter_mut())
+                .map(|(cfg, rs)| match c.supports(cfg) {
+                    Support::No(why) => {
+                        rs[ci].skipped = Some(why);
+                        false
                     }
-                },
+                    Support::Yes => true,
+                })
+                .collect();
+            if !supported.contains(&true) {
+                progress.inc(group.len() as u64);
+                continue;
             }
-            progress.inc(1);
-            results.push(r);
-        }
-        // Interleaved samples.
-        for it in 0..opts.iterations {
-            for (c, r) in columns.iter_mut().zip(results.iter_mut()) {
+            progress.set_message(format!(
+                "scale {} {} {} (setup)",
+                largest.testcase.name(),
+                largest.mode.name(),
+                c.name()
+            ));
+            let set_up = c.setup(&largest);
+            for ((cfg, rs), ok) in group.iter().zip(results.iter_mut()).zip(&supported) {
                 progress.inc(1);
-                if r.skipped.is_some() || r.error.is_some() {
+                if !ok {
                     continue;
                 }
-                progress.set_message(format!(
-                    "{label} {} ({}/{})",
-                    c.name(),
-                    it + 1,
-                    opts.iterations
-                ));
-                match c.run(cfg, r.ops_per_copy) {
-                    Ok(run) => {
-                        let ops_per_s = run.ops as f64 / run.elapsed.as_secs_f64().max(1e-9);
-                        r.samples.push(ops_per_s);
-                        if let Some(j) = json.as_deref_mut() {
-                            let line = json!({"type": "scale-sample", "testcase": cfg.testcase,
-                                "mode": cfg.mode, "copies": cfg.copies, "column": c.name(),
-                                "iteration": it, "ops_per_copy": r.ops_per_copy, "ops": run.ops,
-                                "elapsed_ns": run.elapsed.as_nanos() as u64,
-                                "ops_per_s": ops_per_s});
-                            writeln!(j, "{line}")?;
-                        }
-                    }
+                match set_up
+                    .as_ref()
+                    .map_err(|e| anyhow::anyhow!("{e:#}"))
+                    .and_then(|()| calibrate(c.as_mut(), cfg, opts.sample_time))
+                {
+                    Ok(n) => rs[ci].ops_per_copy = n,
                     Err(e) => {
-                        r.error = Some(format!("{e:#}"));
+                        rs[ci].error = Some(format!("{e:#}"));
                         failed = true;
                     }
                 }
             }
         }
-        for (c, r) in columns.iter_mut().zip(results.iter_mut()) {
-            c.teardown();
-            if !r.samples.is_empty() {
-                r.summary = Some(Summary::of(&r.samples));
+        // Interleaved samples: copy counts in turn, and within each the columns in turn.
+        for it in 0..opts.iterations {
+            for (cfg, rs) in group.iter().zip(results.iter_mut()) {
+                for (c, r) in columns.iter_mut().zip(rs.iter_mut()) {
+                    progress.inc(1);
+                    if r.skipped.is_some() || r.error.is_some() {
+                        continue;
+                    }
+                    progress.set_message(format!(
+                        "scale {} {} copies={} {} ({}/{})",
+                        cfg.testcase.name(),
+                        cfg.mode.name(),
+                        cfg.copies,
+                        c.name(),
+                        it + 1,
+                        opts.iterations
+                    ));
+                    match c.run(cfg, r.ops_per_copy) {
+                        Ok(run) => {
+                            let ops_per_s = run.ops as f64 / run.elapsed.as_secs_f64().max(1e-9);
+                            r.samples.push(ops_per_s);
+                            if let Some(j) = json.as_deref_mut() {
+                                let line = json!({"type": "scale-sample",
+                                    "testcase": cfg.testcase, "mode": cfg.mode,
+                                    "copies": cfg.copies, "column": c.name(), "iteration": it,
+                                    "ops_per_copy": r.ops_per_copy, "ops": run.ops,
+                                    "elapsed_ns": run.elapsed.as_nanos() as u64,
+                                    "ops_per_s": ops_per_s});
+                                writeln!(j, "{line}")?;
+                            }
+                        }
+                        Err(e) => {
+                            r.error = Some(format!("{e:#}"));
+                            failed = true;
+                        }
+                    }
+                }
             }
         }
-        rows.push(ScaleRow {
-            config: *cfg,
-            columns: results,
-        });
+        for c in columns.iter_mut() {
+            c.teardown();
+        }
+        for (cfg, mut rs) in group.iter().zip(results) {
+            for r in &mut rs {
+                if !r.samples.is_empty() {
+                    r.summary = Some(Summary::of(&r.samples));
+                }
+            }
+            rows.push(ScaleRow {
+                config: *cfg,
+                columns: rs,
+            });
+        }
     }
     progress.set_message("measuring the cache-line round trip");
     let line_after = cache_line_round_trip();
