@@ -1,6 +1,7 @@
 //! Seeded, bounded concurrency tests of open files, through the public `sys` API: an open for
 //! writing against a remount read-only, and the fds of a table two tasks share against a
-//! thread that closes and grows it. The rules are those of `tests/concurrency.rs` (the same
+//! thread that closes and grows it (and, single-threaded, each fd of a shared table reading its
+//! own file through the lock-free path). The rules are those of `tests/concurrency.rs` (the same
 //! harness): every check counted and every count asserted, no sleeps, every loop bounded, a
 //! panic on any thread fails the test, a hang is declared after a deadline; seed
 //! `UVFS_STRESS_SEED`. Split from `tests/concurrency.rs` to keep files short.
@@ -303,6 +304,57 @@ fn fds_of_a_shared_table_name_their_files_while_another_thread_closes_and_grows(
         reader.rounds > 0 && growths > 0,
         "the reader read and the table grew"
     );
+}
+
+/// Each fd of a table two tasks share reads its own file through the table's lock-free
+/// path, after its first read published it: the fds beside the table's lock (0 to 3) and
+/// those in its published array, and again after every other fd was closed and a new file
+/// opened at it. Oracle: the byte each file was written with (POSIX: an fd names the file the
+/// call that returned it opened, until it is closed). Single-threaded: the reads of the
+/// second task go through `FdTable::get`, as any task's do on a shared table.
+#[test]
+#[cfg_attr(
+    any(loom, feature = "shuttle"),
+    ignore = "skipped: uvfs built with loom/shuttle primitives, which work only inside a model"
+)]
+fn each_fd_of_a_shared_table_reads_its_own_file() {
+    const FILES: u8 = 12;
+    let vfs = Vfs::new();
+    let t = vfs.task(Cred::root());
+    let other = t.clone_thread();
+    let open = |name: String, byte: u8| {
+        let fd = t
+            .openat(AT_FDCWD, &name, OpenFlags::CREAT | OpenFlags::RDWR, 0o644)
+            .expect("create");
+        assert_eq!(t.write(fd, &[byte]), Ok(1));
+        fd
+    };
+    let mut fds: Vec<(i32, u8)> = (0..FILES)
+        .map(|i| (open(format!("/f{i}"), b'a' + i), b'a' + i))
+        .collect();
+    let mut checks = 0;
+    let mut check_all = |fds: &[(i32, u8)]| {
+        for _ in 0..3 {
+            for &(fd, byte) in fds {
+                let mut buf = [0u8; 1];
+                assert_eq!(other.pread(fd, &mut buf, 0), Ok(1), "fd {fd}");
+                assert_eq!(buf[0], byte, "fd {fd}");
+                checks += 1;
+            }
+        }
+    };
+    check_all(&fds);
+    for (fd, _) in fds.iter().step_by(2) {
+        t.close(*fd).expect("close");
+    }
+    for (i, e) in fds.iter_mut().enumerate().step_by(2) {
+        let byte = b'A' + i as u8;
+        let fd = open(format!("/g{i}"), byte);
+        assert_eq!(fd, e.0, "the lowest free fd");
+        *e = (fd, byte);
+    }
+    check_all(&fds);
+    assert_eq!(checks, 2 * 3 * usize::from(FILES));
 }
 
 /// Pinned dentries (`vfs::pin`): two readers open one name over and over, each keeping an

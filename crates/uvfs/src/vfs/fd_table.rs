@@ -1,25 +1,27 @@
 //! The file descriptor table. Linux: `struct files_struct`, fs/file.c.
 //!
 //! # Locking
-//! `inner` (a mutex) holds the table: each open fd's file and close-on-exec flag, the lowest
-//! fd that may be free, the limit. Every change takes it. `published` lets [`FdTable::get`]
-//! find the file of an fd without the lock and without writing anything another fd's `get`
-//! writes (Linux: `fdget()` reads `files->fdt` under RCU and takes a reference with
-//! `get_file_rcu()`): an array of pointers, one per fd, each null or owning a weak reference
-//! (`Weak<FileDescription>`) to the file open at that fd. Only holders of `inner` write it.
+//! `inner` (a mutex) holds the table: each open fd's file and close-on-exec flag. Every change
+//! takes it; the lowest free fd and the limits are atomics written under it and read without
+//! it. `published` and `Locked::low_published` let [`FdTable::get`] find the file of an fd
+//! without the lock and without writing anything another fd's `get` writes (Linux: `fdget()`
+//! reads `files->fdt` under RCU and takes a reference with `get_file_rcu()`): pointers, one per
+//! fd, each null or owning a weak reference (`Weak<FileDescription>`) to the file open at that
+//! fd, those of the fds below [`LOW`] beside the lock and the rest in an array that doubles as
+//! it fills. Only holders of `inner` write them.
 //!
 //! Publication is lazy: an fd's pointer is set by the first `get` of the fd, which finds it
 //! null and takes the lock (`get_slow`); closing or replacing the fd sets it back to null. So
 //! a file opened and closed without a `get` (an open and a close, a dup and a close) costs the
 //! table nothing more than the lock, and a `get` after the first is lock-free: it loads the
-//! array and the fd's pointer under an epoch guard (`sync::rcu`) and upgrades the weak
-//! reference, which fails once the file's last strong reference is gone (a racing close). The
-//! table's strong references live in `inner` only, so a close still releases the file at once
-//! (what Linux's `close()` does when no call is using the file). A replaced pointer's weak
-//! reference, and a replaced array with all of its weak references, are retired to the epoch
-//! collector, so that a `get` that loaded one before the change upgrades or fails on memory
-//! that is still allocated; when no other task shares the table no `get` can be running, and
-//! a replaced pointer's reference is given back at once.
+//! fd's pointer under an epoch guard (`sync::rcu`) and upgrades the weak reference, which
+//! fails once the file's last strong reference is gone (a racing close). The table's strong
+//! references live in `inner` only, so a close still releases the file at once (what Linux's
+//! `close()` does when no call is using the file). A replaced pointer's weak reference, and a
+//! replaced array with all of its weak references, are retired to the epoch collector, so that
+//! a `get` that loaded one before the change upgrades or fails on memory that is still
+//! allocated; when no other task shares the table no `get` can be running, and a replaced
+//! pointer's reference is given back at once.
 #![allow(unsafe_code)] // Reason: the published array holds weak references as raw pointers.
 
 use std::mem::ManuallyDrop;
@@ -27,7 +29,7 @@ use std::sync::{Arc, Weak};
 
 use super::file::FileDescription;
 use crate::abi::{Errno, Result, DEFAULT_NOFILE};
-use crate::sync::atomic::{AtomicPtr, AtomicU32, AtomicU64, Ordering};
+use crate::sync::atomic::{AtomicPtr, AtomicU32, AtomicUsize, Ordering};
 use crate::sync::dist_counter::Slot;
 use crate::sync::lock::{Mutex, MutexGuard};
 use crate::sync::rcu;
@@ -39,13 +41,14 @@ pub const NR_OPEN: u32 = 1 << 20;
 /// embedded in `files_struct`).
 const FIRST_SLOTS: usize = 64;
 
-/// Fds of the first published array (Linux: `NR_OPEN_DEFAULT`, the fds of the table embedded
-/// in `files_struct`); it doubles as it fills. Two under a model checker, whose scenarios grow
-/// it in one step (`fd_table_check`), since every slot is a modelled atomic.
+/// Fds of the first published array, which holds the fds from [`LOW`] up (Linux:
+/// `NR_OPEN_DEFAULT`, the fds of the table embedded in `files_struct`); it doubles as it
+/// fills. Two under a model checker, whose scenarios grow it in one step (`fd_table_check`),
+/// since every slot is a modelled atomic.
 const FIRST_PUBLISHED: usize = if cfg!(any(loom, feature = "shuttle")) {
     2
 } else {
-    64
+    64 - LOW
 };
 
 #[derive(Clone)]
@@ -54,13 +57,11 @@ struct Entry {
     cloexec: bool,
 }
 
+/// What the table's lock protects: the slots. (The lowest free fd and the limits are atomics
+/// beside it, written under it, so that the lock's line pair has room for the published
+/// pointers of the low fds.)
 struct Inner {
     slots: Slots,
-    /// Lowest free index (exact).
-    first_free: usize,
-    limit: u32,
-    /// The hard limit: raised only with `CAP_SYS_RESOURCE` (`RLIMIT_NOFILE`'s `rlim_max`).
-    hard: u32,
 }
 
 /// The lock-free mirror of the open files: one pointer per fd, null or from
@@ -101,26 +102,30 @@ impl Drop for Published {
 }
 
 /// Fds whose slots sit inline, beside the lock ([`Slots`]).
-const LOW: usize = 4;
+pub(crate) const LOW: usize = 4;
 
 /// The fds' slots: the first [`LOW`] inline in the table's lock line pair, the rest in a
-/// `Vec`. Every open and close of a table's lowest fds takes the lock and writes a slot; with
-/// both in one line pair, two threads sharing the table move one line pair per call instead
-/// of two (`open1`, `dup1` in threads mode, issue 7: POSIX's lowest-free-fd rule makes that
-/// one unavoidable). The `Vec` is made with room for [`FIRST_SLOTS`] fds, so that slots a
-/// task writes do not share a cache line with another table's (two small tables made one
-/// after the other would sit side by side in the allocator: `open1` in processes mode).
+/// boxed slice (a `Vec`'s capacity word would not fit in the pair). Every open and close of a
+/// table's lowest fds takes the lock and writes a slot and, in a table other tasks share, its
+/// published pointer; with all three in one line pair, two threads sharing the table move one
+/// line pair per call instead of three (`open1`, `dup1` in threads mode, issue 7: POSIX's
+/// lowest-free-fd rule makes that one unavoidable). The slice is made with [`FIRST_SLOTS`]
+/// fds, so that slots a task writes do not share a cache line with another table's (two small
+/// tables made one after the other would sit side by side in the allocator: `open1` in
+/// processes mode).
 #[derive(Clone)]
 struct Slots {
     low: [Option<Entry>; LOW],
-    rest: Vec<Option<Entry>>,
+    rest: Box<[Option<Entry>]>,
 }
 
 impl Slots {
     fn new(capacity: usize) -> Slots {
         Slots {
             low: Default::default(),
-            rest: Vec::with_capacity(capacity.saturating_sub(LOW)),
+            rest: std::iter::repeat_with(|| None)
+                .take(capacity.saturating_sub(LOW))
+                .collect(),
         }
     }
 
@@ -144,10 +149,20 @@ impl Slots {
     }
 
     /// Gives fds below `n` a slot.
+    #[inline]
     fn grow_to(&mut self, n: usize) {
         if n > self.len() {
-            self.rest.resize(n - LOW, None);
+            self.grow_slow(n);
         }
+    }
+
+    /// [`Slots::grow_to`]'s growth, at least doubling the slice.
+    #[cold]
+    fn grow_slow(&mut self, n: usize) {
+        let len = (n - LOW).max(2 * self.rest.len());
+        let mut v = std::mem::take(&mut self.rest).into_vec();
+        v.resize(len, None);
+        self.rest = v.into_boxed_slice();
     }
 }
 
@@ -209,21 +224,26 @@ pub struct FdTable {
     id: u64,
     /// The open files, read by `get` without the lock (module docs). Written under `inner`.
     published: AtomicPtr<Published>,
+    /// The open-file limit (`RLIMIT_NOFILE`'s soft limit), and the hard limit, raised only
+    /// with `CAP_SYS_RESOURCE` (`rlim_max`). Written under `inner`'s lock, read without it.
+    limit: AtomicU32,
+    hard: AtomicU32,
     inner: Slot<Locked>,
 }
 
-/// The table's lock and the two figures `has_free` and `limit` read without it.
+/// The table's lock, the lowest free fd and the published pointers of the low fds.
 struct Locked {
-    /// Protects: every slot, the limit, and the writes of `published`, its slots and the
-    /// two mirrors below.
+    /// Protects: every slot, and the writes of `first_free`, the limits, `published`, its
+    /// slots and `low_published`.
     /// Order: innermost except for dropping closed files, which happens after release.
     lock: Mutex<Inner>,
-    /// `Inner::first_free` and `Inner::limit`, stored under the lock at each change, so that
-    /// the check an open makes before its walk (`has_free`) and `limit` take no lock: one
-    /// lock less per open (Linux's `alloc_fd()` and `close()` take `file_lock`, `fd_install()`
-    /// does not).
-    first_free: AtomicU64,
-    limit: AtomicU32,
+    /// The lowest free fd (exact under the lock), an atomic so that the check an open makes
+    /// before its walk (`has_free`) takes no lock: one lock less per open (Linux's
+    /// `alloc_fd()` and `close()` take `file_lock`, `fd_install()` does not).
+    first_free: AtomicUsize,
+    /// The published pointers of the fds below [`LOW`] (the published array leaves them
+    /// null): beside the lock and the slots an install and a close write anyway.
+    low_published: [AtomicPtr<FileDescription>; LOW],
 }
 
 // The lock, the mirrors and the inline slots fill one cache-line pair ([`Slots`]); a field
@@ -274,15 +294,14 @@ impl Default for FdTable {
         FdTable {
             id: new_id(),
             published: AtomicPtr::new(std::ptr::null_mut()),
+            limit: AtomicU32::new(DEFAULT_NOFILE),
+            hard: AtomicU32::new(NR_OPEN),
             inner: Slot(Locked {
                 lock: Mutex::new(Inner {
                     slots: Slots::new(FIRST_SLOTS),
-                    first_free: 0,
-                    limit: DEFAULT_NOFILE,
-                    hard: NR_OPEN,
                 }),
-                first_free: AtomicU64::new(0),
-                limit: AtomicU32::new(DEFAULT_NOFILE),
+                first_free: AtomicUsize::new(0),
+                low_published: Default::default(),
             }),
         }
     }
@@ -309,6 +328,9 @@ impl Drop for FdTable {
             super::locks::remove_posix(file, self.id);
         }
         drop(locked);
+        for s in &self.inner.0.low_published {
+            drop_weak(s.load(Ordering::Acquire));
+        }
         let p = self.published.load(Ordering::Acquire);
         if !p.is_null() {
             // SAFETY: `published` came from `Box::into_raw`; with `&mut self` no `get` is
@@ -334,13 +356,14 @@ impl FdTable {
         self.inner.0.lock.lock()
     }
 
-    /// Stores `g`'s lowest free fd and limit in their mirrors (caller holds the lock).
-    fn mirror(&self, g: &Inner) {
-        self.inner
-            .0
-            .first_free
-            .store(g.first_free as u64, Ordering::Relaxed);
-        self.inner.0.limit.store(g.limit, Ordering::Relaxed);
+    /// The lowest free fd (exact while the caller holds the lock).
+    fn first_free(&self) -> usize {
+        self.inner.0.first_free.load(Ordering::Relaxed)
+    }
+
+    /// Sets the lowest free fd (caller holds the lock).
+    fn set_first_free(&self, i: usize) {
+        self.inner.0.first_free.store(i, Ordering::Relaxed);
     }
 
     /// The file at `fd`.
@@ -379,10 +402,15 @@ impl FdTable {
     /// published file (the caller takes `get_slow`).
     #[inline(always)]
     fn get_published(&self, guard: &rcu::Guard, i: usize) -> Option<Result<Arc<FileDescription>>> {
-        let table = rcu::protect(guard, &self.published, Ordering::Acquire);
-        // SAFETY: a published array is retired only after it is replaced, and freed after
-        // every guard that could have loaded it, this one included, has ended.
-        let slot = unsafe { table.as_ref() }.and_then(|t| t.slots.get(i))?;
+        let slot = match i.checked_sub(LOW) {
+            None => &self.inner.0.low_published[i],
+            Some(j) => {
+                let table = rcu::protect(guard, &self.published, Ordering::Acquire);
+                // SAFETY: a published array is retired only after it is replaced, and freed
+                // after every guard that could have loaded it, this one included, has ended.
+                unsafe { table.as_ref() }.and_then(|t| t.slots.get(j))?
+            }
+        };
         let p = rcu::protect(guard, slot, Ordering::Acquire);
         if p.is_null() {
             return None;
@@ -426,12 +454,31 @@ impl FdTable {
             Some(Some(e)) => e.file.clone(),
             _ => return Err(Errno::EBADF),
         };
+        self.publish(i, &file);
+        Ok(file)
+    }
+
+    /// Publishes `file` at fd `i`, whose published pointer is null (caller holds the lock):
+    /// grows the array to hold `i` first.
+    fn publish(&self, i: usize, file: &Arc<FileDescription>) {
+        let slot = match i.checked_sub(LOW) {
+            None => &self.inner.0.low_published[i],
+            Some(j) => self.published_slot_growing(j),
+        };
+        if slot.load(Ordering::Relaxed).is_null() {
+            slot.store(weak_ptr(Some(file)), Ordering::Release);
+        }
+    }
+
+    /// Entry `j` of the published array (fd `LOW + j`), growing the array to hold it first
+    /// (caller holds the lock).
+    fn published_slot_growing(&self, j: usize) -> &AtomicPtr<FileDescription> {
         let mut cur = self.published.load(Ordering::Acquire);
-        // SAFETY: only holders of `inner` (this call) replace or free the array.
+        // SAFETY: only holders of `inner` (the caller) replace or free the array.
         let old = unsafe { cur.as_ref() };
         let len = old.map_or(0, |t| t.slots.len());
-        if i >= len {
-            let grown = (i + 1)
+        if j >= len {
+            let grown = (j + 1)
                 .next_power_of_two()
                 .max(FIRST_PUBLISHED)
                 .max(len * 2);
@@ -444,12 +491,8 @@ impl FdTable {
             }
             cur = new;
         }
-        // SAFETY: as above; `i` is inside the array now.
-        let slot = unsafe { &(*cur).slots[i] };
-        if slot.load(Ordering::Relaxed).is_null() {
-            slot.store(weak_ptr(Some(&file)), Ordering::Release);
-        }
-        Ok(file)
+        // SAFETY: as above (the array lives while the lock is held); `j` is inside it now.
+        unsafe { &(*cur).slots[j] }
     }
 
     /// True if no other task shares this table, so that no `get` can be running on it: a
@@ -468,10 +511,16 @@ impl FdTable {
     /// Sets fd `i`'s published pointer back to null (it was closed or replaced, under the
     /// lock): retires the weak reference it held, or gives it back at once if `alone`.
     fn unpublish(&self, i: usize, alone: bool) {
-        let cur = self.published.load(Ordering::Acquire);
-        // SAFETY: only holders of `inner` (the caller) replace or free the array.
-        let Some(slot) = unsafe { cur.as_ref() }.and_then(|t| t.slots.get(i)) else {
-            return;
+        let slot = match i.checked_sub(LOW) {
+            None => &self.inner.0.low_published[i],
+            Some(j) => {
+                let cur = self.published.load(Ordering::Acquire);
+                // SAFETY: only holders of `inner` (the caller) replace or free the array.
+                let Some(slot) = unsafe { cur.as_ref() }.and_then(|t| t.slots.get(j)) else {
+                    return;
+                };
+                slot
+            }
         };
         if slot.load(Ordering::Relaxed).is_null() {
             return;
@@ -491,9 +540,7 @@ impl FdTable {
     /// `EMFILE` when no fd below the limit is free; `EINVAL` if `min` is at or past the limit.
     pub fn install(&self, file: Arc<FileDescription>, cloexec: bool, min: i32) -> Result<i32> {
         let mut g = self.lock();
-        let r = Self::install_locked(&mut g, file, cloexec, min);
-        self.mirror(&g);
-        r
+        self.install_locked(&mut g, file, cloexec, min)
     }
 
     /// `dup(2)`: installs the file of `fd` at the lowest free fd, `FD_CLOEXEC` clear, under
@@ -508,19 +555,18 @@ impl FdTable {
             Some(Some(e)) => e.file.clone(),
             _ => return Err(Errno::EBADF),
         };
-        let r = Self::install_locked(&mut g, file, false, 0);
-        self.mirror(&g);
-        r
+        self.install_locked(&mut g, file, false, 0)
     }
 
     fn install_locked(
+        &self,
         g: &mut Inner,
         file: Arc<FileDescription>,
         cloexec: bool,
         min: i32,
     ) -> Result<i32> {
         let min = usize::try_from(min).map_err(|_| Errno::EINVAL)?;
-        let limit = g.limit as usize;
+        let limit = self.limit() as usize;
         if min >= limit {
             return Err(if min == 0 {
                 Errno::EMFILE
@@ -528,7 +574,8 @@ impl FdTable {
                 Errno::EINVAL
             });
         }
-        let start = min.max(g.first_free);
+        let first_free = self.first_free();
+        let start = min.max(first_free);
         let mut i = start;
         while i < g.slots.len() && g.slots[i].is_some() {
             i += 1;
@@ -538,8 +585,8 @@ impl FdTable {
         }
         g.slots.grow_to(i + 1);
         g.slots[i] = Some(Entry { file, cloexec });
-        if start == g.first_free {
-            g.first_free = next_free(&g.slots, i + 1);
+        if start == first_free {
+            self.set_first_free(next_free(&g.slots, i + 1));
         }
         Ok(i as i32)
     }
@@ -556,14 +603,13 @@ impl FdTable {
     ) -> Result<Option<Arc<FileDescription>>> {
         let i = usize::try_from(fd).map_err(|_| Errno::EBADF)?;
         let mut g = self.lock();
-        if i >= g.limit as usize {
+        if i >= self.limit() as usize {
             return Err(Errno::EBADF);
         }
         g.slots.grow_to(i + 1);
         let old = g.slots[i].replace(Entry { file, cloexec });
-        if i == g.first_free {
-            g.first_free = next_free(&g.slots, i + 1);
-            self.mirror(&g);
+        if i == self.first_free() {
+            self.set_first_free(next_free(&g.slots, i + 1));
         }
         self.unpublish(i, Self::alone(self));
         Ok(old.map(|e| e.file))
@@ -581,9 +627,8 @@ impl FdTable {
             .get_mut(i)
             .and_then(Option::take)
             .ok_or(Errno::EBADF)?;
-        if i < g.first_free {
-            g.first_free = i;
-            self.mirror(&g);
+        if i < self.first_free() {
+            self.set_first_free(i);
         }
         self.unpublish(i, Self::alone(self));
         Ok(e.file)
@@ -622,17 +667,17 @@ impl FdTable {
     /// reserves one). Takes no lock: exact unless another task changes the table meanwhile,
     /// and the install that follows checks again under the lock.
     pub fn has_free(&self) -> bool {
-        self.inner.0.first_free.load(Ordering::Relaxed) < u64::from(self.limit())
+        self.first_free() < self.limit() as usize
     }
 
     /// The hard open-file limit (`RLIMIT_NOFILE`'s `rlim_max`).
     pub fn hard_limit(&self) -> u32 {
-        self.lock().hard
+        self.hard.load(Ordering::Relaxed)
     }
 
     /// The open-file limit (Linux: `RLIMIT_NOFILE`). Takes no lock.
     pub fn limit(&self) -> u32 {
-        self.inner.0.limit.load(Ordering::Relaxed)
+        self.limit.load(Ordering::Relaxed)
     }
 
     /// Sets the open-file limits (`RLIMIT_NOFILE`'s soft `limit` and `hard`); fds at or past
@@ -649,13 +694,13 @@ impl FdTable {
         if hard > NR_OPEN {
             return Err(Errno::EPERM);
         }
-        let mut g = self.lock();
-        if hard > g.hard && !may_raise {
+        let g = self.lock();
+        if hard > self.hard.load(Ordering::Relaxed) && !may_raise {
             return Err(Errno::EPERM);
         }
-        g.limit = limit;
-        g.hard = hard;
-        self.mirror(&g);
+        self.limit.store(limit, Ordering::Relaxed);
+        self.hard.store(hard, Ordering::Relaxed);
+        drop(g);
         Ok(())
     }
 
@@ -669,31 +714,25 @@ impl FdTable {
                 self.unpublish(i, Self::alone(self));
             }
         }
-        g.first_free = next_free(&g.slots, 0);
-        self.mirror(&g);
+        self.set_first_free(next_free(&g.slots, 0));
         out
     }
 
     /// A copy of the table (fork without shared files).
     pub fn duplicate(&self) -> FdTable {
         let g = self.lock();
+        let mut slots = Slots::new(g.slots.len().max(FIRST_SLOTS));
+        slots.low.clone_from(&g.slots.low);
+        slots.rest[..g.slots.rest.len()].clone_from_slice(&g.slots.rest);
         FdTable {
             id: new_id(),
             published: AtomicPtr::new(std::ptr::null_mut()),
+            limit: AtomicU32::new(self.limit()),
+            hard: AtomicU32::new(self.hard_limit()),
             inner: Slot(Locked {
-                lock: Mutex::new(Inner {
-                    slots: {
-                        let mut v = Slots::new(g.slots.len().max(FIRST_SLOTS));
-                        v.low.clone_from(&g.slots.low);
-                        v.rest.extend(g.slots.rest.iter().cloned());
-                        v
-                    },
-                    first_free: g.first_free,
-                    limit: g.limit,
-                    hard: g.hard,
-                }),
-                first_free: AtomicU64::new(g.first_free as u64),
-                limit: AtomicU32::new(g.limit),
+                lock: Mutex::new(Inner { slots }),
+                first_free: AtomicUsize::new(self.first_free()),
+                low_published: Default::default(),
             }),
         }
     }

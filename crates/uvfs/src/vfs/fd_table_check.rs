@@ -18,7 +18,7 @@
 use std::sync::atomic::AtomicUsize;
 use std::sync::Arc;
 
-use super::fd_table::FdTable;
+use super::fd_table::{FdTable, LOW};
 use super::file::FileDescription;
 use super::mount::{MntFlags, Mount, MountRef, VfsPath};
 use super::ops::FileOps;
@@ -110,9 +110,10 @@ fn shared_table() -> (Arc<FdTable>, Arc<FdTable>) {
     (table, other)
 }
 
-/// Closes fd 0 of `table` on another thread while this one gets it (see [`race`]).
+/// Closes `fd` of `table` on another thread while this one gets it (see [`race`]).
 fn race_close(
     table: &Arc<FdTable>,
+    fd: i32,
 ) -> (
     bool,
     Result<Arc<FileDescription>, Errno>,
@@ -120,33 +121,39 @@ fn race_close(
 ) {
     let closer = table.clone();
     race(
-        move || drop(closer.remove(0).expect("fd 0 is open")),
+        move || drop(closer.remove(fd).expect("the fd is open")),
         table,
-        0,
+        fd,
     )
 }
 
 /// close of a duplicated fd: a get racing `remove` returns the file or `EBADF`, `EBADF` once
 /// the close has completed although the file stays open at the other fd; closing that one too
-/// releases the file once, after the get's reference is gone.
-fn close_scenario(published: bool) {
+/// releases the file once, after the get's reference is gone. The two fds are `base` and
+/// `base + 1` (0: published beside the lock; `LOW`: in the published array). With `published`
+/// a get before the race publishes the fd; without, the racing get is its first (`get_slow`).
+fn close_scenario(published: bool, base: i32) {
     let files = Files::new();
     let (table, _other_task) = shared_table();
     let (a, released) = files.file();
-    assert_eq!(table.install(a.clone(), false, 0), Ok(0));
-    assert_eq!(table.install(a.clone(), false, 0), Ok(1));
+    assert_eq!(table.install(a.clone(), false, base), Ok(base));
+    assert_eq!(table.install(a.clone(), false, base), Ok(base + 1));
     drop(a);
     if published {
-        drop(table.get(0).expect("fd 0 is open"));
+        drop(table.get(base).expect("the fd is open"));
     }
-    let (completed, got, writer) = race_close(&table);
+    let (completed, got, writer) = race_close(&table, base);
     match &got {
         Ok(_) => assert!(!completed, "a get after the close completed found the file"),
         Err(e) => assert_eq!(*e, Errno::EBADF),
     }
     writer.join().expect("the close panicked");
-    assert_eq!(table.get(0).err(), Some(Errno::EBADF), "fd 0 is closed");
-    drop(table.remove(1).expect("fd 1 is open"));
+    assert_eq!(
+        table.get(base).err(),
+        Some(Errno::EBADF),
+        "fd {base} is closed"
+    );
+    drop(table.remove(base + 1).expect("the second fd is open"));
     assert_eq!(
         releases(&released),
         usize::from(got.is_err()),
@@ -167,7 +174,7 @@ fn last_close_scenario() {
     let (a, released) = files.file();
     assert_eq!(table.install(a, false, 0), Ok(0));
     drop(table.get(0).expect("fd 0 is open"));
-    let (completed, got, writer) = race_close(&table);
+    let (completed, got, writer) = race_close(&table, 0);
     match &got {
         Ok(_) => {
             assert!(!completed, "a get after the close completed found the file");
@@ -223,17 +230,20 @@ fn replace_scenario() {
     assert_eq!(releases(&released_b), 0, "the installed file stays open");
 }
 
-/// The first get of an fd past the published array's end grows it: a file open throughout is found
-/// through the old or the new array, and the new fd once the install has completed.
+/// The first get of an fd past the published array's end grows it: a file open throughout is
+/// found through the old or the new array, and the new fd once the install has completed.
 fn grow_scenario() {
     let files = Files::new();
     let (table, _other_task) = shared_table();
     let (a, _) = files.file();
     let (b, _) = files.file();
-    assert_eq!(table.install(a.clone(), false, 0), Ok(0));
-    drop(table.get(0).expect("fd 0 is open"));
-    // Past the first array (two fds under a model checker): the install grows it.
-    let far = 5;
+    // The first fd of the array (the fds below it are published beside the lock); its first
+    // get makes the first array (two fds under a model checker).
+    let first = i32::try_from(LOW).expect("a few fds");
+    assert_eq!(table.install(a.clone(), false, first), Ok(first));
+    drop(table.get(first).expect("the first fd is open"));
+    // Past the first array: the get after the install grows it.
+    let far = first + 3;
     let (completed, got, writer) = race(
         {
             let (table, b) = (table.clone(), b.clone());
@@ -241,16 +251,17 @@ fn grow_scenario() {
                 assert!(table
                     .install_at(far, b, false)
                     .expect("below the limit")
-                    .is_none())
+                    .is_none());
+                drop(table.get(far).expect("just installed"));
             }
         },
         &table,
-        0,
+        first,
     );
-    let got = got.expect("fd 0 is open throughout the growth");
+    let got = got.expect("the first fd is open throughout the growth");
     assert!(
         Arc::ptr_eq(&got, &a),
-        "fd 0 is its file throughout the growth"
+        "fd {first} is its file throughout the growth"
     );
     match table.get(far) {
         Ok(f) => assert!(Arc::ptr_eq(&f, &b), "fd {far} is the installed file"),
@@ -264,12 +275,22 @@ fn grow_scenario() {
 
 #[test]
 fn fd_table_check_get_never_returns_a_file_closed_before_it() {
-    check(|| close_scenario(true));
+    check(|| close_scenario(true, 0));
+}
+
+#[test]
+fn fd_table_check_get_of_an_fd_in_the_array_never_returns_a_file_closed_before_it() {
+    check(|| close_scenario(true, i32::try_from(LOW).expect("a few fds")));
 }
 
 #[test]
 fn fd_table_check_a_first_get_never_returns_a_file_closed_before_it() {
-    check(|| close_scenario(false));
+    check(|| close_scenario(false, 0));
+}
+
+#[test]
+fn fd_table_check_a_first_get_in_the_array_never_returns_a_file_closed_before_it() {
+    check(|| close_scenario(false, i32::try_from(LOW).expect("a few fds")));
 }
 
 #[test]
