@@ -197,7 +197,7 @@ struct ScaleArgs {
     /// Tiny counts: a smoke pass (seconds, not a measurement).
     #[arg(long)]
     quick: bool,
-    /// Samples per configuration and column, 2 to 1000 (default 5; 2 with --quick).
+    /// Samples per configuration and column, 2 to 1000 (default 10; 2 with --quick).
     #[arg(long, value_name = "N", value_parser = values::iterations, allow_negative_numbers = true)]
     iterations: Option<usize>,
     /// Write every sample as JSON lines to FILE (missing directories are created).

@@ -44,7 +44,7 @@ impl ScaleOptions {
             testcases,
             modes,
             copies,
-            iterations: if quick { 2 } else { 5 },
+            iterations: if quick { 2 } else { 10 },
             sample_time: if quick {
                 Duration::from_millis(2)
             } else {
