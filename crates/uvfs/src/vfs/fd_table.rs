@@ -106,13 +106,14 @@ pub(crate) const LOW: usize = 4;
 
 /// The fds' slots: the first [`LOW`] inline in the table's lock line pair, the rest in a
 /// boxed slice (a `Vec`'s capacity word would not fit in the pair). Every open and close of a
-/// table's lowest fds takes the lock and writes a slot and, in a table other tasks share, its
-/// published pointer; with all three in one line pair, two threads sharing the table move one
-/// line pair per call instead of three (`open1`, `dup1` in threads mode, issue 7: POSIX's
-/// lowest-free-fd rule makes that one unavoidable). The slice is made with [`FIRST_SLOTS`]
-/// fds, so that slots a task writes do not share a cache line with another table's (two small
-/// tables made one after the other would sit side by side in the allocator: `open1` in
-/// processes mode).
+/// table's lowest fds takes the lock and writes a slot, and in a table other tasks share, the
+/// fd's first `get` and its close write its published pointer under the same lock; with the
+/// lock, the slots and those pointers in one line pair, two threads sharing the table move one
+/// line pair per open, read or close instead of three (`open1`, `dup1` in threads mode, issue
+/// 7: POSIX's lowest-free-fd rule makes that one unavoidable). The slice is made with
+/// [`FIRST_SLOTS`] fds, so that slots a task writes do not share a cache line with another
+/// table's (two small tables made one after the other would sit side by side in the
+/// allocator: `open1` in processes mode).
 #[derive(Clone)]
 struct Slots {
     low: [Option<Entry>; LOW],
