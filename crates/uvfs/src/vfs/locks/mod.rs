@@ -686,7 +686,8 @@ pub(crate) fn waiters(inode: &Inode) -> u32 {
 }
 
 /// Releases every POSIX lock of the fd table `table` on the inode of `file` (a close of any
-/// of its fds by that table, or the table's end; Linux: `locks_remove_posix()`).
+/// of its fds by that table, or the table's end; Linux: `locks_remove_posix()`). A close of an
+/// `O_PATH` fd releases nothing: Linux's `filp_flush()` skips `FMODE_PATH` files.
 ///
 /// # Fast path
 /// One relaxed load (the inode's flag word) for an inode that was never locked.
@@ -699,6 +700,9 @@ pub(crate) fn remove_posix(file: &FileDescription, table: u64) {
 
 #[cold]
 fn remove_posix_slow(file: &FileDescription, table: u64) {
+    if file.fmode().path_only {
+        return;
+    }
     if let Some(ctx) = context_of_slow(file.inode()) {
         remove_owner(&ctx, Owner::Files(table));
     }
