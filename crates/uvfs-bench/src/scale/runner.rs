@@ -190,6 +190,14 @@ pub fn run_scale(
                 progress.inc(group.len() as u64);
                 continue;
             }
+            // The largest copy count this column runs (a column may refuse the largest).
+            let largest = group
+                .iter()
+                .zip(&supported)
+                .filter(|(_, ok)| **ok)
+                .map(|(cfg, _)| *cfg)
+                .max_by_key(|c| c.copies)
+                .unwrap_or(largest);
             progress.set_message(format!(
                 "scale {} {} {} (setup)",
                 largest.testcase.name(),

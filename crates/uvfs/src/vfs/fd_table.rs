@@ -64,8 +64,8 @@ struct Inner {
     slots: Slots,
 }
 
-/// The lock-free mirror of the open files: one pointer per fd, null or from
-/// `Weak::into_raw`, owning that weak reference.
+/// The lock-free mirror of the open files from fd [`LOW`] up: one pointer per fd (entry
+/// `fd - LOW`), null or from `Weak::into_raw`, owning that weak reference.
 struct Published {
     slots: Box<[AtomicPtr<FileDescription>]>,
 }
@@ -160,7 +160,7 @@ impl Slots {
     /// [`Slots::grow_to`]'s growth, at least doubling the slice.
     #[cold]
     fn grow_slow(&mut self, n: usize) {
-        let len = (n - LOW).max(2 * self.rest.len());
+        let len = (n - LOW).max((2 * self.rest.len()).min(NR_OPEN as usize - LOW));
         let mut v = std::mem::take(&mut self.rest).into_vec();
         v.resize(len, None);
         self.rest = v.into_boxed_slice();
@@ -215,9 +215,12 @@ unsafe fn reclaim_weak(p: *mut FileDescription, _: &rcu::Collector) {
 
 /// A table of open fds, shared by tasks cloned with shared files. Aligned to a cache-line
 /// pair so that two tasks' tables never share a line (tables made one after the other by
-/// one thread sit side by side in the allocator); `inner` has a line pair of its own, so
-/// that a change of the table does not evict `published` from the readers' caches more than
-/// the change itself requires.
+/// one thread sit side by side in the allocator); `inner` has a line pair of its own, which
+/// every open and close writes. It holds the published pointers of fds 0 to 3 too, so a
+/// `get` of one of those reads the line pair the last open or close wrote (one line pair per
+/// call between two threads of the table, where the pointers' own line was a second); the
+/// array of the higher fds and the limits, in the table's first line pair, are written only
+/// by a first `get`, a close of an fd that was published, a growth and `setrlimit`.
 #[repr(align(128))]
 pub struct FdTable {
     /// The table's identity, never reused: the owner of the POSIX locks its tasks take
@@ -247,8 +250,9 @@ struct Locked {
     low_published: [AtomicPtr<FileDescription>; LOW],
 }
 
-// The lock, the mirrors and the inline slots fill one cache-line pair ([`Slots`]); a field
-// added here should be weighed against that. (Model-checking builds use larger locks.)
+// The lock, the lowest free fd, the inline slots and their published pointers fill one
+// cache-line pair ([`Slots`]); a field added here should be weighed against that.
+// (Model-checking builds use larger locks.)
 #[cfg(not(any(loom, feature = "shuttle")))]
 const _: () = assert!(std::mem::size_of::<Locked>() <= 128);
 
@@ -371,7 +375,8 @@ impl FdTable {
     ///
     /// # Fast path
     /// On a table other tasks share: takes no lock and writes no location another fd's `get`
-    /// writes: an epoch guard, two protected loads (the array, the fd's pointer) and the
+    /// writes: an epoch guard, one protected load (the fd's pointer; for an fd from [`LOW`] up,
+    /// the array's first) and the
     /// upgrade of a weak reference, which writes only the file's own reference count.
     /// Falls back when: the fd's pointer is null (its first `get`, or the fd is not open) or
     /// past the array: `get_slow` takes the lock and publishes the file. A racing close makes
@@ -674,6 +679,13 @@ impl FdTable {
     /// The hard open-file limit (`RLIMIT_NOFILE`'s `rlim_max`).
     pub fn hard_limit(&self) -> u32 {
         self.hard.load(Ordering::Relaxed)
+    }
+
+    /// The soft and hard open-file limits as one `setrlimit` left them: read under the lock
+    /// that `set_limits` writes them under, so never a soft limit above the hard one.
+    pub fn limits(&self) -> (u32, u32) {
+        let _g = self.lock();
+        (self.limit(), self.hard_limit())
     }
 
     /// The open-file limit (Linux: `RLIMIT_NOFILE`). Takes no lock.

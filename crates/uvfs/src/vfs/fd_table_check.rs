@@ -191,37 +191,37 @@ fn last_close_scenario() {
     );
 }
 
-/// dup2 onto an open fd: a get returns the old or the new file, the new once the dup2 has
-/// completed; the old file is released once.
-fn replace_scenario() {
+/// dup2 onto an open fd (`fd`: 0, beside the lock; `LOW`, in the array): a get returns the
+/// old or the new file, the new once the dup2 has completed; the old file is released once.
+fn replace_scenario(fd: i32) {
     let files = Files::new();
     let (table, _other_task) = shared_table();
     let (a, released_a) = files.file();
     let (b, released_b) = files.file();
-    assert_eq!(table.install(a.clone(), false, 0), Ok(0));
-    drop(table.get(0).expect("fd 0 is open"));
+    assert_eq!(table.install(a.clone(), false, fd), Ok(fd));
+    drop(table.get(fd).expect("the fd is open"));
     let (completed, got, writer) = race(
         {
             let (table, b) = (table.clone(), b.clone());
             move || {
                 drop(
                     table
-                        .install_at(0, b, false)
-                        .expect("fd 0 is below the limit"),
+                        .install_at(fd, b, false)
+                        .expect("the fd is below the limit"),
                 )
             }
         },
         &table,
-        0,
+        fd,
     );
-    let got = got.expect("fd 0 is open throughout");
+    let got = got.expect("the fd is open throughout");
     assert!(
         Arc::ptr_eq(&got, &b) || (!completed && Arc::ptr_eq(&got, &a)),
         "the get returned neither the new file nor, before the dup2 completed, the old one"
     );
     drop((got, a));
     writer.join().expect("the dup2 panicked");
-    assert!(Arc::ptr_eq(&table.get(0).expect("fd 0 is open"), &b));
+    assert!(Arc::ptr_eq(&table.get(fd).expect("the fd is open"), &b));
     assert_eq!(
         releases(&released_a),
         1,
@@ -300,7 +300,12 @@ fn fd_table_check_the_last_close_releases_once_and_never_under_a_get() {
 
 #[test]
 fn fd_table_check_get_sees_a_dup2_onto_an_open_fd() {
-    check(replace_scenario);
+    check(|| replace_scenario(0));
+}
+
+#[test]
+fn fd_table_check_get_sees_a_dup2_onto_an_open_fd_in_the_array() {
+    check(|| replace_scenario(i32::try_from(LOW).expect("a few fds")));
 }
 
 #[test]

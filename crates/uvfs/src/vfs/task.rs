@@ -237,7 +237,7 @@ impl Task {
 
     /// `getrlimit(RLIMIT_NOFILE)`: the soft and hard open file limits.
     pub fn nofile_rlimit(&self) -> (u32, u32) {
-        (self.files.limit(), self.files.hard_limit())
+        self.files.limits()
     }
 
     /// Runs exec's fd side: closes every close-on-exec fd.
