@@ -531,11 +531,16 @@ impl Task {
 
     /// `readv` of a file whose read takes one buffer (an inotify or fanotify group: Linux's
     /// `inotify_read()` and `fanotify_read()` are `read`, not `read_iter`): one read per
-    /// buffer, empty ones too, stopping at the first error or at a buffer not filled; the bytes
-    /// read, or the error if none were (Linux: `do_loop_readv_writev()`).
+    /// buffer, stopping at the first error or at a buffer not filled; the bytes read, or the
+    /// error if none were (Linux: `do_loop_readv_writev()`). The first buffer is read even if
+    /// it is empty; an empty one after it is passed over, as `iov_iter_advance()` past a filled
+    /// buffer skips the empty ones that follow it.
     fn read_each(&self, fd: i32, iov: &mut [IoSliceMut<'_>]) -> Result<usize> {
         let mut done = 0;
-        for b in iov.iter_mut() {
+        for (k, b) in iov.iter_mut().enumerate() {
+            if k > 0 && b.is_empty() {
+                continue;
+            }
             match self.read(fd, b) {
                 Err(e) if done == 0 => return Err(e),
                 Err(_) => break,
