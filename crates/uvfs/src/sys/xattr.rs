@@ -125,9 +125,14 @@ impl Task {
         ))
     }
 
+    /// The shared body of `setxattr`, `lsetxattr` and `fsetxattr`. `t` finds the target and is
+    /// called only after the flags, the name and the value's size are checked, as Linux copies
+    /// and checks them before its lookup (`setxattr_copy()`): a call refused for them walks no
+    /// path, so it stamps no symbolic link's atime. The get and remove bodies do the same with
+    /// the name (`import_xattr_name()`).
     fn do_setxattr(
         &self,
-        t: Result<Target>,
+        t: impl FnOnce() -> Result<Target>,
         name: &[u8],
         value: &[u8],
         flags: XattrFlags,
@@ -139,7 +144,7 @@ impl Task {
         if value.len() > XATTR_SIZE_MAX {
             return Err(Errno::E2BIG);
         }
-        let (mnt, dentry, inode) = t?;
+        let (mnt, dentry, inode) = t()?;
         if mnt.is_rdonly() {
             return Err(Errno::EROFS);
         }
@@ -153,9 +158,14 @@ impl Task {
         Ok(())
     }
 
-    fn do_getxattr(&self, t: Result<Target>, name: &[u8], buf: &mut [u8]) -> Result<usize> {
+    fn do_getxattr(
+        &self,
+        t: impl FnOnce() -> Result<Target>,
+        name: &[u8],
+        buf: &mut [u8],
+    ) -> Result<usize> {
         check_name(name)?;
-        let (_, _, inode) = t?;
+        let (_, _, inode) = t()?;
         xattr_permission(&self.cred.borrow(), &inode, name, Access::READ)?;
         known_prefix(name)?;
         let v = inode.ops().getxattr(&inode, name)?;
@@ -169,8 +179,8 @@ impl Task {
         Ok(v.len())
     }
 
-    fn do_listxattr(&self, t: Result<Target>, buf: &mut [u8]) -> Result<usize> {
-        let (_, _, inode) = t?;
+    fn do_listxattr(&self, t: impl FnOnce() -> Result<Target>, buf: &mut [u8]) -> Result<usize> {
+        let (_, _, inode) = t()?;
         let trusted = self.cred.borrow().capable(Capabilities::SYS_ADMIN);
         let mut out = Vec::new();
         for n in inode.ops().listxattr(&inode)? {
@@ -194,9 +204,9 @@ impl Task {
         Ok(out.len())
     }
 
-    fn do_removexattr(&self, t: Result<Target>, name: &[u8]) -> Result<()> {
+    fn do_removexattr(&self, t: impl FnOnce() -> Result<Target>, name: &[u8]) -> Result<()> {
         check_name(name)?;
-        let (mnt, dentry, inode) = t?;
+        let (mnt, dentry, inode) = t()?;
         if mnt.is_rdonly() {
             return Err(Errno::EROFS);
         }
@@ -224,7 +234,7 @@ impl Task {
         value: &[u8],
         flags: XattrFlags,
     ) -> Result<()> {
-        let t = self.xattr_target(path.as_ref(), Follow::Yes);
+        let t = || self.xattr_target(path.as_ref(), Follow::Yes);
         self.do_setxattr(t, name.as_ref(), value, flags)
     }
     /// `lsetxattr(2)`.
@@ -238,7 +248,7 @@ impl Task {
         value: &[u8],
         flags: XattrFlags,
     ) -> Result<()> {
-        let t = self.xattr_target(path.as_ref(), Follow::No);
+        let t = || self.xattr_target(path.as_ref(), Follow::No);
         self.do_setxattr(t, name.as_ref(), value, flags)
     }
     /// `fsetxattr(2)`.
@@ -252,7 +262,7 @@ impl Task {
         value: &[u8],
         flags: XattrFlags,
     ) -> Result<()> {
-        let t = self.xattr_fd(fd);
+        let t = || self.xattr_fd(fd);
         self.do_setxattr(t, name.as_ref(), value, flags)
     }
     /// `getxattr(2)`: with an empty `buf`, returns the value's size.
@@ -265,7 +275,7 @@ impl Task {
         name: impl AsRef<[u8]>,
         buf: &mut [u8],
     ) -> Result<usize> {
-        let t = self.xattr_target(path.as_ref(), Follow::Yes);
+        let t = || self.xattr_target(path.as_ref(), Follow::Yes);
         self.do_getxattr(t, name.as_ref(), buf)
     }
     /// `lgetxattr(2)`.
@@ -278,7 +288,7 @@ impl Task {
         name: impl AsRef<[u8]>,
         buf: &mut [u8],
     ) -> Result<usize> {
-        let t = self.xattr_target(path.as_ref(), Follow::No);
+        let t = || self.xattr_target(path.as_ref(), Follow::No);
         self.do_getxattr(t, name.as_ref(), buf)
     }
     /// `fgetxattr(2)`.
@@ -286,7 +296,7 @@ impl Task {
     /// # Errors
     /// As [`Task::getxattr`]; `EBADF`.
     pub fn fgetxattr(&self, fd: i32, name: impl AsRef<[u8]>, buf: &mut [u8]) -> Result<usize> {
-        let t = self.xattr_fd(fd);
+        let t = || self.xattr_fd(fd);
         self.do_getxattr(t, name.as_ref(), buf)
     }
     /// `listxattr(2)`: NUL-separated names the caller may see; with an empty `buf`, the size.
@@ -294,7 +304,7 @@ impl Task {
     /// # Errors
     /// `ERANGE` if `buf` is too small; path errors.
     pub fn listxattr(&self, path: impl AsRef<[u8]>, buf: &mut [u8]) -> Result<usize> {
-        let t = self.xattr_target(path.as_ref(), Follow::Yes);
+        let t = || self.xattr_target(path.as_ref(), Follow::Yes);
         self.do_listxattr(t, buf)
     }
     /// `llistxattr(2)`.
@@ -302,7 +312,7 @@ impl Task {
     /// # Errors
     /// As [`Task::listxattr`].
     pub fn llistxattr(&self, path: impl AsRef<[u8]>, buf: &mut [u8]) -> Result<usize> {
-        let t = self.xattr_target(path.as_ref(), Follow::No);
+        let t = || self.xattr_target(path.as_ref(), Follow::No);
         self.do_listxattr(t, buf)
     }
     /// `flistxattr(2)`.
@@ -310,7 +320,7 @@ impl Task {
     /// # Errors
     /// As [`Task::listxattr`]; `EBADF`.
     pub fn flistxattr(&self, fd: i32, buf: &mut [u8]) -> Result<usize> {
-        let t = self.xattr_fd(fd);
+        let t = || self.xattr_fd(fd);
         self.do_listxattr(t, buf)
     }
     /// `removexattr(2)`.
@@ -318,7 +328,7 @@ impl Task {
     /// # Errors
     /// `ERANGE` (name), path errors, `EROFS`, `EPERM`, `EACCES`, `EOPNOTSUPP`, `ENODATA`.
     pub fn removexattr(&self, path: impl AsRef<[u8]>, name: impl AsRef<[u8]>) -> Result<()> {
-        let t = self.xattr_target(path.as_ref(), Follow::Yes);
+        let t = || self.xattr_target(path.as_ref(), Follow::Yes);
         self.do_removexattr(t, name.as_ref())
     }
     /// `lremovexattr(2)`.
@@ -326,7 +336,7 @@ impl Task {
     /// # Errors
     /// As [`Task::removexattr`].
     pub fn lremovexattr(&self, path: impl AsRef<[u8]>, name: impl AsRef<[u8]>) -> Result<()> {
-        let t = self.xattr_target(path.as_ref(), Follow::No);
+        let t = || self.xattr_target(path.as_ref(), Follow::No);
         self.do_removexattr(t, name.as_ref())
     }
     /// `fremovexattr(2)`.
@@ -334,7 +344,7 @@ impl Task {
     /// # Errors
     /// As [`Task::removexattr`]; `EBADF`.
     pub fn fremovexattr(&self, fd: i32, name: impl AsRef<[u8]>) -> Result<()> {
-        let t = self.xattr_fd(fd);
+        let t = || self.xattr_fd(fd);
         self.do_removexattr(t, name.as_ref())
     }
 }
