@@ -149,11 +149,6 @@ pub fn run_scale(
     // samples in turn, so that the speed-ups (ratios between copy counts) are measured under
     // the same drift of the machine as the columns' ratio is.
     for group in configs.chunk_by(|a, b| a.testcase == b.testcase && a.mode == b.mode) {
-        let largest = group
-            .iter()
-            .copied()
-            .max_by_key(|c| c.copies)
-            .expect("chunks are not empty");
         // `results[k][c]`: column `c` on the group's `k`th copy count.
         let mut results: Vec<Vec<ScaleColumnResult>> = group
             .iter()
@@ -197,7 +192,7 @@ pub fn run_scale(
                 .filter(|(_, ok)| **ok)
                 .map(|(cfg, _)| *cfg)
                 .max_by_key(|c| c.copies)
-                .unwrap_or(largest);
+                .expect("one copy count is supported (checked above)");
             progress.set_message(format!(
                 "scale {} {} {} (setup)",
                 largest.testcase.name(),
