@@ -234,8 +234,11 @@ impl Task {
     }
 
     fn do_open(&self, dirfd: i32, path: &[u8], req: OpenReq) -> Result<i32> {
-        // Linux takes the fd before it walks, so a full table is EMFILE whatever the path.
+        // Linux takes the fd after it copies the name in (`getname()`: an empty or over-long
+        // name fails first) and before it walks, so a full table is EMFILE whatever the
+        // walk would find.
         if !self.files.has_free() {
+            super::check_path(path, EmptyPath::Reject)?;
             return Err(Errno::EMFILE);
         }
         let cloexec = req.flags.contains(OpenFlags::CLOEXEC);
