@@ -164,7 +164,10 @@ impl Task {
         Task {
             ns: self.ns.clone(),
             cred: RefCell::new(self.cred.borrow().clone()),
-            cred_id: Cell::new(self.cred_id.get()),
+            // A new process's credentials are a copy, not the parent's (Linux:
+            // `copy_creds()` shares them only with `CLONE_THREAD`), so a file the parent
+            // opened is not the child's own for `linkat(AT_EMPTY_PATH)`.
+            cred_id: Cell::new(new_cred_id()),
             fs: self.fs.copy(),
             umask: self.umask.copy(),
             walk_mode: Cell::new(self.walk_mode.get()),
