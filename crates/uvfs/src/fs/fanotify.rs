@@ -111,6 +111,9 @@ struct Queued {
     /// A queued event keeps its file as an open one does (Linux: the event's `path_get()`):
     /// an unlinked file's space and `IN_DELETE_SELF` wait for the event's read.
     _hold: Option<InodeHold>,
+    /// And the directory the file keeps, an `O_TMPFILE` file's (the unnamed dentry the
+    /// event's path holds is that directory's child), even removed.
+    _keeps: Option<InodeHold>,
 }
 
 struct State {
@@ -163,7 +166,13 @@ impl Fanotify {
         }))
     }
 
-    fn push(&self, st: &mut State, mask: u64, path: VfsPath) {
+    fn push(
+        &self,
+        st: &mut State,
+        mask: u64,
+        path: VfsPath,
+        keeps: Option<&Arc<crate::vfs::Inode>>,
+    ) {
         if self.max_events.is_some_and(|m| st.queue.len() >= m) {
             if !st.overflow_queued {
                 st.overflow_queued = true;
@@ -171,6 +180,7 @@ impl Fanotify {
                     mask: FAN_Q_OVERFLOW,
                     path: None,
                     _hold: None,
+                    _keeps: None,
                 });
                 st.wait.wake(PollEvents::IN | PollEvents::RDNORM);
             }
@@ -192,6 +202,7 @@ impl Fanotify {
             mask,
             path: Some(path),
             _hold: Some(hold),
+            _keeps: keeps.map(InodeHold::inode),
         });
         st.wait.wake(PollEvents::IN | PollEvents::RDNORM);
     }
@@ -363,7 +374,7 @@ impl Group for Fanotify {
             return;
         }
         let ondir_bit = if ondir { FAN_ONDIR } else { 0 };
-        self.push(&mut st, report | ondir_bit, path.clone());
+        self.push(&mut st, report | ondir_bit, path.clone(), ev.keeps);
     }
 
     fn mark_removed(&self, mark: &Arc<Mark>) {

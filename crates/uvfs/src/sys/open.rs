@@ -150,6 +150,9 @@ struct Opened {
     /// With `O_CREAT`, for a name that existed: the mode and owner of the directory it was
     /// found in, read when it was looked up (Linux: `nameidata::dir_mode`, `dir_vfsuid`).
     found_in: Option<DirAttrs>,
+    /// An `O_TMPFILE` file's directory, which the file keeps, even removed, from its open
+    /// on (its open event's too) to its release: [`FileDescription::keep_dir`].
+    kept_dir: Option<Arc<Inode>>,
 }
 
 /// # Files: open and close
@@ -165,6 +168,7 @@ impl Opened {
             hold: FileHold::open(pos.mnt.arc().clone(), pos.dentry.arc(), inode),
             created: false,
             found_in,
+            kept_dir: None,
         })
     }
 }
@@ -303,12 +307,7 @@ impl Task {
         let cred_id = self.cred_id.get();
         self.with_path(dirfd, path, EmptyPath::Reject, req.resolve, |w, start| {
             let opened = if req.flags.bits() & O_TMPFILE_BIT != 0 {
-                let (opened, dir) = open_tmpfile(w, start, path, req, umask)?;
-                let mut file = finish_open(w.cred, opened, req, cred_id)?;
-                // The file, not its inode, keeps the directory: a name `linkat` gives the
-                // inode later, opened by other files, does not (Linux: the unnamed dentry).
-                file.keep_dir(&dir);
-                return Ok(file);
+                open_tmpfile(w, start, path, req, umask)?
             } else if req.flags.contains(OpenFlags::PATH) {
                 let follow = follow_of(req.flags);
                 let pos = w.lookup(start, path, follow)?;
@@ -364,7 +363,7 @@ fn open_tmpfile<'w>(
     path: &[u8],
     req: OpenReq,
     umask: u32,
-) -> Result<(Opened, Arc<Inode>)> {
+) -> Result<Opened> {
     // `O_NOFOLLOW` holds for the directory too: a symlink there is not one (ENOTDIR).
     let dir = w.lookup(start, path, follow_of(req.flags))?;
     let dinode = dir.inode().ok_or(Errno::ENOENT)?.clone();
@@ -392,21 +391,21 @@ fn open_tmpfile<'w>(
         !req.flags.contains(OpenFlags::EXCL),
     );
     let inode = dentry.inode().ok_or(Errno::ENOENT)?.clone();
-    Ok((
-        Opened {
-            _created_hold: None,
-            hold: FileHold::owned(
-                VfsPath {
-                    mnt: dir.mnt.arc().clone(),
-                    dentry,
-                },
-                inode,
-            ),
-            created: true,
-            found_in: None,
-        },
-        dinode,
-    ))
+    Ok(Opened {
+        _created_hold: None,
+        hold: FileHold::owned(
+            VfsPath {
+                mnt: dir.mnt.arc().clone(),
+                dentry,
+            },
+            inode,
+        ),
+        created: true,
+        found_in: None,
+        // The file, not its inode, keeps the directory: a name `linkat` gives the inode
+        // later, opened by other files, does not (Linux: the unnamed dentry).
+        kept_dir: Some(dinode),
+    })
 }
 
 /// Resolves the last component of an open, creating it for `O_CREAT` (Linux:
@@ -472,6 +471,7 @@ fn open_last<'w>(
                     ),
                     created: true,
                     found_in: None,
+                    kept_dir: None,
                 });
             }
             Some(child) => {
@@ -521,6 +521,7 @@ fn finish_open(
         created,
         found_in,
         _created_hold,
+        kept_dir,
     } = opened;
     let path = hold.path();
     let inode = hold.inode();
@@ -600,7 +601,10 @@ fn finish_open(
     } else {
         inode.ops().open(inode, req.file_flags)?
     };
-    let file = FileDescription::new_held(hold, req.file_flags, ops, cred_id)?;
+    let mut file = FileDescription::new_held(hold, req.file_flags, ops, cred_id)?;
+    if let Some(dir) = &kept_dir {
+        file.keep_dir(dir);
+    }
     let inode = file.inode();
     // Only files that can do direct I/O open with `O_DIRECT`: on tmpfs, regular files
     // (Linux: `do_dentry_open()`, `FMODE_CAN_ODIRECT`, checked after the file's open). The

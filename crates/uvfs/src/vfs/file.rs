@@ -238,6 +238,11 @@ impl FileDescription {
         file.kept_dir = Some(InodeHold::inode(dir));
     }
 
+    /// The directory [`FileDescription::keep_dir`] keeps, if any.
+    pub(crate) fn kept_dir(&self) -> Option<&Arc<Inode>> {
+        self.kept_dir.as_ref().and_then(InodeHold::get)
+    }
+
     /// Where the file was opened.
     #[inline]
     pub fn path(&self) -> &VfsPath {

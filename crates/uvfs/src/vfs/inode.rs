@@ -959,6 +959,11 @@ impl InodeHold {
         InodeHold::new(Some(inode.clone()))
     }
 
+    /// The inode held, if any.
+    pub(crate) fn get(&self) -> Option<&Arc<Inode>> {
+        self.0.as_ref()
+    }
+
     fn new(inode: Option<Arc<Inode>>) -> InodeHold {
         if let Some(i) = &inode {
             i.ops().hold(i);

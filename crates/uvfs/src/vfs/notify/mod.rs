@@ -125,6 +125,9 @@ pub(crate) struct Event<'a> {
     /// Where the subject was reached, for an event about an open file (fanotify opens it
     /// for the reader).
     pub(crate) path: Option<&'a VfsPath>,
+    /// The directory the open file keeps beside `path` (an `O_TMPFILE` file's: Linux's
+    /// unnamed dentry is its child), which an event that keeps `path` keeps too.
+    pub(crate) keeps: Option<&'a Arc<Inode>>,
 }
 
 /// Whether anything on `inode`'s filesystem is watched (or vanilla mode is on).
@@ -183,7 +186,13 @@ fn file_event_watched(file: &FileDescription, mask: u32) {
     if file.nonotify() || !sb_watched(inode) {
         return;
     }
-    path_event(&file.path().dentry, inode, Some(file.path()), mask);
+    path_event(
+        &file.path().dentry,
+        inode,
+        Some(file.path()),
+        file.kept_dir(),
+        mask,
+    );
 }
 
 /// [`access`] after a read that returned `n` bytes, which it returns: nothing for 0 (Linux:
@@ -226,7 +235,7 @@ pub(crate) fn change(dentry: &Dentry, inode: &Inode, attr: &SetAttr) {
     }
     let mask = change_mask(attr);
     if mask != 0 {
-        path_event(dentry, inode, None, mask);
+        path_event(dentry, inode, None, None, mask);
     }
 }
 
@@ -253,7 +262,7 @@ fn change_mask(attr: &SetAttr) -> u32 {
 #[inline]
 pub(crate) fn xattr(dentry: &Dentry, inode: &Inode) {
     if any_watched() && sb_watched(inode) {
-        path_event(dentry, inode, None, IN_ATTRIB);
+        path_event(dentry, inode, None, None, IN_ATTRIB);
     }
 }
 
@@ -262,7 +271,13 @@ pub(crate) fn xattr(dentry: &Dentry, inode: &Inode) {
 /// parent's marks when the parent watches its children (Linux: `fsnotify_parent()`,
 /// `__fsnotify_parent()`).
 #[inline(always)]
-fn path_event(dentry: &Dentry, inode: &Inode, path: Option<&VfsPath>, mask: u32) {
+fn path_event(
+    dentry: &Dentry,
+    inode: &Inode,
+    path: Option<&VfsPath>,
+    keeps: Option<&Arc<Inode>>,
+    mask: u32,
+) {
     let mask = if inode.is_dir() {
         mask | IN_ISDIR
     } else {
@@ -273,12 +288,18 @@ fn path_event(dentry: &Dentry, inode: &Inode, path: Option<&VfsPath>, mask: u32)
     if !dentry.parent_watched_or_dead() && marked & mask & ALL_EVENTS == 0 && !vanilla() {
         return;
     }
-    path_event_slow(dentry, inode, path, mask);
+    path_event_slow(dentry, inode, path, keeps, mask);
 }
 
 #[cold]
 #[inline(never)]
-fn path_event_slow(dentry: &Dentry, inode: &Inode, path: Option<&VfsPath>, mask: u32) {
+fn path_event_slow(
+    dentry: &Dentry,
+    inode: &Inode,
+    path: Option<&VfsPath>,
+    keeps: Option<&Arc<Inode>>,
+    mask: u32,
+) {
     #[cfg(test)]
     tests::SLOW.with(|c| c.set(c.get() + 1));
     let mut objects = [None; SLOTS];
@@ -323,6 +344,7 @@ fn path_event_slow(dentry: &Dentry, inode: &Inode, path: Option<&VfsPath>, mask:
         cookie: 0,
         unlinked: path.is_some() && dentry.is_unlinked(),
         path,
+        keeps,
     };
     deliver(objects, &ev);
     drop(parent_dentry);
@@ -360,6 +382,7 @@ fn inode_event(inode: &Inode, mask: u32) {
             cookie: 0,
             unlinked: false,
             path: None,
+            keeps: None,
         };
         deliver(inode_objects(inode), &ev);
     }
@@ -434,6 +457,7 @@ pub(crate) fn child_modified(dir: Option<&Inode>, name: &[u8], inode: &Inode) {
                 cookie: 0,
                 unlinked: false,
                 path: None,
+                keeps: None,
             };
             deliver(objects, &ev);
         }
@@ -464,6 +488,7 @@ fn dirent_event(dir: &Inode, mask: u32, name: &[u8], cookie: u32) {
             cookie,
             unlinked: false,
             path: None,
+            keeps: None,
         };
         deliver(inode_objects(dir), &ev);
     }
