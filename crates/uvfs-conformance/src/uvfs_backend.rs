@@ -47,8 +47,16 @@ impl UvfsBackend {
         let vfs = Vfs::with_root_options(mount).map_err(Errno::raw)?;
         vfs.register_filesystem(Arc::new(sysfs::LazySysfs::default()))
             .expect("a fresh namespace has no type named sysfs");
+        let first = vfs.task(cred::root_cred());
+        // The host's helper runs each case with both limits at `NOFILE` (a case's fd
+        // numbers, and what raising the hard limit without `CAP_SYS_RESOURCE` meets, must be
+        // the same on both sides); uvfs's own table starts at `NR_OPEN` hard.
+        let nofile = crate::host::sandbox::NOFILE as u32;
+        first
+            .set_nofile_rlimit(nofile, nofile)
+            .expect("lowering a fresh table's limits is always allowed");
         Ok(UvfsBackend {
-            tasks: vec![Some(vfs.task(cred::root_cred()))],
+            tasks: vec![Some(first)],
             current: 0,
             observer: vfs.task(uvfs::Cred::root()),
         })

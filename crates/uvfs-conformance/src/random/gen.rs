@@ -26,7 +26,7 @@ mod ready;
 mod sysfs;
 use crate::backend::{Backend, Fds};
 use crate::op::cred::{CapMasks, CapWhich, CredOp};
-use crate::op::{Fcntl, Fd, FlockArg, LockCmd, Offset, Op, Time, XattrTarget};
+use crate::op::{Fcntl, Fd, FlockArg, LockCmd, Offset, Op, TaskStart, Time, XattrTarget};
 use crate::outcome::{Outcome, Value};
 use crate::parse::{Case, Step, Timing};
 use crate::uvfs_backend::UvfsBackend;
@@ -139,6 +139,8 @@ pub fn generate(seed: u64, shape: Shape) -> Case {
         sysfs,
         guide: UvfsBackend::new(mount.as_deref()).ok(),
         guide_fds: Fds::default(),
+        tasks: 1,
+        task: 1,
     };
     let timing = if shape.ticked_one_in > 0 && seed.is_multiple_of(shape.ticked_one_in) {
         Timing::Ticked
@@ -221,6 +223,10 @@ struct Gen {
     /// uvfs, run along to steer the choices; `None` if the root mount failed.
     guide: Option<UvfsBackend>,
     guide_fds: Fds,
+    /// Tasks made so far (task 1 and those `task N fork|thread` made: numbered 1 to this).
+    tasks: u32,
+    /// The task the next op runs in.
+    task: u32,
 }
 
 /// The path an op creates when it succeeds.
@@ -274,9 +280,11 @@ enum Kind {
     Statfs,
     Mount,
     Cred,
+    Task,
+    Rlimit,
 }
 
-const KINDS: [(u32, Kind); 33] = [
+const KINDS: [(u32, Kind); 35] = [
     (14, Kind::Open),
     (3, Kind::Openat2),
     (4, Kind::Close),
@@ -310,6 +318,8 @@ const KINDS: [(u32, Kind); 33] = [
     (1, Kind::Statfs),
     (2, Kind::Mount),
     (3, Kind::Cred),
+    (1, Kind::Task),
+    (1, Kind::Rlimit),
 ];
 
 /// Capabilities the VFS consults, the ones worth dropping one at a time.
@@ -323,8 +333,14 @@ impl Gen {
         };
         let outcome = guide.run(self.fds.len(), op, &self.guide_fds);
         let ok = matches!(outcome, Outcome::Ok(_));
+        if let (true, Op::Task { id, start }) = (ok, op) {
+            self.task = *id;
+            if start.is_some() {
+                self.tasks = self.tasks.max(*id);
+            }
+        }
         if let Some(names) = bind {
-            self.guide_fds.bind(names, &outcome, 1);
+            self.guide_fds.bind(names, &outcome, self.task);
             for name in names.split(' ') {
                 self.fds.push(name.to_string());
                 if matches!(outcome, Outcome::Ok(Value::Int(_) | Value::FdPair(..))) {
@@ -546,6 +562,46 @@ impl Gen {
             }
             Kind::Mount => self.mount(),
             Kind::Cred => Op::Cred(self.cred()),
+            Kind::Task => self.task_op(),
+            Kind::Rlimit => Op::SetrlimitNofile {
+                // Below, at and above the fds a sequence holds; `nr_open` and above it
+                // (`EPERM`); `RLIM_INFINITY`.
+                limit: *self.rng.pick(&[
+                    0,
+                    3,
+                    4,
+                    6,
+                    10,
+                    64,
+                    1024,
+                    1 << 20,
+                    (1 << 20) + 1,
+                    u64::MAX,
+                ]),
+            },
+        }
+    }
+
+    /// `task N fork|thread` (a new process or a new thread of the current task's process,
+    /// which then acts) while there is room for one, else, or sometimes, `task N` back to one
+    /// made before. Every later op runs in the task last named, its fds drawn from all bound
+    /// so far (a forked copy shares their numbers, a name another task closed is `EBADF`).
+    fn task_op(&mut self) -> Op {
+        if self.tasks < crate::op::MAX_TASKS && (self.tasks == 1 || self.rng.chance(60)) {
+            let start = if self.rng.chance(50) {
+                TaskStart::Fork
+            } else {
+                TaskStart::Thread
+            };
+            Op::Task {
+                id: self.tasks + 1,
+                start: Some(start),
+            }
+        } else {
+            Op::Task {
+                id: 1 + self.rng.below(self.tasks as usize) as u32,
+                start: None,
+            }
         }
     }
 
@@ -1038,5 +1094,44 @@ mod tests {
             }
         }
         assert!(mounts > 50, "only {mounts} new tmpfs mounts in 300 seeds");
+    }
+
+    #[test]
+    fn tasks_are_made_in_turn_and_switched_to_only_once_made() {
+        let (mut forks, mut threads, mut switches) = (0, 0, 0);
+        for seed in 0..300 {
+            let case = generate(seed, Shape::default());
+            let mut made = 1;
+            for s in &case.steps {
+                match s.op {
+                    Op::Task {
+                        id,
+                        start: Some(start),
+                    } => {
+                        assert_eq!(id, made + 1, "seed {seed}: task {id} made out of turn");
+                        assert!(id <= crate::op::MAX_TASKS);
+                        made = id;
+                        match start {
+                            TaskStart::Fork => forks += 1,
+                            TaskStart::Thread => threads += 1,
+                        }
+                    }
+                    Op::Task { id, start: None } => {
+                        assert!((1..=made).contains(&id), "seed {seed}: task {id} not made");
+                        switches += 1;
+                    }
+                    // No op may wait, whichever task holds the other side.
+                    Op::Fcntl {
+                        cmd: Fcntl::Lock(LockCmd::SetLkW | LockCmd::OfdSetLkW, _),
+                        ..
+                    } => panic!("seed {seed}: a waiting lock command"),
+                    _ => {}
+                }
+            }
+        }
+        assert!(
+            forks > 30 && threads > 30 && switches > 10,
+            "{forks} forks, {threads} threads, {switches} switches in 300 seeds"
+        );
     }
 }
