@@ -112,8 +112,9 @@ struct Queued {
     /// an unlinked file's space and `IN_DELETE_SELF` wait for the event's read.
     _hold: Option<InodeHold>,
     /// And the directory the file keeps, an `O_TMPFILE` file's (the unnamed dentry the
-    /// event's path holds is that directory's child), even removed.
-    _keeps: Option<InodeHold>,
+    /// event's path holds is that directory's child), even removed; the file opened for the
+    /// reader keeps it too.
+    keeps: Option<InodeHold>,
 }
 
 struct State {
@@ -180,7 +181,7 @@ impl Fanotify {
                     mask: FAN_Q_OVERFLOW,
                     path: None,
                     _hold: None,
-                    _keeps: None,
+                    keeps: None,
                 });
                 st.wait.wake(PollEvents::IN | PollEvents::RDNORM);
             }
@@ -202,7 +203,7 @@ impl Fanotify {
             mask,
             path: Some(path),
             _hold: Some(hold),
-            _keeps: keeps.map(InodeHold::inode),
+            keeps: keeps.map(InodeHold::inode),
         });
         st.wait.wake(PollEvents::IN | PollEvents::RDNORM);
     }
@@ -429,7 +430,12 @@ impl FanotifyFile {
             };
             let fd = match &ev.path {
                 None => FAN_NOFD,
-                Some(p) => match open_event_file(task, p, g.f_flags) {
+                Some(p) => match open_event_file(
+                    task,
+                    p,
+                    ev.keeps.as_ref().and_then(InodeHold::get),
+                    g.f_flags,
+                ) {
                     Ok(fd) => fd,
                     // The event is lost, as Linux's (it was taken off the queue).
                     Err(e) if used == 0 => return Err(e),
@@ -460,11 +466,19 @@ impl FanotifyFile {
 /// Opens the event's file (a regular file or directory) for the reader, silent to
 /// notification (Linux: `create_fd()`: `dentry_open()` with the group's `event_f_flags` and
 /// `FMODE_NONOTIFY`, no permission check).
-fn open_event_file(task: &Task, path: &VfsPath, flags: OpenFlags) -> Result<i32> {
+fn open_event_file(
+    task: &Task,
+    path: &VfsPath,
+    keeps: Option<&Arc<crate::vfs::Inode>>,
+    flags: OpenFlags,
+) -> Result<i32> {
     let inode = path.dentry.inode().ok_or(Errno::ENOENT)?.clone();
     let ops = inode.ops().open(&inode, flags)?;
     let mut file = FileDescription::new(path.clone(), inode, flags, ops, task.cred_id.get())?;
     file.set_nonotify();
+    if let Some(dir) = keeps {
+        file.keep_dir(dir);
+    }
     // Linux's `dentry_open()` takes `event_f_flags` whole (an `O_CLOEXEC` stays in `f_flags`,
     // as `F_GETFL` shows) and `force_o_largefile()` adds `O_LARGEFILE`.
     file.add_status_bits(OpenFlags::LARGEFILE | (flags & OpenFlags::CLOEXEC));
