@@ -185,6 +185,9 @@ impl crate::sysfs_guard::SysfsProbe for TaskProbe<'_> {
                 let _ = self.0.close(fd);
                 on
             }
+            // No fd to ask with (a sequence that lowered `RLIMIT_NOFILE`): it may be, so the
+            // generator draws another call (the host's guard asks the file's device then).
+            Err(Errno::EMFILE | Errno::ENFILE) => true,
             Err(_) => false,
         }
     }

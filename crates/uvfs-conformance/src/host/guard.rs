@@ -11,6 +11,27 @@ pub use crate::sysfs_guard::REFUSED;
 /// `O_PATH | O_CLOEXEC`, and `O_NOFOLLOW` for the calls that act on a link itself.
 const O_PATH_CLOEXEC: i32 = 0o10000000 | 0o2000000;
 const O_NOFOLLOW: i32 = 0o400000;
+const AT_SYMLINK_NOFOLLOW: i32 = 0x100;
+const AT_FDCWD: i32 = -100;
+const EMFILE: i32 = 24;
+const ENFILE: i32 = 23;
+
+/// The device number of the machine's sysfs superblock, which every sysfs mounted in a
+/// sandbox shows (one per network namespace), read by [`note_machine_sysfs`].
+static MACHINE_SYSFS_DEV: std::sync::OnceLock<Option<u64>> = std::sync::OnceLock::new();
+
+/// Notes the device number of the machine's `/sys`, if a sysfs is mounted there: call before
+/// the sandbox hides it. The probe falls back on it when it cannot open the file it asks
+/// about (a case that lowered `RLIMIT_NOFILE` to the fds it holds: random seeds of 2026-11-29
+/// changed the machine's topology nodes through that gap).
+pub fn note_machine_sysfs() {
+    MACHINE_SYSFS_DEV.get_or_init(|| {
+        let on = sys::statfs(&CPath::new(b"/sys")).is_ok_and(|s| s.f_type == SYSFS_MAGIC);
+        on.then(|| sys::fstatat(AT_FDCWD, &CPath::new(b"/sys"), 0).ok())
+            .flatten()
+            .map(|st| st.st_dev)
+    });
+}
 
 struct HostProbe;
 
@@ -26,6 +47,16 @@ impl SysfsProbe for HostProbe {
                 let on = self.fd_on_sysfs(fd as i32);
                 let _ = sys::close(fd as i32);
                 on
+            }
+            // No fd to ask with: the file's device, beside the machine's sysfs's (and if that
+            // is unknown, the call is refused rather than risked).
+            Err(EMFILE | ENFILE) => {
+                let nofollow = if follow { 0 } else { AT_SYMLINK_NOFOLLOW };
+                match MACHINE_SYSFS_DEV.get().copied().flatten() {
+                    Some(dev) => sys::fstatat(dirfd, &CPath::new(path), nofollow)
+                        .is_ok_and(|st| st.st_dev == dev),
+                    None => true,
+                }
             }
             Err(_) => false,
         }

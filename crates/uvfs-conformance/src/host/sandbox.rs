@@ -75,6 +75,7 @@ fn step(what: &str, r: sys::SysResult) -> Result<(), String> {
 /// # Errors
 /// A message if an fd could not be moved (the caller can still print it to stderr).
 pub fn prepare_process(result_fd: i32) -> Result<(), String> {
+    super::guard::note_machine_sysfs();
     step(
         "setrlimit RLIMIT_NOFILE",
         sys::setrlimit(RLIMIT_NOFILE, NOFILE, NOFILE),
