@@ -103,12 +103,14 @@ pub fn changes_sysfs(op: &Op, fds: &Fds, probe: &mut dyn SysfsProbe) -> bool {
 }
 
 /// The mode and owner of every node of the machine's `/sys/devices/system/cpu/cpuN/topology/`
-/// (and of those directories), as `path mode uid gid` lines: a long run takes it before and
-/// after, and fails if any changed (the guard let a change through).
+/// and of the directories above them up to `/sys/devices/system/cpu` (what a sequence's
+/// sysfs shows: CASES.md, "sysfs"), as `path mode uid gid` lines: a long run takes it before
+/// and after, and fails if any changed (the guard let a change through).
 pub fn machine_topology_state() -> Vec<String> {
     use std::os::unix::fs::MetadataExt;
     let mut out = Vec::new();
-    let Ok(cpus) = std::fs::read_dir("/sys/devices/system/cpu") else {
+    let root = std::path::Path::new("/sys/devices/system/cpu");
+    let Ok(cpus) = std::fs::read_dir(root) else {
         return out;
     };
     let mut dirs: Vec<std::path::PathBuf> = cpus
@@ -117,6 +119,22 @@ pub fn machine_topology_state() -> Vec<String> {
         .filter(|p| p.is_dir())
         .collect();
     dirs.sort();
+    let mut above = vec![root.to_path_buf()];
+    above.extend(
+        dirs.iter()
+            .filter_map(|d| d.parent().map(std::path::Path::to_path_buf)),
+    );
+    for p in above {
+        if let Ok(m) = std::fs::symlink_metadata(&p) {
+            out.push(format!(
+                "{} {:o} {} {}",
+                p.display(),
+                m.mode(),
+                m.uid(),
+                m.gid()
+            ));
+        }
+    }
     for dir in dirs {
         let mut paths = vec![dir.clone()];
         if let Ok(entries) = std::fs::read_dir(&dir) {
