@@ -119,12 +119,20 @@ pub fn machine_topology_state() -> Vec<String> {
         .filter(|p| p.is_dir())
         .collect();
     dirs.sort();
-    let mut above = vec![root.to_path_buf()];
-    above.extend(
+    let mut paths = vec![root.to_path_buf()];
+    paths.extend(
         dirs.iter()
             .filter_map(|d| d.parent().map(std::path::Path::to_path_buf)),
     );
-    for p in above {
+    for dir in dirs {
+        paths.push(dir.clone());
+        if let Ok(entries) = std::fs::read_dir(&dir) {
+            let mut names: Vec<_> = entries.flatten().map(|e| e.path()).collect();
+            names.sort();
+            paths.extend(names);
+        }
+    }
+    for p in paths {
         if let Ok(m) = std::fs::symlink_metadata(&p) {
             out.push(format!(
                 "{} {:o} {} {}",
@@ -133,25 +141,6 @@ pub fn machine_topology_state() -> Vec<String> {
                 m.uid(),
                 m.gid()
             ));
-        }
-    }
-    for dir in dirs {
-        let mut paths = vec![dir.clone()];
-        if let Ok(entries) = std::fs::read_dir(&dir) {
-            let mut names: Vec<_> = entries.flatten().map(|e| e.path()).collect();
-            names.sort();
-            paths.extend(names);
-        }
-        for p in paths {
-            if let Ok(m) = std::fs::symlink_metadata(&p) {
-                out.push(format!(
-                    "{} {:o} {} {}",
-                    p.display(),
-                    m.mode(),
-                    m.uid(),
-                    m.gid()
-                ));
-            }
         }
     }
     out
