@@ -154,3 +154,30 @@ pub fn machine_topology_changes(before: &[String], after: &[String]) -> Vec<Stri
         .cloned()
         .collect()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The state names the bind-mounted root, each cpu directory and each topology node, so a
+    /// change to any of them shows as a changed line.
+    #[test]
+    fn machine_state_covers_the_cpu_directories_and_their_topology_nodes() {
+        let state = machine_topology_state();
+        let has = |path: &str| state.iter().any(|l| l.starts_with(&format!("{path} ")));
+        assert!(has("/sys/devices/system/cpu"), "{state:?}");
+        assert!(has("/sys/devices/system/cpu/cpu0"), "{state:?}");
+        assert!(has("/sys/devices/system/cpu/cpu0/topology"), "{state:?}");
+        assert!(
+            has("/sys/devices/system/cpu/cpu0/topology/core_id"),
+            "{state:?}"
+        );
+        let mut changed = state.clone();
+        changed[0] = changed[0].replace(" 40755 ", " 40070 ");
+        assert_ne!(changed, state, "the root's line states its mode");
+        assert_eq!(
+            machine_topology_changes(&state, &changed),
+            vec![changed[0].clone()]
+        );
+    }
+}
