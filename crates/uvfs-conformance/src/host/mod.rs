@@ -178,27 +178,34 @@ fn dev(d: u64) -> Dev {
 /// `b/b -> ..` and `/b` the new root's mountpoint).
 fn mounts() -> Option<Vec<(u64, Dev)>> {
     const O_RDONLY_CLOEXEC: i32 = 0o2000000;
-    let fd = sys::openat(
-        sandbox::PROC_FD,
-        &CPath::new(b"mountinfo"),
-        O_RDONLY_CLOEXEC,
-        0,
-    )
-    .ok()?;
-    let fd = fd as i32;
-    let mut text = Vec::new();
-    let mut buf = [0u8; 4096];
-    let read = loop {
-        match sys::read(fd, &mut buf) {
-            Ok(0) => break true,
-            Ok(n) => text.extend_from_slice(&buf[..n as usize]),
-            Err(_) => break false,
+    // The copy opened with the sandbox, read from offset 0 (`seq_file` makes the text again);
+    // else a fresh open.
+    let read_all = |fd: i32| -> Option<Vec<u8>> {
+        let mut text = Vec::new();
+        let mut buf = [0u8; 4096];
+        loop {
+            match sys::pread(fd, &mut buf, text.len() as i64) {
+                Ok(0) => return Some(text),
+                Ok(n) => text.extend_from_slice(&buf[..n as usize]),
+                Err(_) => return None,
+            }
         }
     };
-    let _ = sys::close(fd);
-    if !read {
-        return None;
-    }
+    let text = match read_all(sandbox::MOUNTINFO_FD) {
+        Some(t) => t,
+        None => {
+            let fd = sys::openat(
+                sandbox::PROC_FD,
+                &CPath::new(b"mountinfo"),
+                O_RDONLY_CLOEXEC,
+                0,
+            )
+            .ok()? as i32;
+            let t = read_all(fd);
+            let _ = sys::close(fd);
+            t?
+        }
+    };
     // `ID PARENT MAJOR:MINOR ROOT MOUNTPOINT ...`
     let text = String::from_utf8_lossy(&text);
     text.lines()

@@ -23,6 +23,11 @@ pub const OBSERVER_SOCK_BASE: i32 = 1003;
 /// `/proc/self` of the process that prepared the sandbox, a directory fd through which the
 /// sandbox's `mountinfo` is read (the sandbox's namespace has no `/proc`).
 pub const PROC_FD: i32 = 1000;
+/// The sandbox's `mountinfo`, opened when the sandbox is entered and read again from offset 0
+/// after each mount (`host::mounts`): a case that lowered `RLIMIT_NOFILE` to the fds it holds
+/// leaves no fd to open it with then. Closed when the sandbox is left (it keeps the
+/// namespace).
+pub const MOUNTINFO_FD: i32 = 1001;
 /// Fds from here up belong to the helper: a case must not use them.
 pub const FIRST_RESERVED_FD: i32 = 1000;
 /// The `RLIMIT_NOFILE` of a case, as uvfs's default fd table limit.
@@ -119,7 +124,10 @@ pub fn leave() -> Result<(), String> {
     step(
         "setns to the host namespace",
         sys::setns(HOST_NS_FD, CLONE_NEWNS),
-    )
+    )?;
+    // The namespace's last reference: it is torn down here, under the fence.
+    let _ = sys::close(MOUNTINFO_FD);
+    Ok(())
 }
 
 /// Enters a private mount namespace, mounts a tmpfs with `options` on a fresh directory,
@@ -162,5 +170,10 @@ pub fn enter(options: Option<&str>) -> Result<Outcome, String> {
     step("setgroups", sys::setgroups(&[]))?;
     step("chdir /", sys::chdir(&CPath::new(b"/")))?;
     sys::umask(0o022).expect("umask cannot fail");
+    // Best effort: without it, a mount's new IDs are learnt while an fd can be opened.
+    if let Ok(fd) = sys::openat(PROC_FD, &CPath::new(b"mountinfo"), O_RDONLY_CLOEXEC, 0) {
+        let _ = sys::dup2(fd as i32, MOUNTINFO_FD);
+        let _ = sys::close(fd as i32);
+    }
     Ok(Outcome::Ok(Value::Unit))
 }
