@@ -303,16 +303,19 @@ impl Normaliser {
     }
 
     /// A new filesystem instance (a new superblock) was mounted and shows device `dev`:
-    /// it gets new labels, `dev#` and `ino#` (so no stamp history either). Linux hands a new
+    /// it gets new labels, `dev#` and `ino#` (so no stamp history either), and its
+    /// directories new `d_off` numbers. Linux hands a new
     /// tmpfs the lowest free anonymous device number (`get_anon_bdev()`), which may be that of
     /// an instance gone before (so nothing can show the old one again), and whether it is
     /// depends on other mounts on the host at the time; uvfs never reuses one. Without this
     /// the host would show the new root as the old root observed again. A device not seen
     /// before has no labels to forget.
     fn forget_dev(&mut self, dev: Dev) {
-        if self.devs.remove(&dev).is_some() {
-            self.inos.retain(|(d, _), _| *d != dev);
-        }
+        self.devs.remove(&dev);
+        self.inos.retain(|(d, _), _| *d != dev);
+        // Its directories too: the new root's listing numbers its offsets afresh (random
+        // seed 219838: `..` of a tmpfs root listed as the old root's second offset).
+        self.offs.retain(|d, _| d.is_none_or(|d| d.dev != dev));
     }
 
     fn far(&self, t: Ts) -> bool {
@@ -1028,6 +1031,34 @@ mod tests {
         );
         let x = n.value(&Value::XattrList(Bytes(b"user.b\0user.a\0".to_vec())));
         assert_eq!(x, r#"ok 14 bytes xattrs ["user.a", "user.b"]"#);
+        // A new instance that shows a forgotten device again: its root (the same raw inode
+        // number) numbers its offsets afresh.
+        let dev = |minor| Dev { major: 0, minor };
+        let root = Some(DirId {
+            dev: dev(9),
+            ino: 1,
+        });
+        let before = n.dirents(&Listing {
+            dir: root,
+            entries: vec![e(b".", 1, 1), e(b"..", 1, 2)],
+        });
+        assert_eq!(
+            before,
+            r#"ok 2 entries ["." reg ino#5 @off#1, ".." reg ino#5 @off#2]"#
+        );
+        n.value(&Value::Mounted {
+            dev: Some(dev(9)),
+            ids: Vec::new(),
+            machine_stamps: false,
+        });
+        let after = n.dirents(&Listing {
+            dir: root,
+            entries: vec![e(b".", 1, 2), e(b"..", 1, i64::from(i32::MAX))],
+        });
+        assert_eq!(
+            after,
+            r#"ok 2 entries ["." reg ino#6 @off#1, ".." reg ino#6 @off#2]"#
+        );
     }
 
     #[test]
