@@ -328,10 +328,11 @@ impl Group for Fanotify {
                 }
             }
         }
-        let Some(path) = ev.path else {
+        let Some(file) = ev.file else {
             // An event without a file cannot carry an fd.
             return;
         };
+        let path = file.path();
         // Only regular files and directories (Linux: `fanotify_group_event_mask()`: "path
         // type events are only relevant for files and dirs"), so no FIFO or pipe events.
         if !path
@@ -375,7 +376,7 @@ impl Group for Fanotify {
             return;
         }
         let ondir_bit = if ondir { FAN_ONDIR } else { 0 };
-        self.push(&mut st, report | ondir_bit, path.clone(), ev.keeps);
+        self.push(&mut st, report | ondir_bit, path.clone(), file.kept_dir());
     }
 
     fn mark_removed(&self, mark: &Arc<Mark>) {

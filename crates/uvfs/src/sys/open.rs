@@ -150,9 +150,6 @@ struct Opened {
     /// With `O_CREAT`, for a name that existed: the mode and owner of the directory it was
     /// found in, read when it was looked up (Linux: `nameidata::dir_mode`, `dir_vfsuid`).
     found_in: Option<DirAttrs>,
-    /// An `O_TMPFILE` file's directory, which the file keeps, even removed, from its open
-    /// on (its open event's too) to its release: [`FileDescription::keep_dir`].
-    kept_dir: Option<Arc<Inode>>,
 }
 
 /// # Files: open and close
@@ -168,7 +165,6 @@ impl Opened {
             hold: FileHold::open(pos.mnt.arc().clone(), pos.dentry.arc(), inode),
             created: false,
             found_in,
-            kept_dir: None,
         })
     }
 }
@@ -307,7 +303,8 @@ impl Task {
         let cred_id = self.cred_id.get();
         self.with_path(dirfd, path, EmptyPath::Reject, req.resolve, |w, start| {
             let opened = if req.flags.bits() & O_TMPFILE_BIT != 0 {
-                open_tmpfile(w, start, path, req, umask)?
+                let (opened, dir) = open_tmpfile(w, start, path, req, umask)?;
+                return finish_open(w.cred, opened, req, cred_id, Some(&dir));
             } else if req.flags.contains(OpenFlags::PATH) {
                 let follow = follow_of(req.flags);
                 let pos = w.lookup(start, path, follow)?;
@@ -315,7 +312,7 @@ impl Task {
             } else {
                 open_last(w, start, path, req, umask)?
             };
-            finish_open(w.cred, opened, req, cred_id)
+            finish_open(w.cred, opened, req, cred_id, None)
         })
         .and_then(|file| {
             // A FIFO's open waits for the other side here, out of the walk's read-side
@@ -363,7 +360,7 @@ fn open_tmpfile<'w>(
     path: &[u8],
     req: OpenReq,
     umask: u32,
-) -> Result<Opened> {
+) -> Result<(Opened, Arc<Inode>)> {
     // `O_NOFOLLOW` holds for the directory too: a symlink there is not one (ENOTDIR).
     let dir = w.lookup(start, path, follow_of(req.flags))?;
     let dinode = dir.inode().ok_or(Errno::ENOENT)?.clone();
@@ -391,21 +388,21 @@ fn open_tmpfile<'w>(
         !req.flags.contains(OpenFlags::EXCL),
     );
     let inode = dentry.inode().ok_or(Errno::ENOENT)?.clone();
-    Ok(Opened {
-        _created_hold: None,
-        hold: FileHold::owned(
-            VfsPath {
-                mnt: dir.mnt.arc().clone(),
-                dentry,
-            },
-            inode,
-        ),
-        created: true,
-        found_in: None,
-        // The file, not its inode, keeps the directory: a name `linkat` gives the inode
-        // later, opened by other files, does not (Linux: the unnamed dentry).
-        kept_dir: Some(dinode),
-    })
+    Ok((
+        Opened {
+            _created_hold: None,
+            hold: FileHold::owned(
+                VfsPath {
+                    mnt: dir.mnt.arc().clone(),
+                    dentry,
+                },
+                inode,
+            ),
+            created: true,
+            found_in: None,
+        },
+        dinode,
+    ))
 }
 
 /// Resolves the last component of an open, creating it for `O_CREAT` (Linux:
@@ -471,7 +468,6 @@ fn open_last<'w>(
                     ),
                     created: true,
                     found_in: None,
-                    kept_dir: None,
                 });
             }
             Some(child) => {
@@ -509,19 +505,22 @@ fn open_last<'w>(
 }
 
 /// The checks and actions after the name is resolved (Linux: `do_open()`, `may_open()`,
-/// `vfs_open()`, `handle_truncate()`).
+/// `vfs_open()`, `handle_truncate()`). `kept_dir`: an `O_TMPFILE` file's directory, which the
+/// file keeps, even removed, from its open on (its open event's too) to its release
+/// ([`FileDescription::keep_dir`]); the file, not its inode, keeps it, so a name `linkat`
+/// gives the inode later, opened by other files, does not (Linux: the unnamed dentry).
 fn finish_open(
     cred: &crate::vfs::Cred,
     opened: Opened,
     req: OpenReq,
     cred_id: u64,
+    kept_dir: Option<&Arc<Inode>>,
 ) -> Result<Arc<FileDescription>> {
     let Opened {
         hold,
         created,
         found_in,
         _created_hold,
-        kept_dir,
     } = opened;
     let path = hold.path();
     let inode = hold.inode();
@@ -602,7 +601,7 @@ fn finish_open(
         inode.ops().open(inode, req.file_flags)?
     };
     let mut file = FileDescription::new_held(hold, req.file_flags, ops, cred_id)?;
-    if let Some(dir) = &kept_dir {
+    if let Some(dir) = kept_dir {
         file.keep_dir(dir);
     }
     let inode = file.inode();

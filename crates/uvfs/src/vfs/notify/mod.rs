@@ -39,7 +39,7 @@ use mark::{Slot, SLOTS};
 
 // std's atomics, not the model checkers': the statics need const constructors (the
 // notification counters are not part of a modelled protocol).
-use crate::vfs::{Dentry, FileDescription, Inode, Mount, SetAttr, SuperBlock, VfsPath};
+use crate::vfs::{Dentry, FileDescription, Inode, Mount, SetAttr, SuperBlock};
 use std::sync::atomic::{AtomicBool, AtomicIsize, AtomicU32, Ordering};
 
 /// Whether notification is compiled in (the `notify` cargo feature, on by default). Without
@@ -122,12 +122,9 @@ pub(crate) struct Event<'a> {
     pub(crate) cookie: u32,
     /// The event is about an open file whose name is gone (`IN_EXCL_UNLINK` marks skip it).
     pub(crate) unlinked: bool,
-    /// Where the subject was reached, for an event about an open file (fanotify opens it
-    /// for the reader).
-    pub(crate) path: Option<&'a VfsPath>,
-    /// The directory the open file keeps beside `path` (an `O_TMPFILE` file's: Linux's
-    /// unnamed dentry is its child), which an event that keeps `path` keeps too.
-    pub(crate) keeps: Option<&'a Arc<Inode>>,
+    /// The open file the event is about, if any: fanotify keeps its path (and the directory
+    /// an `O_TMPFILE` file keeps, [`FileDescription::kept_dir`]) and opens it for the reader.
+    pub(crate) file: Option<&'a FileDescription>,
 }
 
 /// Whether anything on `inode`'s filesystem is watched (or vanilla mode is on).
@@ -186,13 +183,7 @@ fn file_event_watched(file: &FileDescription, mask: u32) {
     if file.nonotify() || !sb_watched(inode) {
         return;
     }
-    path_event(
-        &file.path().dentry,
-        inode,
-        Some(file.path()),
-        file.kept_dir(),
-        mask,
-    );
+    path_event(&file.path().dentry, inode, Some(file), mask);
 }
 
 /// [`access`] after a read that returned `n` bytes, which it returns: nothing for 0 (Linux:
@@ -235,7 +226,7 @@ pub(crate) fn change(dentry: &Dentry, inode: &Inode, attr: &SetAttr) {
     }
     let mask = change_mask(attr);
     if mask != 0 {
-        path_event(dentry, inode, None, None, mask);
+        path_event(dentry, inode, None, mask);
     }
 }
 
@@ -262,7 +253,7 @@ fn change_mask(attr: &SetAttr) -> u32 {
 #[inline]
 pub(crate) fn xattr(dentry: &Dentry, inode: &Inode) {
     if any_watched() && sb_watched(inode) {
-        path_event(dentry, inode, None, None, IN_ATTRIB);
+        path_event(dentry, inode, None, IN_ATTRIB);
     }
 }
 
@@ -271,35 +262,24 @@ pub(crate) fn xattr(dentry: &Dentry, inode: &Inode) {
 /// parent's marks when the parent watches its children (Linux: `fsnotify_parent()`,
 /// `__fsnotify_parent()`).
 #[inline(always)]
-fn path_event(
-    dentry: &Dentry,
-    inode: &Inode,
-    path: Option<&VfsPath>,
-    keeps: Option<&Arc<Inode>>,
-    mask: u32,
-) {
+fn path_event(dentry: &Dentry, inode: &Inode, file: Option<&FileDescription>, mask: u32) {
     let mask = if inode.is_dir() {
         mask | IN_ISDIR
     } else {
         mask
     };
-    let mnt_mask = path.map_or(0, |p| p.mnt.notify_mask());
+    let mnt_mask = file.map_or(0, |f| f.path().mnt.notify_mask());
     let marked = inode.notify_mask() | mnt_mask | inode.sb().notify_mask();
     if !dentry.parent_watched_or_dead() && marked & mask & ALL_EVENTS == 0 && !vanilla() {
         return;
     }
-    path_event_slow(dentry, inode, path, keeps, mask);
+    path_event_slow(dentry, inode, file, mask);
 }
 
 #[cold]
 #[inline(never)]
-fn path_event_slow(
-    dentry: &Dentry,
-    inode: &Inode,
-    path: Option<&VfsPath>,
-    keeps: Option<&Arc<Inode>>,
-    mask: u32,
-) {
+fn path_event_slow(dentry: &Dentry, inode: &Inode, file: Option<&FileDescription>, mask: u32) {
+    let path = file.map(FileDescription::path);
     #[cfg(test)]
     tests::SLOW.with(|c| c.set(c.get() + 1));
     let mut objects = [None; SLOTS];
@@ -342,9 +322,8 @@ fn path_event_slow(
         name: name.as_deref(),
         dirent: false,
         cookie: 0,
-        unlinked: path.is_some() && dentry.is_unlinked(),
-        path,
-        keeps,
+        unlinked: file.is_some() && dentry.is_unlinked(),
+        file,
     };
     deliver(objects, &ev);
     drop(parent_dentry);
@@ -381,8 +360,7 @@ fn inode_event(inode: &Inode, mask: u32) {
             dirent: false,
             cookie: 0,
             unlinked: false,
-            path: None,
-            keeps: None,
+            file: None,
         };
         deliver(inode_objects(inode), &ev);
     }
@@ -456,8 +434,7 @@ pub(crate) fn child_modified(dir: Option<&Inode>, name: &[u8], inode: &Inode) {
                 dirent: false,
                 cookie: 0,
                 unlinked: false,
-                path: None,
-                keeps: None,
+                file: None,
             };
             deliver(objects, &ev);
         }
@@ -487,8 +464,7 @@ fn dirent_event(dir: &Inode, mask: u32, name: &[u8], cookie: u32) {
             dirent: true,
             cookie,
             unlinked: false,
-            path: None,
-            keeps: None,
+            file: None,
         };
         deliver(inode_objects(dir), &ev);
     }
