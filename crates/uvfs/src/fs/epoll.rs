@@ -85,6 +85,18 @@ impl EpItem {
 
 impl Waker for EpItem {
     fn wake(&self, key: PollEvents) -> bool {
+        self.queue(key, true)
+    }
+}
+
+impl EpItem {
+    /// Queues the item on its epoll's ready list, if its events (or `key`, when not empty)
+    /// say so, and wakes the epoll's waiters and pollers. A file's wake-up wakes them even
+    /// when the item was queued already (Linux: `ep_poll_callback()`); an `EPOLL_CTL_ADD` or
+    /// `EPOLL_CTL_MOD` that finds the file ready (`requeued` false) wakes them only if it
+    /// queues the item now (`ep_insert()`, `ep_modify()`: `if (!ep_is_linked(epi))`), so an
+    /// edge-triggered watcher of this epoll sees no new edge for an item still queued.
+    fn queue(&self, key: PollEvents, requeued: bool) -> bool {
         let Some(ep) = self.ep.upgrade() else {
             return false;
         };
@@ -103,6 +115,8 @@ impl Waker for EpItem {
         if !self.ready.swap(true, Ordering::Relaxed) {
             st.ready
                 .push_back(self.me.upgrade().expect("alive while registered"));
+        } else if !requeued {
+            return true;
         }
         st.waiters.wake(PollEvents::empty());
         st.pollers.wake(PollEvents::IN);
@@ -364,7 +378,7 @@ impl Epoll {
                     file.ops().poll(file, Some(&mut pt))
                 };
                 if !(revents & events).is_empty() {
-                    item.wake(PollEvents::empty());
+                    item.queue(PollEvents::empty(), false);
                 }
                 Ok(())
             }
@@ -388,7 +402,7 @@ impl Epoll {
                 }
                 // Linux: `ep_modify()` polls the file again and queues the item if ready.
                 if !(file.ops().poll(file, None) & events).is_empty() {
-                    item.wake(PollEvents::empty());
+                    item.queue(PollEvents::empty(), false);
                 }
                 Ok(())
             }
