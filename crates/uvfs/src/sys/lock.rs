@@ -40,7 +40,7 @@ impl Task {
         } else {
             return Err(Errno::EINVAL);
         };
-        let file: Arc<FileDescription> = Arc::clone(&*self.fget(fd)?);
+        let file = self.fget(fd)?.into_owned();
         self.flock_file(&file, kind, op.contains(FlockOp::NB))
     }
 
@@ -87,7 +87,7 @@ impl Task {
     /// `EDEADLK` (`F_SETLKW` that would wait in a cycle of POSIX waiters) and `EINTR`
     /// (interrupted while waiting, [`Task::interrupt_handle`]).
     pub fn fcntl_lock(&self, fd: i32, cmd: LockCmd, flock: &mut Flock) -> Result<()> {
-        let file: Arc<FileDescription> = Arc::clone(&*self.fget(fd)?);
+        let file = self.fget(fd)?.into_owned();
         if file.fmode().path_only {
             return Err(Errno::EBADF);
         }

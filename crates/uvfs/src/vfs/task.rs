@@ -92,6 +92,17 @@ pub(crate) enum FileRef<'a> {
 }
 
 impl FileRef<'_> {
+    /// The file as an owned reference, for a call that must not borrow the task's fd cache
+    /// (it may wait): a shared table's lookup counted it already, and it is taken as it is,
+    /// not counted a second time.
+    #[inline]
+    pub(crate) fn into_owned(self) -> Arc<FileDescription> {
+        match self {
+            FileRef::Owned(f) => f,
+            FileRef::Cached(f) => Arc::clone(&f),
+        }
+    }
+
     /// Whether a read, write or seek through this fd may move the file's position without
     /// its lock ([`super::file::FilePos::take`]): when no other thread can use the file until
     /// the call returns (Linux: `fdget_pos()` locks only a file whose count is above 1). That

@@ -41,23 +41,25 @@
 
 pub(crate) mod posix;
 
-use std::collections::BTreeMap;
+use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, LazyLock};
 
+use arc_swap::ArcSwap;
 use parking_lot::{Condvar, Mutex, MutexGuard};
 
 use self::posix::{Kind, Owner, RangeLock, RangeLocks};
 use super::file::FileDescription;
 use super::inode::Inode;
 use crate::abi::{Errno, Result};
+use crate::sync::addr_hash::AddrBuild;
 
 /// Steps of the deadlock detector's walk along the chain of waiters (Linux:
 /// `MAX_DEADLK_ITERATIONS`): a longer cycle is not reported.
 pub(crate) const MAX_DEADLK_ITERATIONS: usize = 10;
 
 /// Shards of the side table of lock contexts (a power of two).
-const SHARDS: usize = 16;
+const SHARDS: usize = 64;
 
 /// The advisory locks of one inode (Linux: `struct file_lock_context`).
 #[derive(Default)]
@@ -145,58 +147,103 @@ struct Waiter {
     cond: Arc<Condvar>,
 }
 
-/// The side table: inode address to its lock context.
-/// Protects: the map of its shard. Order: leaf.
-static CONTEXTS: [Shard; SHARDS] = [const { Shard(Mutex::new(BTreeMap::new())) }; SHARDS];
+/// One shard of the side table: inode address to lock context.
+type ContextMap = HashMap<usize, Arc<LockContext>, AddrBuild>;
 
-/// One shard of [`CONTEXTS`], alone in its cache-line pair: a shard is 32 bytes, and unpadded
-/// four of them shared a line pair, so threads locking files of different shards wrote the
-/// same line.
+/// The side table: inode address to its lock context, in shards replaced as a whole on each
+/// change (copy on write), so that a lock call finds its context without taking a lock or
+/// writing a count another thread's call writes: an `ArcSwap` load (a debt slot of the calling
+/// thread's own) and a hash probe. Changes are rare: an inode's first lock, and the inode's
+/// end.
+static CONTEXTS: LazyLock<[Shard; SHARDS]> =
+    LazyLock::new(|| std::array::from_fn(|_| Shard(ArcSwap::from_pointee(ContextMap::default()))));
+
+/// Serialises changes of [`CONTEXTS`].
+/// Order: leaf (taken with no lock held: an inode's first lock, or the inode's drop).
+static CONTEXTS_LOCK: Mutex<()> = Mutex::new(());
+
+/// One shard of [`CONTEXTS`], alone in its cache-line pair, so that replacing one shard never
+/// writes the line another shard's readers load.
 #[repr(align(128))]
-struct Shard(Mutex<BTreeMap<usize, Arc<LockContext>>>);
+struct Shard(ArcSwap<ContextMap>);
 
-fn shard(inode: &Inode) -> (usize, &'static Mutex<BTreeMap<usize, Arc<LockContext>>>) {
+fn shard(inode: &Inode) -> (usize, &'static ArcSwap<ContextMap>) {
     let key = std::ptr::from_ref(inode) as usize;
     // Inodes are 128-byte blocks: skip the low bits that are the same for all.
     (key, &CONTEXTS[(key >> 7) % SHARDS].0)
 }
 
-/// The inode's lock context, if it has one.
+/// Runs `f` on the inode's lock context, if it has one; the context is borrowed from the
+/// table (it stays there until the inode goes, and the caller holds the inode).
 ///
 /// # Fast path
 /// One relaxed load of the inode's flag word when the inode was never locked. The flag is set
-/// under the shard lock before any lock is taken, so a task that took a lock (or learnt of
-/// one through any synchronisation) sees it.
+/// after the context is published and before any lock is taken, so a task that took a lock (or
+/// learnt of one through any synchronisation) finds it.
 #[inline]
-fn context_of(inode: &Inode) -> Option<Arc<LockContext>> {
+fn with_context<R>(inode: &Inode, f: impl FnOnce(&Arc<LockContext>) -> R) -> Option<R> {
     if !inode.has_lock_context() {
         return None;
     }
-    context_of_slow(inode)
+    with_context_slow(inode, f)
 }
 
 #[cold]
-fn context_of_slow(inode: &Inode) -> Option<Arc<LockContext>> {
+fn with_context_slow<R>(inode: &Inode, f: impl FnOnce(&Arc<LockContext>) -> R) -> Option<R> {
     let (key, shard) = shard(inode);
-    shard.lock().get(&key).cloned()
+    shard.load().get(&key).map(f)
 }
 
-/// The inode's lock context, made on first use (Linux: `locks_get_lock_context()`).
-fn context_or_make(inode: &Inode) -> Arc<LockContext> {
+/// Runs `f` on the inode's lock context, made on first use (Linux:
+/// `locks_get_lock_context()`).
+fn with_context_or_make<R>(inode: &Inode, f: impl FnOnce(&Arc<LockContext>) -> R) -> R {
     let (key, shard) = shard(inode);
-    let mut map = shard.lock();
-    let ctx = map.entry(key).or_default().clone();
+    if inode.has_lock_context() {
+        if let Some(ctx) = shard.load().get(&key) {
+            return f(ctx);
+        }
+    }
+    f(&make_context(inode, key, shard))
+}
+
+/// Publishes a context for `inode` (the first lock of the inode), or finds the one another
+/// call published meanwhile.
+#[cold]
+fn make_context(inode: &Inode, key: usize, shard: &ArcSwap<ContextMap>) -> Arc<LockContext> {
+    let _g = CONTEXTS_LOCK.lock();
+    let cur = shard.load();
+    let ctx = match cur.get(&key) {
+        Some(c) => c.clone(),
+        None => {
+            let ctx = Arc::<LockContext>::default();
+            let mut m = ContextMap::clone(&cur);
+            m.insert(key, ctx.clone());
+            shard.store(Arc::new(m));
+            ctx
+        }
+    };
     inode.mark_lock_context();
     ctx
 }
 
 /// Forgets the context of an inode that is going away (from `Inode`'s drop, after which its
-/// address may be reused).
+/// address may be reused). A call still borrowing it from the old shard keeps that shard, and
+/// the context with it, until it returns.
 #[cold]
 pub(crate) fn forget_context(inode: &Inode) {
     let (key, shard) = shard(inode);
-    let ctx = shard.lock().remove(&key);
-    drop(ctx);
+    let old = {
+        let _g = CONTEXTS_LOCK.lock();
+        let cur = shard.load_full();
+        if !cur.contains_key(&key) {
+            return;
+        }
+        let mut m = ContextMap::clone(&cur);
+        m.remove(&key);
+        shard.swap(Arc::new(m))
+    };
+    // The old shard, and with it maybe the context's last count, go after the lock.
+    drop(old);
 }
 
 /// A waiter on a POSIX lock, for deadlock detection (Linux: a request on `blocked_hash`).
@@ -557,13 +604,14 @@ pub(crate) struct RangeRequest {
 /// `EAGAIN` on a conflict with [`Wait::No`]; `EDEADLK` if waiting would close a cycle of
 /// POSIX waiters; `EINTR` if interrupted while waiting.
 pub(crate) fn posix_lock(inode: &Inode, req: RangeRequest, wait: Wait<'_>) -> Result<()> {
-    let ctx = match req.kind {
-        None => match context_of(inode) {
-            Some(c) => c,
-            None => return Ok(()),
-        },
-        Some(_) => context_or_make(inode),
-    };
+    match req.kind {
+        None => with_context(inode, |ctx| posix_lock_in(ctx, req, wait)).unwrap_or(Ok(())),
+        Some(_) => with_context_or_make(inode, |ctx| posix_lock_in(ctx, req, wait)),
+    }
+}
+
+/// [`posix_lock`] in the inode's context.
+fn posix_lock_in(ctx: &Arc<LockContext>, req: RangeRequest, wait: Wait<'_>) -> Result<()> {
     let mut waiting = None;
     let mut st = ctx.state.lock();
     // True after a wait: this request was woken, and the waiters that conflict with it are
@@ -585,7 +633,7 @@ pub(crate) fn posix_lock(inode: &Inode, req: RangeRequest, wait: Wait<'_>) -> Re
                     start: req.start,
                     end: req.end,
                 };
-                wait_turn(&ctx, &mut st, request, Some(blocker), intr, &mut waiting)?;
+                wait_turn(ctx, &mut st, request, Some(blocker), intr, &mut waiting)?;
                 woken = true;
                 continue;
             }
@@ -610,15 +658,17 @@ pub(crate) fn posix_lock(inode: &Inode, req: RangeRequest, wait: Wait<'_>) -> Re
 /// another owner it conflicts with; for `kind` `None` (`F_OFD_GETLK` with `F_UNLCK`), the
 /// first of the owner's own locks it overlaps.
 pub(crate) fn posix_test(inode: &Inode, req: RangeRequest) -> Option<RangeLock> {
-    let ctx = context_of(inode)?;
-    let st = ctx.state.lock();
-    match req.kind {
-        Some(kind) => st
-            .posix
-            .first_conflict(req.owner, kind, req.start, req.end)
-            .copied(),
-        None => st.posix.first_own(req.owner, req.start, req.end).copied(),
-    }
+    with_context(inode, |ctx| {
+        let st = ctx.state.lock();
+        match req.kind {
+            Some(kind) => st
+                .posix
+                .first_conflict(req.owner, kind, req.start, req.end)
+                .copied(),
+            None => st.posix.first_own(req.owner, req.start, req.end).copied(),
+        }
+    })
+    .flatten()
 }
 
 /// `flock(2)` on the open file `file` of `inode`: `kind` `None` releases (Linux:
@@ -627,13 +677,14 @@ pub(crate) fn posix_test(inode: &Inode, req: RangeRequest) -> Option<RangeLock> 
 /// # Errors
 /// `EWOULDBLOCK` on a conflict with [`Wait::No`]; `EINTR` if interrupted while waiting.
 pub(crate) fn flock(inode: &Inode, file: usize, kind: Option<Kind>, wait: Wait<'_>) -> Result<()> {
-    let ctx = match kind {
-        None => match context_of(inode) {
-            Some(c) => c,
-            None => return Ok(()),
-        },
-        Some(_) => context_or_make(inode),
-    };
+    match kind {
+        None => with_context(inode, |ctx| flock_in(ctx, file, kind, wait)).unwrap_or(Ok(())),
+        Some(_) => with_context_or_make(inode, |ctx| flock_in(ctx, file, kind, wait)),
+    }
+}
+
+/// [`flock`] in the inode's context.
+fn flock_in(ctx: &Arc<LockContext>, file: usize, kind: Option<Kind>, wait: Wait<'_>) -> Result<()> {
     let mut waiting = None;
     let mut st = ctx.state.lock();
     // As in `posix_lock`.
@@ -666,7 +717,7 @@ pub(crate) fn flock(inode: &Inode, file: usize, kind: Option<Kind>, wait: Wait<'
                 wake(&mut st);
             }
             let request = Request::Flock { file, kind };
-            wait_turn(&ctx, &mut st, request, None, intr, &mut waiting)?;
+            wait_turn(ctx, &mut st, request, None, intr, &mut waiting)?;
             woken = true;
             continue;
         }
@@ -680,9 +731,10 @@ pub(crate) fn flock(inode: &Inode, file: usize, kind: Option<Kind>, wait: Wait<'
 
 /// Tasks waiting for a lock of `inode` (for tests that must know a waiter is in place).
 pub(crate) fn waiters(inode: &Inode) -> u32 {
-    context_of(inode).map_or(0, |c| {
+    with_context(inode, |c| {
         u32::try_from(c.state.lock().waiters.len()).unwrap_or(u32::MAX)
     })
+    .unwrap_or(0)
 }
 
 /// Releases every POSIX lock of the fd table `table` on the inode of `file` (a close of any
@@ -703,9 +755,7 @@ fn remove_posix_slow(file: &FileDescription, table: u64) {
     if file.fmode().path_only {
         return;
     }
-    if let Some(ctx) = context_of_slow(file.inode()) {
-        remove_owner(&ctx, Owner::Files(table));
-    }
+    with_context_slow(file.inode(), |ctx| remove_owner(ctx, Owner::Files(table)));
 }
 
 fn remove_owner(ctx: &LockContext, owner: Owner) {
@@ -730,17 +780,16 @@ pub(crate) fn remove_file(file: &FileDescription) {
 
 #[cold]
 fn remove_file_slow(file: &FileDescription) {
-    let Some(ctx) = context_of_slow(file.inode()) else {
-        return;
-    };
     let addr = std::ptr::from_ref(file) as usize;
-    let mut st = ctx.state.lock();
-    let ofd = st.posix.remove_owner(Owner::File(addr));
-    let before = st.flock.len();
-    st.flock.retain(|&(f, _)| f != addr);
-    if ofd || st.flock.len() != before {
-        wake(&mut st);
-    }
+    with_context_slow(file.inode(), |ctx| {
+        let mut st = ctx.state.lock();
+        let ofd = st.posix.remove_owner(Owner::File(addr));
+        let before = st.flock.len();
+        st.flock.retain(|&(f, _)| f != addr);
+        if ofd || st.flock.len() != before {
+            wake(&mut st);
+        }
+    });
 }
 
 #[cfg(test)]
@@ -939,5 +988,52 @@ mod tests {
         };
         assert!(deadlock(&chain(12), 1, Owner::Files(2)));
         assert!(!deadlock(&chain(14), 1, Owner::Files(2)));
+    }
+
+    /// Whether the side table holds a context under `key`.
+    fn in_table(key: usize) -> bool {
+        CONTEXTS[(key >> 7) % SHARDS].0.load().contains_key(&key)
+    }
+
+    #[cfg(not(any(loom, feature = "shuttle")))]
+    #[test]
+    fn an_inode_s_end_takes_its_context_out_of_the_table() {
+        use crate::abi::{Flock, LockCmd, OpenFlags, AT_FDCWD, F_WRLCK};
+        use crate::{Cred, Vfs};
+        let vfs = Vfs::new();
+        let task = vfs.task(Cred::root());
+        let fd = task
+            .openat(AT_FDCWD, "/f", OpenFlags::CREAT | OpenFlags::RDWR, 0o644)
+            .expect("create");
+        let inode = Arc::downgrade(task.files.get(fd).expect("open fd").inode());
+        let key = inode.as_ptr() as usize;
+        assert!(!in_table(key), "a file never locked has no context");
+        let mut lock = Flock {
+            l_type: F_WRLCK,
+            l_whence: 0,
+            l_start: 0,
+            l_len: 1,
+            l_pid: 0,
+        };
+        task.fcntl_lock(fd, LockCmd::SetLk, &mut lock)
+            .expect("lock");
+        assert!(in_table(key), "the first lock publishes the context");
+        task.close(fd).expect("close");
+        task.unlinkat(AT_FDCWD, "/f", Default::default())
+            .expect("unlink");
+        let mut freed = false;
+        for _ in 0..200 {
+            if inode.strong_count() == 0 {
+                freed = true;
+                break;
+            }
+            crate::sync::rcu::flush();
+            std::thread::sleep(std::time::Duration::from_millis(5));
+        }
+        assert!(freed, "the inode goes with its last name and file");
+        assert!(
+            !in_table(key),
+            "a context left behind would be found by the next inode at this address"
+        );
     }
 }
