@@ -185,6 +185,28 @@ pub(crate) fn epoll_of(file: &FileDescription) -> Option<&Arc<Epoll>> {
         .map(|e| &e.ep)
 }
 
+impl EpollFile {
+    /// Takes `stale` (items found not ready) off the ready list. One whose file turned ready
+    /// meanwhile had its wake-up find it queued, so it is queued again here (Linux: a wake-up
+    /// during the scan goes to `ovflist`, and `ep_done_scan()` queues it).
+    #[cold]
+    fn drop_stale(&self, stale: &[Arc<EpItem>]) {
+        {
+            let mut st = self.ep.state.lock();
+            for item in stale {
+                item.ready.store(false, Ordering::Relaxed);
+            }
+            // An item is on the list exactly when its flag is set (both change under the lock).
+            st.ready.retain(|i| i.ready.load(Ordering::Relaxed));
+        }
+        for item in stale {
+            if item_events(item).is_some() {
+                item.queue(PollEvents::empty(), true);
+            }
+        }
+    }
+}
+
 impl FileOps for EpollFile {
     super::anon::anon_stream_ops!();
 
@@ -198,12 +220,22 @@ impl FileOps for EpollFile {
             }
             st.ready.iter().cloned().collect()
         };
+        // Items queued but not ready as far as their events go, up to the first ready one,
+        // leave the ready list, as Linux's scan drops them (`__ep_eventpoll_poll()`): a later
+        // `EPOLL_CTL_MOD` that finds one ready queues it again and wakes this epoll's watchers.
+        let mut stale = Vec::new();
+        let mut revents = PollEvents::empty();
         for item in ready {
             if item_events(&item).is_some() {
-                return PollEvents::IN | PollEvents::RDNORM;
+                revents = PollEvents::IN | PollEvents::RDNORM;
+                break;
             }
+            stale.push(item);
         }
-        PollEvents::empty()
+        if !stale.is_empty() {
+            self.drop_stale(&stale);
+        }
+        revents
     }
 
     fn as_any(&self) -> Option<&dyn Any> {
