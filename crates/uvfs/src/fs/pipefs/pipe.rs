@@ -56,8 +56,12 @@ struct PipeState {
     rd_wait: WaitList,
     /// Blocked writers (Linux: `wr_wait`'s sleepers).
     wr_wait: WaitList,
-    /// `poll` and epoll registrations, of either end (Linux: both queues' poll entries).
-    pollers: WaitList,
+    /// `poll` and epoll registrations of files open for reading (Linux: `rd_wait`'s poll
+    /// entries) and of files open for writing (`wr_wait`'s). A FIFO open for both is on both;
+    /// a wake-up of one side reaches only that side's pollers, so a keyless one (a splice's)
+    /// is no event for a poller of the other end.
+    rd_pollers: WaitList,
+    wr_pollers: WaitList,
 }
 
 /// A pipe: the buffer of an anonymous pipe or of an open FIFO.
@@ -70,7 +74,9 @@ pub(crate) struct Pipe {
 
 impl WaitSource for Pipe {
     fn remove_waiter(&self, w: &Arc<dyn Waker>) {
-        self.state.lock().pollers.remove(w);
+        let mut st = self.state.lock();
+        st.rd_pollers.remove(w);
+        st.wr_pollers.remove(w);
     }
 }
 
@@ -117,7 +123,8 @@ impl Pipe {
                 w_counter: 0,
                 rd_wait: WaitList::new(),
                 wr_wait: WaitList::new(),
-                pollers: WaitList::new(),
+                rd_pollers: WaitList::new(),
+                wr_pollers: WaitList::new(),
             }),
         })
     }
@@ -417,7 +424,8 @@ impl Pipe {
 
     /// Pollers registered on the pipe: for tests that must know a poller is in place.
     pub(crate) fn pollers(&self) -> u32 {
-        self.state.lock().pollers.len() as u32
+        let st = self.state.lock();
+        (st.rd_pollers.len() + st.wr_pollers.len()) as u32
     }
 
     /// Readiness of a file of this pipe open for `read` and or `write`; with `pt`, registers
@@ -433,7 +441,14 @@ impl Pipe {
     ) -> PollEvents {
         let mut st = self.state.lock();
         if let Some(pt) = pt {
-            pt.register(&mut st.pollers, self.clone());
+            // Linux: `pipe_poll()` waits on `rd_wait` for `FMODE_READ`, on `wr_wait` for
+            // `FMODE_WRITE`.
+            if read {
+                pt.register(&mut st.rd_pollers, self.clone());
+            }
+            if write {
+                pt.register(&mut st.wr_pollers, self.clone());
+            }
         }
         let mut mask = PollEvents::empty();
         if read {
@@ -473,31 +488,28 @@ impl PipeState {
         }
     }
 
-    /// Wakes blocked readers and FIFO openers, and the pollers interested in `key`.
+    /// Wakes blocked readers and FIFO openers, and the read side's pollers interested in
+    /// `key` (Linux: a wake-up of `rd_wait`).
     #[inline]
     fn wake_readers(&self, key: PollEvents) {
         self.rd_wait.wake(key);
-        self.pollers.wake(key);
+        self.rd_pollers.wake(key);
     }
 
-    /// Wakes blocked writers, and the pollers interested in `key`.
+    /// Wakes blocked writers, and the write side's pollers interested in `key` (Linux: a
+    /// wake-up of `wr_wait`).
     #[inline]
     fn wake_writers(&self, key: PollEvents) {
         self.wr_wait.wake(key);
-        self.pollers.wake(key);
+        self.wr_pollers.wake(key);
     }
 
-    /// Wakes everyone: a side's last file went (Linux: `pipe_release()`'s key).
+    /// Wakes everyone: a side's last file went (Linux: `pipe_release()` wakes each queue with
+    /// its side's events, `ERR` and `HUP`).
     fn wake_all_hangup(&self) {
-        let key = PollEvents::IN
-            | PollEvents::OUT
-            | PollEvents::RDNORM
-            | PollEvents::WRNORM
-            | PollEvents::ERR
-            | PollEvents::HUP;
-        self.rd_wait.wake(key);
-        self.wr_wait.wake(key);
-        self.pollers.wake(key);
+        let gone = PollEvents::ERR | PollEvents::HUP;
+        self.wake_readers(PollEvents::IN | PollEvents::RDNORM | gone);
+        self.wake_writers(PollEvents::OUT | PollEvents::WRNORM | gone);
     }
 
     /// Copies from the front of the ring into `buf`: across buffers until `buf` is full or the
