@@ -293,7 +293,7 @@ fn path_event_slow(dentry: &Dentry, inode: &Inode, file: Option<&FileDescription
                     if dentry.parent_watched() {
                         dentry.clear_parent_watched();
                     }
-                } else if dir_mask & mask & ALL_EVENTS != 0 {
+                } else if dir_mask & mask & ALL_EVENTS != 0 && !fifo_io(inode, mask) {
                     objects[Slot::Parent as usize] = Some(Arc::as_ptr(dir) as usize);
                 }
             }
@@ -327,6 +327,16 @@ fn path_event_slow(dentry: &Dentry, inode: &Inode, file: Option<&FileDescription
     };
     deliver(objects, &ev);
     drop(parent_dentry);
+}
+
+/// A read or write of a FIFO: told to the FIFO's own marks only, never to its directory's
+/// (what Linux 6.18 does: a directory watching its children for `IN_ACCESS` and `IN_MODIFY`
+/// gets neither from a FIFO in it, while the FIFO's own watch gets both, and the directory
+/// still gets the FIFO's `IN_OPEN` and `IN_CLOSE_*`; case
+/// `inotify_fifo_io_is_told_to_the_fifo_not_its_directory`). fanotify reports nothing of
+/// FIFOs at all (`fs::fanotify`).
+fn fifo_io(inode: &Inode, mask: u32) -> bool {
+    mask & (IN_ACCESS | IN_MODIFY) != 0 && inode.file_type() == crate::abi::FileType::Fifo
 }
 
 /// Hands `ev` to the groups with marks on `objects` ([`mark::deliver`]).
