@@ -227,22 +227,12 @@ mod tests {
     use std::sync::{Arc, Weak};
 
     use crate::abi::{OpenFlags, AT_FDCWD};
+    use crate::vfs::test_fixture::freed;
     use crate::vfs::Inode;
     use crate::{Cred, Vfs};
 
     /// Waits (up to a second) for the epoch collector to free what was retired, then says
     /// whether `w`'s object is gone.
-    fn freed<T>(w: &Weak<T>) -> bool {
-        for _ in 0..200 {
-            if w.strong_count() == 0 {
-                return true;
-            }
-            crate::sync::rcu::flush();
-            std::thread::sleep(std::time::Duration::from_millis(5));
-        }
-        false
-    }
-
     fn pinned(task: &crate::Task, fd: i32) -> bool {
         task.files.get(fd).expect("open fd").is_pinned()
     }

@@ -72,3 +72,17 @@ impl Fixture {
         Dentry::new_root(self.inode(FileType::Directory))
     }
 }
+
+/// Whether what `w` points to is freed within a second, the epoch collector asked to free
+/// what this thread retired between looks (a dentry's or inode's last count can wait in a
+/// retired table node).
+pub(crate) fn freed<T>(w: &std::sync::Weak<T>) -> bool {
+    for _ in 0..200 {
+        if w.strong_count() == 0 {
+            return true;
+        }
+        crate::sync::rcu::flush();
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+    false
+}

@@ -1022,16 +1022,10 @@ mod tests {
         task.close(fd).expect("close");
         task.unlinkat(AT_FDCWD, "/f", Default::default())
             .expect("unlink");
-        let mut freed = false;
-        for _ in 0..200 {
-            if inode.strong_count() == 0 {
-                freed = true;
-                break;
-            }
-            crate::sync::rcu::flush();
-            std::thread::sleep(std::time::Duration::from_millis(5));
-        }
-        assert!(freed, "the inode goes with its last name and file");
+        assert!(
+            crate::vfs::test_fixture::freed(&inode),
+            "the inode goes with its last name and file"
+        );
         assert!(
             !in_table(key),
             "a context left behind would be found by the next inode at this address"
