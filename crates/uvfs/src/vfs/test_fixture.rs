@@ -76,6 +76,7 @@ impl Fixture {
 /// Whether what `w` points to is freed within a second, the epoch collector asked to free
 /// what this thread retired between looks (a dentry's or inode's last count can wait in a
 /// retired table node).
+#[cfg(not(any(loom, feature = "shuttle")))]
 pub(crate) fn freed<T>(w: &std::sync::Weak<T>) -> bool {
     for _ in 0..200 {
         if w.strong_count() == 0 {
