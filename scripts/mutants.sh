@@ -1,11 +1,11 @@
 #!/usr/bin/env bash
-# Mutation testing of uvfs's walk, permission, attribute, read/write and rename code with
-# cargo-mutants (`cargo install cargo-mutants`); docs/testing.md explains the scope and the
-# results. Not run by CI: the four parts take hours on two cores.
+# Mutation testing of uvfs's walk, permission, attribute, read/write, rename and advisory-lock
+# code with cargo-mutants (`cargo install cargo-mutants`); docs/testing.md explains the scope
+# and the results. Not run by CI: the five parts take hours on two cores.
 #
-#   scripts/mutants.sh [list] [part1 part2 part3 part4]
+#   scripts/mutants.sh [list] [part1 part2 part3 part4 part5]
 #
-# Runs the named parts (default: all four, one after the other) on the checkout this script
+# Runs the named parts (default: all five, one after the other) on the checkout this script
 # is in; `list` only prints what each part would test. Output: $OUT/partN-NAME/mutants.out/
 # ({caught,missed,timeout,unviable}.txt, outcomes.json, log/, diff/) and $OUT/partN-NAME.log
 # (default OUT: /tmp/uvfs-mutants, outside the tree, which cargo-mutants copies). Needs root
@@ -67,6 +67,7 @@ filters() {
   part2-rw) echo "-f crates/uvfs/src/sys/rw.rs -f crates/uvfs/src/fs/tmpfs/file.rs" ;;
   part3-attr) echo "-f crates/uvfs/src/sys/attr.rs -f crates/uvfs/src/vfs/inode.rs" ;;
   part4-rename) echo "-f crates/uvfs/src/sys/namespace.rs -f crates/uvfs/src/fs/tmpfs/dir.rs -f crates/uvfs/src/fs/tmpfs/mod.rs" ;;
+  part5-locks) echo "-f crates/uvfs/src/vfs/locks/*.rs" ;;
   esac
 }
 regex() {
@@ -85,10 +86,11 @@ for a in "$@"; do
   part2 | part2-*) parts+=(part2-rw) ;;
   part3 | part3-*) parts+=(part3-attr) ;;
   part4 | part4-*) parts+=(part4-rename) ;;
-  *) echo "usage: $0 [list] [part1 part2 part3 part4]" >&2 && exit 2 ;;
+  part5 | part5-*) parts+=(part5-locks) ;;
+  *) echo "usage: $0 [list] [part1 part2 part3 part4 part5]" >&2 && exit 2 ;;
   esac
 done
-[ "${#parts[@]}" -eq 0 ] && parts=(part1-walk-perm part2-rw part3-attr part4-rename)
+[ "${#parts[@]}" -eq 0 ] && parts=(part1-walk-perm part2-rw part3-attr part4-rename part5-locks)
 
 mkdir -p "$OUT"
 for p in "${parts[@]}"; do

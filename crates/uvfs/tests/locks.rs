@@ -464,6 +464,62 @@ fn setlkw_waits_until_the_conflict_goes() {
     assert_eq!(get(&a, fa, 5, 1).0, F_WRLCK);
 }
 
+/// A holder that turns its write lock into a read lock lets the readers waiting for it in
+/// (Linux: `posix_lock_inode()` wakes the waiters of the locks it replaces).
+#[test]
+fn a_downgrade_to_a_read_lock_lets_the_waiting_readers_in() {
+    let (_v, a) = setup();
+    let b = a.fork();
+    let fa = open(&a, OpenFlags::RDWR);
+    let fb = open(&b, OpenFlags::RDWR);
+    set(&a, fa, F_WRLCK, 0, 10).expect("lock");
+    let got = spawn(move || {
+        let r = b.fcntl_lock(fb, LockCmd::SetLkW, &mut Flock::new(F_RDLCK, 0, 10));
+        (r, b)
+    });
+    await_waiters(&a, fa, 1);
+    set(&a, fa, F_RDLCK, 0, 10).expect("downgrade");
+    let (r, b) = got.recv_timeout(TIMEOUT).expect("the reader is let in");
+    assert_eq!(r, Ok(()));
+    // Both read locks are held: a writer of a third owner sees one of them.
+    let c = a.fork();
+    let fc = open(&c, OpenFlags::RDWR);
+    assert_eq!(get(&c, fc, 0, 10).0, F_RDLCK);
+    drop(b);
+}
+
+/// The last close of a description releases its `flock` lock, and then its OFD locks, and
+/// each release lets the task waiting for it in (Linux: `locks_remove_file()`).
+#[test]
+fn the_last_close_of_a_holder_lets_its_waiter_in() {
+    let (_v, a) = setup();
+    // The flock lock.
+    let f1 = open(&a, OpenFlags::RDONLY);
+    let f2 = open(&a, OpenFlags::RDONLY);
+    a.flock(f1, FlockOp::EX).expect("ex");
+    let t = a.clone_thread();
+    let got = spawn(move || (t.flock(f2, FlockOp::EX), t));
+    await_waiters(&a, f1, 1);
+    a.close(f1).expect("close");
+    let (r, _t) = got
+        .recv_timeout(TIMEOUT)
+        .expect("the flock waiter is let in");
+    assert_eq!(r, Ok(()));
+    // An OFD lock.
+    let f3 = open(&a, OpenFlags::RDWR);
+    let f4 = open(&a, OpenFlags::RDWR);
+    ofd_set(&a, f3, F_WRLCK, 0, 10).expect("ofd lock");
+    let t = a.clone_thread();
+    let got = spawn(move || {
+        let r = t.fcntl_lock(f4, LockCmd::OfdSetLkW, &mut Flock::new(F_WRLCK, 0, 10));
+        (r, t)
+    });
+    await_waiters(&a, f3, 1);
+    a.close(f3).expect("close");
+    let (r, _t) = got.recv_timeout(TIMEOUT).expect("the OFD waiter is let in");
+    assert_eq!(r, Ok(()));
+}
+
 #[test]
 fn a_blocking_flock_waits_for_the_holder() {
     let (_v, a) = setup();
@@ -561,6 +617,56 @@ fn a_cycle_of_three_waiters_is_edeadlk() {
     assert_eq!(r, Ok(()));
     set(&b, fb, F_UNLCK, 0, 0).expect("b lets go");
     let (r, _c) = wc.recv_timeout(TIMEOUT).expect("c returns");
+    assert_eq!(r, Ok(()));
+}
+
+/// A lock that only adds bytes, or a call that changes nothing, leaves the waiters as they
+/// were: each stays recorded as waiting for the lock it first found in its way, even where
+/// the new lock is now the first in its way. Linux's deadlock check follows that record
+/// (`posix_locks_deadlock()` reads a request's `flc_blocker`, which `posix_lock_inode()`
+/// changes only when it wakes the waiters of a lock it replaces), so a request that closes a
+/// cycle through the new lock waits instead of failing with `EDEADLK`. (Checked on the host,
+/// Linux 6.18, with three processes and `lockf`: c waited, and b's next try after a signal
+/// failed with `EDEADLK`.)
+#[test]
+fn a_lock_that_only_adds_leaves_whom_each_waiter_waits_for() {
+    let (_v, a) = setup();
+    let b = a.fork();
+    let c = a.fork();
+    let fa = open(&a, OpenFlags::RDWR);
+    let fb = open(&b, OpenFlags::RDWR);
+    let fc = open(&c, OpenFlags::RDWR);
+    // c's locks come first in the list, then a's, then b's.
+    set(&c, fc, F_WRLCK, 5, 1).expect("c: byte 5");
+    set(&a, fa, F_WRLCK, 0, 1).expect("a: byte 0");
+    set(&b, fb, F_WRLCK, 10, 1).expect("b: byte 10");
+    // b waits for bytes 0 and 1, for a.
+    let b_got = spawn(move || {
+        let r = b.fcntl_lock(fb, LockCmd::SetLkW, &mut Flock::new(F_WRLCK, 0, 2));
+        (r, b)
+    });
+    await_waiters(&a, fa, 1);
+    // c takes byte 1, now in b's way too, and then waits for b's byte 10: b is recorded as
+    // waiting for a, who waits for nobody, so c waits.
+    set(&c, fc, F_WRLCK, 1, 1).expect("c: byte 1 (adds only)");
+    // Calls that change nothing leave the waiters as they were too.
+    set(&c, fc, F_UNLCK, 50, 1).expect("c: unlock of a byte it does not hold");
+    set(&c, fc, F_WRLCK, 5, 1).expect("c: byte 5 again");
+    let handle = c.interrupt_handle();
+    let c_got = spawn(move || {
+        let r = c.fcntl_lock(fc, LockCmd::SetLkW, &mut Flock::new(F_WRLCK, 10, 1));
+        (r, c)
+    });
+    await_waiters(&a, fa, 2);
+    assert!(c_got.try_recv().is_err(), "c waits");
+    handle.interrupt();
+    let (r, c) = c_got.recv_timeout(TIMEOUT).expect("c returns");
+    assert_eq!(r, Err(Errno::EINTR));
+    // a's release lets b try again; c's byte 1 is in its way and c waits for nobody, so b
+    // waits on, until c lets go.
+    set(&a, fa, F_UNLCK, 0, 1).expect("a: unlock");
+    set(&c, fc, F_UNLCK, 0, 0).expect("c: unlock all");
+    let (r, _b) = b_got.recv_timeout(TIMEOUT).expect("b returns");
     assert_eq!(r, Ok(()));
 }
 

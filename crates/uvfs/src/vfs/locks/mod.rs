@@ -935,6 +935,98 @@ mod tests {
         clean_up(&mut st);
     }
 
+    /// Lists a waiter for a `flock` lock of `kind` through the description at `file`, as
+    /// `flock_in` does; returns its token.
+    fn add_flock_waiter(st: &mut LockState, file: usize, kind: Kind) -> u64 {
+        let token = TEST_TOKENS.fetch_add(1, Ordering::Relaxed);
+        st.waiters.push(Waiter {
+            token,
+            request: Request::Flock { file, kind },
+            woken: false,
+            blocker: None,
+            cond: Arc::new(Condvar::new()),
+        });
+        token
+    }
+
+    /// `flock` waiters are woken as record waiters are: of those that conflict with each
+    /// other one, the shared ones together, and two waiters through one description (two
+    /// threads, one owner) do not hold each other back.
+    #[test]
+    fn flock_waiters_conflict_by_description_and_kind() {
+        let mut st = LockState::default();
+        st.flock.push((100, Kind::Write));
+        let writers = [
+            add_flock_waiter(&mut st, 200, Kind::Write),
+            add_flock_waiter(&mut st, 300, Kind::Write),
+        ];
+        wake(&mut st);
+        assert_eq!(woken(&st), [], "the lock is still held");
+        st.flock.clear();
+        wake(&mut st);
+        assert_eq!(woken(&st), [writers[0]], "the first writer, alone");
+
+        let mut st = LockState::default();
+        st.flock.push((100, Kind::Write));
+        let readers = [
+            add_flock_waiter(&mut st, 200, Kind::Read),
+            add_flock_waiter(&mut st, 300, Kind::Read),
+        ];
+        let writer = add_flock_waiter(&mut st, 400, Kind::Write);
+        st.flock.clear();
+        wake(&mut st);
+        assert_eq!(woken(&st), readers, "the readers, not the writer");
+        assert!(!woken(&st).contains(&writer));
+
+        // A shared lock held lets the shared waiters in, and not the exclusive one.
+        let mut st = LockState::default();
+        st.flock.push((100, Kind::Read));
+        let reader = add_flock_waiter(&mut st, 200, Kind::Read);
+        let writer = add_flock_waiter(&mut st, 300, Kind::Write);
+        wake(&mut st);
+        assert_eq!(
+            woken(&st),
+            [reader],
+            "past the shared lock, the reader alone"
+        );
+        assert!(!woken(&st).contains(&writer));
+
+        let mut st = LockState::default();
+        st.flock.push((100, Kind::Write));
+        let one_owner = [
+            add_flock_waiter(&mut st, 200, Kind::Write),
+            add_flock_waiter(&mut st, 200, Kind::Write),
+        ];
+        st.flock.clear();
+        wake(&mut st);
+        assert_eq!(woken(&st), one_owner, "one description's waiters together");
+    }
+
+    /// A wait that ends lets go of what it waited in: the task's interrupt no longer names it
+    /// (a later interrupt wakes nothing there) and does not keep it alive.
+    #[test]
+    fn a_wait_that_ends_lets_go_of_what_it_waited_in() {
+        let intr = Interrupt::new();
+        let ctx = Arc::new(LockContext::default());
+        {
+            let _w = WaitingOn::enter(Some(&intr), ctx.clone());
+            assert!(intr.waiting_on.lock().is_some());
+            assert_eq!(Arc::strong_count(&ctx), 2);
+        }
+        assert!(intr.waiting_on.lock().is_none());
+        assert_eq!(Arc::strong_count(&ctx), 1);
+    }
+
+    /// The public handle's `Debug` shows whether an interrupt is pending.
+    #[test]
+    fn an_interrupt_handle_shows_its_pending_interrupt() {
+        let h = InterruptHandle(Arc::new(Interrupt::new()));
+        assert_eq!(format!("{h:?}"), "InterruptHandle { pending: false }");
+        h.interrupt();
+        assert_eq!(format!("{h:?}"), "InterruptHandle { pending: true }");
+        assert_eq!(format!("{:?}", h.0), "Interrupt");
+    }
+
     #[test]
     fn flock_waiters_and_record_waiters_do_not_hold_each_other_back() {
         let mut st = LockState::default();
