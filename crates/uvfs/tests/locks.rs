@@ -61,6 +61,22 @@ fn spawn<R: Send + 'static>(f: impl FnOnce() -> R + Send + 'static) -> mpsc::Rec
     rx
 }
 
+/// Runs `F_SETLKW` (or another lock command) of `t` on `fd` on its own thread; the receiver
+/// gets the result and the task back.
+fn spawn_lock(
+    t: Task,
+    fd: i32,
+    cmd: LockCmd,
+    l_type: i16,
+    start: i64,
+    len: i64,
+) -> mpsc::Receiver<(Result<(), Errno>, Task)> {
+    spawn(move || {
+        let r = t.fcntl_lock(fd, cmd, &mut Flock::new(l_type, start, len));
+        (r, t)
+    })
+}
+
 #[test]
 fn a_write_lock_conflicts_with_another_process_and_getlk_names_the_holder() {
     let (_v, a) = setup();
@@ -451,10 +467,7 @@ fn setlkw_waits_until_the_conflict_goes() {
     let fa = open(&a, OpenFlags::RDWR);
     let fb = open(&b, OpenFlags::RDWR);
     set(&a, fa, F_WRLCK, 0, 10).expect("lock");
-    let got = spawn(move || {
-        let r = b.fcntl_lock(fb, LockCmd::SetLkW, &mut Flock::new(F_WRLCK, 5, 1));
-        (r, b)
-    });
+    let got = spawn_lock(b, fb, LockCmd::SetLkW, F_WRLCK, 5, 1);
     await_waiters(&a, fa, 1);
     set(&a, fa, F_UNLCK, 0, 5).expect("a part that is not in the way");
     assert!(got.try_recv().is_err(), "still waiting");
@@ -473,10 +486,7 @@ fn a_downgrade_to_a_read_lock_lets_the_waiting_readers_in() {
     let fa = open(&a, OpenFlags::RDWR);
     let fb = open(&b, OpenFlags::RDWR);
     set(&a, fa, F_WRLCK, 0, 10).expect("lock");
-    let got = spawn(move || {
-        let r = b.fcntl_lock(fb, LockCmd::SetLkW, &mut Flock::new(F_RDLCK, 0, 10));
-        (r, b)
-    });
+    let got = spawn_lock(b, fb, LockCmd::SetLkW, F_RDLCK, 0, 10);
     await_waiters(&a, fa, 1);
     set(&a, fa, F_RDLCK, 0, 10).expect("downgrade");
     let (r, b) = got.recv_timeout(TIMEOUT).expect("the reader is let in");
@@ -510,10 +520,7 @@ fn the_last_close_of_a_holder_lets_its_waiter_in() {
     let f4 = open(&a, OpenFlags::RDWR);
     ofd_set(&a, f3, F_WRLCK, 0, 10).expect("ofd lock");
     let t = a.clone_thread();
-    let got = spawn(move || {
-        let r = t.fcntl_lock(f4, LockCmd::OfdSetLkW, &mut Flock::new(F_WRLCK, 0, 10));
-        (r, t)
-    });
+    let got = spawn_lock(t, f4, LockCmd::OfdSetLkW, F_WRLCK, 0, 10);
     await_waiters(&a, f3, 1);
     a.close(f3).expect("close");
     let (r, _t) = got.recv_timeout(TIMEOUT).expect("the OFD waiter is let in");
@@ -543,10 +550,7 @@ fn a_blocking_flock_waits_for_the_holder() {
 /// interrupted and the test fails.
 fn expect_edeadlk(t: Task, fd: i32, byte: i64) -> Task {
     let handle = t.interrupt_handle();
-    let got = spawn(move || {
-        let r = t.fcntl_lock(fd, LockCmd::SetLkW, &mut Flock::new(F_WRLCK, byte, 1));
-        (r, t)
-    });
+    let got = spawn_lock(t, fd, LockCmd::SetLkW, F_WRLCK, byte, 1);
     match got.recv_timeout(Duration::from_secs(5)) {
         Ok((r, t)) => {
             assert_eq!(r, Err(Errno::EDEADLK));
@@ -570,10 +574,7 @@ fn a_cycle_of_two_waiters_is_edeadlk() {
     let fb = open(&b, OpenFlags::RDWR);
     set(&a, fa, F_WRLCK, 0, 1).expect("a holds 0");
     set(&b, fb, F_WRLCK, 1, 1).expect("b holds 1");
-    let got = spawn(move || {
-        let r = b.fcntl_lock(fb, LockCmd::SetLkW, &mut Flock::new(F_WRLCK, 0, 1));
-        (r, b)
-    });
+    let got = spawn_lock(b, fb, LockCmd::SetLkW, F_WRLCK, 0, 1);
     await_waiters(&a, fa, 1);
     let a = expect_edeadlk(a, fa, 1);
     // Nothing changed: b still waits; a's release lets it in.
@@ -641,10 +642,7 @@ fn a_lock_that_only_adds_leaves_whom_each_waiter_waits_for() {
     set(&a, fa, F_WRLCK, 0, 1).expect("a: byte 0");
     set(&b, fb, F_WRLCK, 10, 1).expect("b: byte 10");
     // b waits for bytes 0 and 1, for a.
-    let b_got = spawn(move || {
-        let r = b.fcntl_lock(fb, LockCmd::SetLkW, &mut Flock::new(F_WRLCK, 0, 2));
-        (r, b)
-    });
+    let b_got = spawn_lock(b, fb, LockCmd::SetLkW, F_WRLCK, 0, 2);
     await_waiters(&a, fa, 1);
     // c takes byte 1, now in b's way too, and then waits for b's byte 10: b is recorded as
     // waiting for a, who waits for nobody, so c waits.
@@ -653,10 +651,7 @@ fn a_lock_that_only_adds_leaves_whom_each_waiter_waits_for() {
     set(&c, fc, F_UNLCK, 50, 1).expect("c: unlock of a byte it does not hold");
     set(&c, fc, F_WRLCK, 5, 1).expect("c: byte 5 again");
     let handle = c.interrupt_handle();
-    let c_got = spawn(move || {
-        let r = c.fcntl_lock(fc, LockCmd::SetLkW, &mut Flock::new(F_WRLCK, 10, 1));
-        (r, c)
-    });
+    let c_got = spawn_lock(c, fc, LockCmd::SetLkW, F_WRLCK, 10, 1);
     await_waiters(&a, fa, 2);
     assert!(c_got.try_recv().is_err(), "c waits");
     handle.interrupt();
@@ -678,10 +673,7 @@ fn an_interrupted_setlkw_returns_eintr_and_takes_nothing() {
     let fb = open(&b, OpenFlags::RDWR);
     set(&a, fa, F_WRLCK, 5, 1).expect("lock");
     let handle = b.interrupt_handle();
-    let got = spawn(move || {
-        let r = b.fcntl_lock(fb, LockCmd::SetLkW, &mut Flock::new(F_WRLCK, 0, 10));
-        (r, b)
-    });
+    let got = spawn_lock(b, fb, LockCmd::SetLkW, F_WRLCK, 0, 10);
     await_waiters(&a, fa, 1);
     handle.interrupt();
     let (r, b) = got.recv_timeout(TIMEOUT).expect("returns");
@@ -926,20 +918,14 @@ fn a_finished_wait_is_forgotten_by_the_deadlock_check() {
     set(&a, fa, F_WRLCK, 0, 1).expect("a holds 0");
     set(&b, fb, F_WRLCK, 1, 1).expect("b holds 1");
     let stop = b.interrupt_handle();
-    let got = spawn(move || {
-        let r = b.fcntl_lock(fb, LockCmd::SetLkW, &mut Flock::new(F_WRLCK, 0, 1));
-        (r, b)
-    });
+    let got = spawn_lock(b, fb, LockCmd::SetLkW, F_WRLCK, 0, 1);
     await_waiters(&a, fa, 1);
     stop.interrupt();
     let (r, b) = got.recv_timeout(TIMEOUT).expect("b's wait returns");
     assert_eq!(r, Err(Errno::EINTR), "b was interrupted");
     // Now a waits for b's byte: no cycle, since b waits for nothing any more.
     let a2 = a.clone_thread();
-    let got = spawn(move || {
-        let r = a2.fcntl_lock(fa, LockCmd::SetLkW, &mut Flock::new(F_WRLCK, 1, 1));
-        (r, a2)
-    });
+    let got = spawn_lock(a2, fa, LockCmd::SetLkW, F_WRLCK, 1, 1);
     await_waiters(&b, fb, 1);
     set(&b, fb, F_UNLCK, 1, 1).expect("b lets go");
     let (r, _a2) = got.recv_timeout(TIMEOUT).expect("a's wait returns");
