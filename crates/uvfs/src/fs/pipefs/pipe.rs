@@ -284,6 +284,10 @@ impl Pipe {
 
     /// Sets the capacity to `nr_slots` buffers (Linux: `pipe_resize_ring()`).
     ///
+    /// Every resize, even a shrink or the same size, wakes the write side without a key, as
+    /// `pipe_resize_ring()` ends with `wake_up_interruptible(&pipe->wr_wait)`: an
+    /// edge-triggered epoll watcher of the write end sees a new edge (seed 250860).
+    ///
     /// # Errors
     /// `EBUSY` if the ring holds more buffers than that.
     pub(crate) fn set_slots(&self, nr_slots: usize) -> Result<()> {
@@ -291,11 +295,8 @@ impl Pipe {
         if nr_slots < st.bufs.len() {
             return Err(Errno::EBUSY);
         }
-        let grew = nr_slots > st.max_usage;
         st.max_usage = nr_slots;
-        if grew {
-            st.wake_writers(PollEvents::OUT | PollEvents::WRNORM);
-        }
+        st.wake_writers(PollEvents::empty());
         Ok(())
     }
 
