@@ -219,8 +219,11 @@ impl Fanotify {
     ) -> Result<()> {
         let group: Arc<dyn Group> = self.clone();
         let _g = mark::MARK_LOCK.lock();
+        // The flag is taken only with an ignore mask: `FAN_MARK_IGNORED_SURV_MODIFY` on a
+        // call that adds to the event mask changes nothing (Linux:
+        // `fanotify_mark_update_flags()` tests it under `ignore`).
         let flags_of = |old: u32| {
-            if surv_modify {
+            if surv_modify && ignore {
                 old | mark::MARK_IGNORED_SURV_MODIFY
             } else {
                 old
