@@ -231,8 +231,6 @@ mod tests {
     use crate::vfs::Inode;
     use crate::{Cred, Vfs};
 
-    /// Waits (up to a second) for the epoch collector to free what was retired, then says
-    /// whether `w`'s object is gone.
     fn pinned(task: &crate::Task, fd: i32) -> bool {
         task.files.get(fd).expect("open fd").is_pinned()
     }

@@ -949,13 +949,19 @@ mod tests {
         token
     }
 
+    /// A lock state with one `flock` lock held, of `kind` through the description at `file`.
+    fn flock_held(file: usize, kind: Kind) -> LockState {
+        let mut st = LockState::default();
+        st.flock.push((file, kind));
+        st
+    }
+
     /// `flock` waiters are woken as record waiters are: of those that conflict with each
     /// other one, the shared ones together, and two waiters through one description (two
     /// threads, one owner) do not hold each other back.
     #[test]
     fn flock_waiters_conflict_by_description_and_kind() {
-        let mut st = LockState::default();
-        st.flock.push((100, Kind::Write));
+        let mut st = flock_held(100, Kind::Write);
         let writers = [
             add_flock_waiter(&mut st, 200, Kind::Write),
             add_flock_waiter(&mut st, 300, Kind::Write),
@@ -966,8 +972,7 @@ mod tests {
         wake(&mut st);
         assert_eq!(woken(&st), [writers[0]], "the first writer, alone");
 
-        let mut st = LockState::default();
-        st.flock.push((100, Kind::Write));
+        let mut st = flock_held(100, Kind::Write);
         let readers = [
             add_flock_waiter(&mut st, 200, Kind::Read),
             add_flock_waiter(&mut st, 300, Kind::Read),
@@ -979,8 +984,7 @@ mod tests {
         assert!(!woken(&st).contains(&writer));
 
         // A shared lock held lets the shared waiters in, and not the exclusive one.
-        let mut st = LockState::default();
-        st.flock.push((100, Kind::Read));
+        let mut st = flock_held(100, Kind::Read);
         let reader = add_flock_waiter(&mut st, 200, Kind::Read);
         let writer = add_flock_waiter(&mut st, 300, Kind::Write);
         wake(&mut st);
@@ -991,8 +995,7 @@ mod tests {
         );
         assert!(!woken(&st).contains(&writer));
 
-        let mut st = LockState::default();
-        st.flock.push((100, Kind::Write));
+        let mut st = flock_held(100, Kind::Write);
         let one_owner = [
             add_flock_waiter(&mut st, 200, Kind::Write),
             add_flock_waiter(&mut st, 200, Kind::Write),
